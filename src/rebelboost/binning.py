@@ -1,0 +1,95 @@
+"""Features to ``uint8`` bins, fitted once per training run.
+
+Each feature gets at most ``max_bins`` value bins separated by thresholds that lie strictly
+between distinct training values, so ``bin(x) <= b`` exactly when ``x <= thresholds[b]``. The
+trees learn on bins but store raw thresholds, so prediction never bins. The last bin index
+(``max_bins``) holds missing values (NaN); training learns which side they go to.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MAX_BINS_LIMIT = 255
+
+
+class Binner:
+    """Quantile binning of a float matrix into ``uint8`` codes plus one missing-value bin.
+
+    Parameters
+    ----------
+    max_bins : int
+        Number of value bins per feature (2..255). Features with fewer distinct values get one
+        bin per value.
+    subsample : int or None
+        Rows used to place the thresholds (all rows when None or when there are fewer).
+    random_state : int or numpy Generator
+        Seed for the subsample.
+    """
+
+    def __init__(self, max_bins: int = 255, subsample: int | None = 200_000, random_state=0):
+        if not 2 <= int(max_bins) <= MAX_BINS_LIMIT:
+            raise ValueError(f"max_bins must be in [2, {MAX_BINS_LIMIT}], got {max_bins!r}")
+        self.max_bins = int(max_bins)
+        self.subsample = subsample
+        self.random_state = random_state
+
+    @property
+    def missing_bin(self) -> int:
+        """Bin index that holds NaN."""
+        return self.max_bins
+
+    @property
+    def n_bins_total(self) -> int:
+        """Histogram length per feature: value bins plus the missing bin."""
+        return self.max_bins + 1
+
+    def fit(self, X: np.ndarray) -> Binner:
+        X = np.asarray(X, dtype=np.float64)
+        if self.subsample is not None and X.shape[0] > self.subsample:
+            rng = np.random.default_rng(self.random_state)
+            X = X[rng.choice(X.shape[0], self.subsample, replace=False)]
+        self.thresholds_ = [_feature_thresholds(X[:, j], self.max_bins) for j in range(X.shape[1])]
+        self.n_value_bins_ = np.array([len(t) + 1 for t in self.thresholds_], dtype=np.int32)
+        self.has_missing_ = np.isnan(X).any(axis=0)
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        """Bin codes, C-ordered (n_samples, n_features) ``uint8``."""
+        X = np.asarray(X, dtype=np.float64)
+        out = np.empty(X.shape, dtype=np.uint8)
+        for j, thr in enumerate(self.thresholds_):
+            col = X[:, j]
+            codes = np.searchsorted(thr, col, side="left")
+            codes[np.isnan(col)] = self.missing_bin
+            out[:, j] = codes
+        return out
+
+    def fit_transform(self, X: np.ndarray) -> np.ndarray:
+        return self.fit(X).transform(X)
+
+    def threshold(self, feature: int, bin_index: int) -> float:
+        """Raw value ``t`` with ``x <= t`` exactly for the values binned ``<= bin_index``."""
+        thr = self.thresholds_[feature]
+        if bin_index >= len(thr):  # every value goes left (a split that isolates missing)
+            return np.inf
+        return float(thr[bin_index])
+
+
+def _feature_thresholds(col: np.ndarray, max_bins: int) -> np.ndarray:
+    """Midpoints between distinct values, chosen so bins hold about equal counts."""
+    col = col[~np.isnan(col)]
+    if col.size == 0:
+        return np.empty(0)
+    values, counts = np.unique(col, return_counts=True)
+    if len(values) <= max_bins:
+        cut_after = np.arange(len(values) - 1)
+    else:
+        # Cut after the distinct value where the cumulative count crosses each quantile.
+        cum = np.cumsum(counts)
+        targets = cum[-1] * np.arange(1, max_bins) / max_bins
+        cut_after = np.unique(np.searchsorted(cum, targets, side="left"))
+        cut_after = cut_after[cut_after < len(values) - 1]
+    lo, hi = values[cut_after], values[cut_after + 1]
+    mid = lo + (hi - lo) / 2.0
+    return np.where(mid < hi, mid, lo)  # adjacent doubles: the midpoint may round up to hi

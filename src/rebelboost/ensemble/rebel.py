@@ -1,0 +1,319 @@
+"""``RebelClassifier``: multi-class cost-sensitive boosting with binary weak learners.
+
+The model is ``H(x) = sum_t f_t(x) a_t`` with ``f_t`` a decision tree (or stump) emitting
++-1 and ``a_t`` a free K-vector; the prediction is ``argmax_k H_k(x)``, which estimates the
+minimum-risk class under the cost matrix the model was trained with.
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+from collections.abc import Iterator
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.model_selection import train_test_split
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from ..binning import Binner
+from ..learners.rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
+from ..learners.tree import TreeArrays
+from ..losses.rebel import RebelLoss
+from ..search.splits import is_better
+from ..validation import check_cost_matrix, check_labels
+from ._threads import numba_threads
+
+
+class RebelClassifier(ClassifierMixin, BaseEstimator):
+    """REBEL boosting (Appel, Burgos-Artizzu and Perona, 2016) with stumps or trees.
+
+    Parameters
+    ----------
+    n_estimators : int, default=100
+        Number of boosting iterations (weak learners, the constant learner included).
+    weak_learner : {'tree', 'stump'}, default='tree'
+        'tree' grows depth-``max_depth`` trees layer by layer; 'stump' is depth 1.
+    max_depth : int, default=2
+        Depth of the trees (ignored for stumps).
+    cost_matrix : array-like of shape (n_classes, n_classes), default=None
+        ``cost_matrix[i, j]`` is the cost of predicting class ``classes_[j]`` when the truth is
+        ``classes_[i]``: non-negative, zero diagonal. None means 0-1 cost.
+    max_bins : int, default=255
+        Value bins per feature for the split search (plus one bin for missing values).
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the training set (stratified), stop when the
+        validation loss has not improved by ``tol`` (relative) for ``n_iter_no_change``
+        iterations, and keep the model at its best iteration.
+    validation_fraction : float, default=0.1
+    n_iter_no_change : int, default=10
+    tol : float, default=1e-7
+    random_state : int, RandomState instance or None, default=None
+        Seeds the validation split and the binning subsample.
+    n_jobs : int or None, default=None
+        Threads for the histogram kernels; None or -1 uses all cores.
+    verbose : int, default=0
+        Print progress every ``verbose`` iterations.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    cost_matrix_ : ndarray of shape (n_classes, n_classes)
+    trees_ : TreeArrays
+        The weak learners, stacked.
+    vectors_ : ndarray of shape (n_estimators_, n_classes)
+        The step vector ``a_t`` of each learner.
+    n_estimators_ : int
+    train_loss_ : ndarray of shape (n_estimators_,)
+        Training loss after each iteration (``init_loss_`` before the first).
+    validation_loss_ : ndarray or None
+        Validation loss after each iteration when early stopping is on.
+    best_iteration_ : int or None
+        Number of iterations kept by early stopping.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Share of the total training-loss reduction won by splits on each feature.
+    """
+
+    _parameter_constraints: dict = {
+        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+        "weak_learner": [StrOptions({"tree", "stump"})],
+        "max_depth": [Interval(numbers.Integral, 1, 16, closed="both")],
+        "cost_matrix": ["array-like", None],
+        "max_bins": [Interval(numbers.Integral, 2, 255, closed="both")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+        "n_jobs": [numbers.Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        n_estimators: int = 100,
+        *,
+        weak_learner: str = "tree",
+        max_depth: int = 2,
+        cost_matrix=None,
+        max_bins: int = 255,
+        early_stopping: bool = False,
+        validation_fraction: float = 0.1,
+        n_iter_no_change: int = 10,
+        tol: float = 1e-7,
+        random_state=None,
+        n_jobs: int | None = None,
+        verbose: int = 0,
+    ):
+        self.n_estimators = n_estimators
+        self.weak_learner = weak_learner
+        self.max_depth = max_depth
+        self.cost_matrix = cost_matrix
+        self.max_bins = max_bins
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # ------------------------------------------------------------------ fitting
+
+    def fit(self, X, y, sample_weight=None) -> RebelClassifier:
+        """Boost ``n_estimators`` weak learners on (X, y)."""
+        self._validate_params()
+        X, y = validate_data(
+            self, X, y, dtype=np.float64, ensure_all_finite="allow-nan", y_numeric=False,
+            ensure_min_samples=2,
+        )
+        self.classes_, codes = check_labels(y)
+        n_classes = len(self.classes_)
+        self.cost_matrix_ = check_cost_matrix(self.cost_matrix, n_classes)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if (sample_weight < 0).any():
+            raise ValueError("sample_weight must be non-negative")
+        if sample_weight.sum() <= 0:
+            raise ValueError("sample_weight sums to zero: no sample would count")
+
+        rng = np.random.RandomState(
+            self.random_state if not isinstance(self.random_state, np.random.RandomState)
+            else self.random_state.randint(2**31)
+        )
+        X_val = codes_val = w_val = None
+        if self.early_stopping:
+            X, X_val, codes, codes_val, sample_weight, w_val = self._validation_split(
+                X, codes, sample_weight, rng
+            )
+
+        depth = 1 if self.weak_learner == "stump" else int(self.max_depth)
+        binner = Binner(self.max_bins, random_state=rng.randint(2**31))
+        # Thresholds come from the samples that count, so a zero weight equals removal.
+        bins = binner.fit(X[sample_weight > 0]).transform(X)
+        loss = RebelLoss(self.cost_matrix_, codes, sample_weight)
+        val_loss = RebelLoss(self.cost_matrix_, codes_val, w_val) if X_val is not None else None
+
+        scores = np.zeros((X.shape[0], n_classes))
+        val_scores = np.zeros((X_val.shape[0], n_classes)) if X_val is not None else None
+        self.init_loss_ = loss.loss(scores)
+        trees, vectors, train_loss, val_losses = [], [], [], []
+        importances = np.zeros(X.shape[1])
+        best, best_val, since_best = 0, np.inf, 0
+        with numba_threads(self.n_jobs):
+            for it in range(self.n_estimators):
+                channels, scale = loss.weights(scores)
+                learner = self._best_learner(bins, channels, binner, depth)
+                scores += learner.output[:, None] * learner.vector
+                trees.append(learner.tree)
+                vectors.append(learner.vector)
+                train_loss.append(loss.loss(scores))
+                for f, gain in learner.gains:
+                    importances[f] += gain * scale
+                if val_loss is not None:
+                    val_scores += learner.tree.outputs(X_val)[:, :1] * learner.vector
+                    val_losses.append(val_loss.loss(val_scores))
+                    if val_losses[-1] < best_val * (1 - self.tol):
+                        best, best_val, since_best = it + 1, val_losses[-1], 0
+                    else:
+                        since_best += 1
+                self._report(it, train_loss, val_losses)
+                if val_loss is not None and since_best >= self.n_iter_no_change:
+                    break
+
+        keep = best if val_loss is not None else len(trees)
+        self.trees_ = TreeArrays.stack(trees[:keep], depth)
+        self.vectors_ = np.asarray(vectors[:keep]).reshape(keep, n_classes)
+        self.n_estimators_ = keep
+        self.train_loss_ = np.asarray(train_loss[:keep])
+        self.validation_loss_ = np.asarray(val_losses) if val_loss is not None else None
+        self.best_iteration_ = best if val_loss is not None else None
+        total = importances.sum()
+        self.feature_importances_ = importances / total if total > 0 else importances
+        return self
+
+    def _best_learner(self, bins, channels, binner, depth) -> FittedLearner:
+        """The tree or the constant learner, whichever leaves the lower loss."""
+        bias = constant_learner(channels.sum(axis=0), channels.shape[0], depth)
+        tree = grow_rebel_tree(bins, channels, binner, depth)
+        return bias if tree is None or is_better(bias.loss, tree.loss) else tree
+
+    def _validation_split(self, X, codes, sample_weight, rng):
+        counts = np.bincount(codes)
+        n_val = int(np.ceil(self.validation_fraction * len(codes)))
+        stratify = codes if counts.min() >= 2 and n_val >= len(counts) else None
+        X, X_val, codes, codes_val, w, w_val = train_test_split(
+            X, codes, sample_weight, test_size=self.validation_fraction, stratify=stratify,
+            random_state=rng,
+        )
+        if len(np.unique(codes)) < 2:
+            raise ValueError("the validation split left fewer than 2 classes for training")
+        if w_val.sum() <= 0:
+            raise ValueError("the validation split has zero total sample weight")
+        return X, X_val, codes, codes_val, w, w_val
+
+    def _report(self, it, train_loss, val_losses) -> None:
+        if not self.verbose or (it + 1) % int(self.verbose):
+            return
+        line = f"[{it + 1:5d}] train loss {train_loss[-1]:.6g}"
+        if val_losses:
+            line += f"  validation loss {val_losses[-1]:.6g}"
+        print(line, file=sys.stderr)
+
+    # --------------------------------------------------------------- prediction
+
+    def _check_X(self, X) -> np.ndarray:
+        check_is_fitted(self)
+        return validate_data(
+            self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=False
+        )
+
+    def _raw_scores(self, X) -> np.ndarray:
+        """``H(x)``, shape (n_samples, n_classes)."""
+        X = self._check_X(X)
+        return self.trees_.outputs(X) @ self.vectors_
+
+    def _staged_raw_scores(self, X) -> Iterator[np.ndarray]:
+        X = self._check_X(X)
+        outputs = self.trees_.outputs(X)
+        scores = np.zeros((X.shape[0], len(self.classes_)))
+        for t in range(self.n_estimators_):
+            scores += outputs[:, t : t + 1] * self.vectors_[t]
+            yield scores.copy()
+
+    def _decision(self, scores: np.ndarray) -> np.ndarray:
+        return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
+
+    def decision_function(self, X) -> np.ndarray:
+        """Scores ``H(x)`` (n_samples, n_classes); for two classes ``H_1 - H_0``."""
+        return self._decision(self._raw_scores(X))
+
+    def staged_decision_function(self, X) -> Iterator[np.ndarray]:
+        for scores in self._staged_raw_scores(X):
+            yield self._decision(scores)
+
+    def predict(self, X) -> np.ndarray:
+        """Minimum-risk class ``argmax_k H_k(x)``."""
+        scores = self._raw_scores(X)
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def staged_predict(self, X) -> Iterator[np.ndarray]:
+        for scores in self._staged_raw_scores(X):
+            yield self.classes_[np.argmax(scores, axis=1)]
+
+    def predict_proba(self, X) -> np.ndarray:
+        """``sigmoid(2 H)`` renormalised over classes.
+
+        For the 0-1 cost this is the population minimiser's posterior; under other cost
+        matrices it is a calibrated-looking score, not a posterior.
+        """
+        return _proba(self._raw_scores(X))
+
+    def staged_predict_proba(self, X) -> Iterator[np.ndarray]:
+        for scores in self._staged_raw_scores(X):
+            yield _proba(scores)
+
+    def expected_cost(self, X) -> np.ndarray:
+        """Expected cost of predicting each class, ``predict_proba(X) @ cost_matrix_``."""
+        return self.predict_proba(X) @ self.cost_matrix_
+
+    def cost_score(self, X, y) -> float:
+        """Mean cost of the predictions on (X, y) under ``cost_matrix_`` (lower is better)."""
+        from ..metrics import mean_cost
+
+        return mean_cost(y, self.predict(X), self.cost_matrix_, self.classes_)
+
+    # --------------------------------------------------------------- model files
+
+    def save(self, path) -> None:
+        """Write the fitted model to a JSON model file (see :mod:`rebelboost.io`)."""
+        from ..io import save_model
+
+        save_model(self, path)
+
+    @classmethod
+    def load(cls, path) -> RebelClassifier:
+        """Read a model file written by :meth:`save`."""
+        from ..io import load_model
+
+        model = load_model(path)
+        if not isinstance(model, cls):
+            raise ValueError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
+        return model
+
+    def explain(self, x, top: int = 10, feature_names=None):
+        """The largest contributions of single learners to the prediction for one row."""
+        from ..explain import explain_prediction
+
+        return explain_prediction(self, x, top=top, feature_names=feature_names)
+
+
+def _proba(scores: np.ndarray) -> np.ndarray:
+    p = 0.5 * (1.0 + np.tanh(scores))  # sigmoid(2 H) without overflow
+    p = np.maximum(p, np.finfo(float).tiny)
+    return p / p.sum(axis=1, keepdims=True)

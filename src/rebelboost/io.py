@@ -1,0 +1,188 @@
+"""Model files: versioned JSON (gzip-compressed when the name ends in ``.gz``).
+
+A model file is one JSON object, readable by any language and loadable without pickle::
+
+    {"format": "rebelboost-model", "format_version": 1, "library_version": "0.1.0",
+     "estimator": "RebelClassifier", "params": {...},
+     "classes": [...], "classes_dtype": "<i8", "n_features_in": 16, "feature_names_in": null,
+     "cost_matrix": [[...]],
+     "trees": {"depth": 2, "feature": [[...]], "threshold": [[...]],
+               "missing_left": [[...]], "leaf_value": [[...]]},
+     "vectors": [[...]], "init_loss": 5.0, "train_loss": [...], "validation_loss": null,
+     "best_iteration": null, "feature_importances": [...]}
+
+Tree ``t`` sends ``x`` left at internal node ``i`` when ``x[feature[t][i]] <= threshold[t][i]``
+(NaN: when ``missing_left``; ``feature == -1``: always; a null threshold is +infinity); node
+``i``'s children are ``2i+1`` and ``2i+2``; the leaf reached gives ``f_t(x)`` from
+``leaf_value``, and ``H(x) = sum_t f_t(x) * vectors[t]``; the prediction is
+``classes[argmax H]``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+
+FORMAT = "rebelboost-model"
+FORMAT_VERSION = 1
+
+
+def _floats(a: np.ndarray) -> list:
+    """Nested lists with +-inf written as null (JSON has no infinity)."""
+    return np.where(np.isinf(a), None, a).tolist() if np.isinf(a).any() else a.tolist()
+
+
+def _unfloats(values, shape) -> np.ndarray:
+    a = np.array(values, dtype=object).reshape(shape)
+    a[a == None] = np.inf  # noqa: E711 (element-wise comparison)
+    return a.astype(np.float64)
+
+
+def _json_params(params: dict) -> dict:
+    out = {}
+    for key, value in params.items():
+        if isinstance(value, np.ndarray) or hasattr(value, "to_numpy"):
+            value = np.asarray(value).tolist()
+        try:
+            json.dumps(value)
+        except TypeError:
+            value = None  # e.g. a RandomState instance: not part of the fitted model
+        out[key] = value
+    return out
+
+
+def model_to_dict(model) -> dict:
+    """The JSON-ready description of a fitted ``RebelClassifier``."""
+    from sklearn.utils.validation import check_is_fitted
+
+    from . import __version__
+
+    check_is_fitted(model)
+    classes = np.asarray(model.classes_)
+    if classes.dtype == object or classes.dtype.kind not in "biufUS":
+        raise ValueError(
+            f"classes of type {classes.dtype} cannot be written to a model file; "
+            "use integer, float, bool or string labels"
+        )
+    trees = model.trees_
+    feature_names = getattr(model, "feature_names_in_", None)
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "library_version": __version__,
+        "estimator": type(model).__name__,
+        "params": _json_params(model.get_params()),
+        "classes": classes.tolist(),
+        "classes_dtype": classes.dtype.str,
+        "n_features_in": int(model.n_features_in_),
+        "feature_names_in": None if feature_names is None else [str(n) for n in feature_names],
+        "cost_matrix": model.cost_matrix_.tolist(),
+        "trees": {
+            "depth": trees.depth,
+            "feature": trees.feature.tolist(),
+            "threshold": _floats(trees.threshold),
+            "missing_left": trees.missing_left.tolist(),
+            "leaf_value": trees.leaf_value.tolist(),
+        },
+        "vectors": model.vectors_.tolist(),
+        "init_loss": float(model.init_loss_),
+        "train_loss": model.train_loss_.tolist(),
+        "validation_loss": None
+        if model.validation_loss_ is None
+        else model.validation_loss_.tolist(),
+        "best_iteration": model.best_iteration_,
+        "feature_importances": model.feature_importances_.tolist(),
+    }
+
+
+def model_from_dict(doc: dict):
+    """Rebuild a fitted estimator from :func:`model_to_dict`'s output, checking it."""
+    from .ensemble import RebelClassifier
+    from .learners.tree import TreeArrays
+
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError("not a rebelboost model file (no 'format': 'rebelboost-model')")
+    version = doc.get("format_version")
+    if not isinstance(version, int) or version < 1:
+        raise ValueError(f"model file has an invalid format_version {version!r}")
+    if version > FORMAT_VERSION:
+        raise ValueError(
+            f"model file has format_version {version}, newer than this library reads "
+            f"({FORMAT_VERSION}); upgrade rebelboost"
+        )
+    estimators = {"RebelClassifier": RebelClassifier}
+    name = doc.get("estimator")
+    if name not in estimators:
+        raise ValueError(f"model file holds an unknown estimator {name!r}")
+    try:
+        model = estimators[name](**doc["params"])
+        model.classes_ = np.array(doc["classes"], dtype=np.dtype(doc["classes_dtype"]))
+        model.n_features_in_ = int(doc["n_features_in"])
+        if doc["feature_names_in"] is not None:
+            model.feature_names_in_ = np.array(doc["feature_names_in"], dtype=object)
+        model.cost_matrix_ = np.array(doc["cost_matrix"], dtype=np.float64)
+        t = doc["trees"]
+        depth = int(t["depth"])
+        n_trees = len(t["feature"])
+        feature = np.array(t["feature"], dtype=np.int64).reshape(n_trees, 2**depth - 1)
+        model.trees_ = TreeArrays(
+            feature.astype(np.int32),
+            _unfloats(t["threshold"], feature.shape),
+            np.array(t["missing_left"], dtype=bool).reshape(feature.shape),
+            np.array(t["leaf_value"], dtype=np.float64).reshape(n_trees, 2**depth),
+        )
+        n_classes = len(model.classes_)
+        model.vectors_ = np.array(doc["vectors"], dtype=np.float64).reshape(n_trees, n_classes)
+        model.n_estimators_ = n_trees
+        model.init_loss_ = float(doc["init_loss"])
+        model.train_loss_ = np.array(doc["train_loss"], dtype=np.float64)
+        val = doc["validation_loss"]
+        model.validation_loss_ = None if val is None else np.array(val, dtype=np.float64)
+        model.best_iteration_ = doc["best_iteration"]
+        model.feature_importances_ = np.array(doc["feature_importances"], dtype=np.float64)
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"corrupt rebelboost model file: {type(exc).__name__}: {exc}") from None
+    _check_consistent(model)
+    return model
+
+
+def _check_consistent(model) -> None:
+    trees, k, d = model.trees_, len(model.classes_), model.n_features_in_
+    problems = []
+    if model.cost_matrix_.shape != (k, k):
+        problems.append(f"cost matrix shape {model.cost_matrix_.shape} for {k} classes")
+    if trees.feature.size and (trees.feature.max() >= d or trees.feature.min() < -1):
+        problems.append(f"split feature outside [-1, {d})")
+    if not np.isfinite(model.vectors_).all() or not np.isfinite(trees.leaf_value).all():
+        problems.append("non-finite step vectors or leaf values")
+    if np.isnan(trees.threshold).any():
+        problems.append("NaN thresholds")
+    if model.feature_importances_.shape != (d,):
+        problems.append("feature_importances length differs from n_features_in")
+    if k < 2:
+        problems.append("fewer than 2 classes")
+    if problems:
+        raise ValueError("corrupt rebelboost model file: " + "; ".join(problems))
+
+
+def save_model(model, path) -> None:
+    """Write ``model`` to ``path`` (gzip-compressed when it ends in ``.gz``)."""
+    text = json.dumps(model_to_dict(model), allow_nan=False, separators=(",", ":"))
+    data = text.encode()
+    path = Path(path)
+    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+
+
+def load_model(path):
+    """Read a model file written by :func:`save_model`; a bad file raises ``ValueError``."""
+    raw = Path(path).read_bytes()
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        doc = json.loads(raw.decode("utf-8"))
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not a readable rebelboost model file: {exc}") from None
+    return model_from_dict(doc)

@@ -1,0 +1,140 @@
+"""Best split of every feature from a node histogram, under a pluggable split score.
+
+A score is a numba function ``score(left, right) -> float`` of the channel sums on the two
+sides (lower is better). The scan and its tie-breaking are shared by every booster, so two
+searches over the same histogram agree bit for bit: bins are visited in increasing order,
+"missing goes right" before "missing goes left", and only a score lower by more than rounding
+(relative ``TIE_RTOL``) replaces the incumbent; across features the lowest index wins ties. So
+sums that differ only by summation order (a weight of 2 versus a repeated row) pick the same
+split.
+
+Candidates for a feature with ``n`` value bins: ``bin <= b`` for ``b < n - 1`` with the missing
+bin on either side, and, when the feature had missing values in training, "all values left,
+missing right" (``b = n - 1``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+# Scores within this relative distance are ties (summation-order rounding is ~1e-16).
+TIE_RTOL = 1e-12
+
+
+class Split(NamedTuple):
+    """The winning split of a node: lower ``score`` is better."""
+
+    score: float
+    feature: int
+    bin: int
+    missing_left: bool
+
+
+@numba.njit(cache=True, nogil=True)
+def rebel_score(left, right):
+    """REBEL stump loss / 2 over 2K channels ``(w+, w-)``: the left side emits -1."""
+    n_classes = left.shape[0] // 2
+    total = 0.0
+    for k in range(n_classes):
+        s_plus = max(right[k] + left[n_classes + k], 0.0)
+        s_minus = max(right[n_classes + k] + left[k], 0.0)
+        total += math.sqrt(s_plus * s_minus)
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def sign_cost_score(left, right):
+    """Fixed-``a`` tree layer over 2 channels ``(g+, g-)``: each side takes its cheaper sign."""
+    return min(max(left[0], 0.0), max(left[1], 0.0)) + min(max(right[0], 0.0), max(right[1], 0.0))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _better(score, incumbent):
+    """``score`` beats ``incumbent`` by more than rounding (both are losses, lower is better)."""
+    return score < incumbent * (1.0 - TIE_RTOL)  # scores are >= 0; inf stays inf
+
+
+@numba.njit(parallel=True, nogil=True)
+def _best_per_feature(hist, n_value_bins, has_missing, missing_bin, score):
+    n_features, _, n_channels = hist.shape
+    best_score = np.full(n_features, np.inf)
+    best_bin = np.zeros(n_features, dtype=np.int32)
+    best_missing_left = np.zeros(n_features, dtype=np.bool_)
+    for f in numba.prange(n_features):
+        n_bins = n_value_bins[f]
+        total = np.zeros(n_channels)
+        for b in range(n_bins):
+            for c in range(n_channels):
+                total[c] += hist[f, b, c]
+        missing = hist[f, missing_bin].copy()
+        total += missing
+        left = np.zeros(n_channels)
+        left_m = np.empty(n_channels)
+        right = np.empty(n_channels)
+        right_m = np.empty(n_channels)
+        fbest = np.inf
+        fbin = 0
+        fml = False
+        for b in range(n_bins - 1):
+            for c in range(n_channels):
+                left[c] += hist[f, b, c]
+                right[c] = total[c] - left[c]
+            s = score(left, right)
+            if _better(s, fbest):
+                fbest, fbin, fml = s, b, False
+            if has_missing[f]:
+                for c in range(n_channels):
+                    left_m[c] = left[c] + missing[c]
+                    right_m[c] = right[c] - missing[c]
+                s = score(left_m, right_m)
+                if _better(s, fbest):
+                    fbest, fbin, fml = s, b, True
+        if has_missing[f] and n_bins >= 1:
+            for c in range(n_channels):
+                left[c] = total[c] - missing[c]
+            s = score(left, missing)
+            if _better(s, fbest):
+                fbest, fbin, fml = s, n_bins - 1, False
+        best_score[f] = fbest
+        best_bin[f] = fbin
+        best_missing_left[f] = fml
+    return best_score, best_bin, best_missing_left
+
+
+def is_better(score: float, incumbent: float) -> bool:
+    """Python-side twin of the scan's comparison, for choices made outside the kernels."""
+    return score < incumbent * (1.0 - TIE_RTOL)
+
+
+def best_split_per_feature(hist, n_value_bins, has_missing, missing_bin, score):
+    """Arrays (score, bin, missing_left) of each feature's best split (score inf: none)."""
+    return _best_per_feature(hist, n_value_bins, has_missing, missing_bin, score)
+
+
+def best_split(hist, n_value_bins, has_missing, missing_bin, score) -> Split | None:
+    """The best split over all features, or None when no feature can split the node."""
+    scores, bins, missing_left = _best_per_feature(
+        hist, n_value_bins, has_missing, missing_bin, score
+    )
+    lowest = scores.min()
+    if not np.isfinite(lowest):
+        return None
+    f = int(np.flatnonzero(scores <= lowest + TIE_RTOL * lowest)[0])
+    return Split(float(scores[f]), f, int(bins[f]), bool(missing_left[f]))
+
+
+def split_sums(
+    feature_hist: np.ndarray, split_bin: int, missing_left: bool, missing_bin: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Channel sums (left, right) of one feature's histogram under a split."""
+    total = feature_hist.sum(axis=0)
+    left = feature_hist[: split_bin + 1].sum(axis=0)
+    if split_bin >= missing_bin:
+        raise ValueError("split bin overlaps the missing bin")
+    if missing_left:
+        left = left + feature_hist[missing_bin]
+    return left, total - left
