@@ -46,12 +46,20 @@ class Binner:
 
     def fit(self, X: np.ndarray) -> Binner:
         X = np.asarray(X, dtype=np.float64)
+        # From all rows, not the subsample: the split search must know every bin that holds
+        # training rows (a NaN the subsample missed still lands in the missing bin).
+        nan = np.isnan(X)
+        self.has_missing_ = nan.any(axis=0)
+        has_values = ~nan.all(axis=0)
         if self.subsample is not None and X.shape[0] > self.subsample:
             rng = np.random.default_rng(self.random_state)
             X = X[rng.choice(X.shape[0], self.subsample, replace=False)]
         self.thresholds_ = [_feature_thresholds(X[:, j], self.max_bins) for j in range(X.shape[1])]
-        self.n_value_bins_ = np.array([len(t) + 1 for t in self.thresholds_], dtype=np.int32)
-        self.has_missing_ = np.isnan(X).any(axis=0)
+        # An all-NaN column has no value bin (so no split that would leave a side empty).
+        self.n_value_bins_ = np.array(
+            [len(t) + 1 if v else 0 for t, v in zip(self.thresholds_, has_values, strict=True)],
+            dtype=np.int32,
+        )
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:

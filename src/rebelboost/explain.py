@@ -78,7 +78,14 @@ def explain_prediction(model, x, top: int = 10, feature_names=None) -> Explanati
 
     ``feature_names`` overrides the names learnt from a DataFrame (default ``x0, x1, ...``).
     """
-    X = model._check_X(np.asarray(x, dtype=np.float64).reshape(1, -1))
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(model)
+    X = np.asarray(x, dtype=np.float64).reshape(1, -1)
+    if X.shape[1] != model.n_features_in_:
+        raise ValueError(f"x has {X.shape[1]} features; the model expects {model.n_features_in_}")
+    if np.isinf(X).any():
+        raise ValueError("x contains infinity")
     outputs = model.trees_.outputs(X)[0]
     scores = outputs @ model.vectors_
     order = np.argsort(-scores, kind="stable")

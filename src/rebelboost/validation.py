@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 
 
 def check_labels(y) -> tuple[np.ndarray, np.ndarray]:
     """Encode labels to 0..K-1; return (classes, codes). Needs at least two classes."""
-    if sp.issparse(y):
-        raise ValueError("y must be a 1-D array of class labels, not a sparse matrix")
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.ravel()

@@ -27,9 +27,11 @@ def subcosts(cost_matrix: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.nda
     """Per-sample subcost vectors ``(c+, c-)``, each (n_samples, K)."""
     n_classes = cost_matrix.shape[0]
     rows = cost_matrix[y]
-    norms = np.linalg.norm(cost_matrix, axis=1)[y][:, None]
+    # Scaled norms: squaring tiny (or huge) costs would underflow (overflow) to 0 (inf).
+    peak = cost_matrix.max(axis=1, keepdims=True)
+    norms = (peak * np.linalg.norm(cost_matrix / peak, axis=1, keepdims=True))[y]
     root = np.sqrt(n_classes - 1.0)
-    c_plus = root / (2.0 * norms) * rows**2
+    c_plus = root / 2.0 * rows * (rows / norms)
     c_minus = np.zeros_like(c_plus)
     c_minus[np.arange(len(y)), y] = (norms[:, 0] / (2.0 * root))
     return c_plus, c_minus
@@ -55,7 +57,8 @@ class RebelLoss:
         )
 
     def loss(self, scores: np.ndarray) -> float:
-        return float(np.exp(self.log_loss(scores)))
+        with np.errstate(over="ignore"):  # a loss beyond the float range is inf
+            return float(np.exp(self.log_loss(scores)))
 
     def weights(self, scores: np.ndarray) -> tuple[np.ndarray, float]:
         """Channels ``[w+, w-]`` (n_samples x 2K, C-ordered) and their scale.
@@ -65,7 +68,9 @@ class RebelLoss:
         log_w = np.concatenate([self._log_plus + scores, self._log_minus - scores], axis=1)
         shift = float(log_w.max())
         channels = np.exp(log_w - shift)
-        return np.ascontiguousarray(channels), float(np.exp(shift))
+        with np.errstate(over="ignore"):  # the channels stay finite; the scale may not
+            scale = float(np.exp(shift))
+        return np.ascontiguousarray(channels), scale
 
 
 def step_vector(s_plus: np.ndarray, s_minus: np.ndarray) -> np.ndarray:
