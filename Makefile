@@ -14,7 +14,7 @@ demo: $(VENV)/.installed-plot  ## set up, then train, evaluate and explain on th
 	$(VENV)/bin/rebelboost demo
 
 test: $(VENV)/.installed-dev,plot  ## set up, then run the test suite
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/python -m pytest -q
 
 clean:
