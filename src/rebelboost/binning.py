@@ -99,5 +99,7 @@ def _feature_thresholds(col: np.ndarray, max_bins: int) -> np.ndarray:
         cut_after = np.unique(np.searchsorted(cum, targets, side="left"))
         cut_after = cut_after[cut_after < len(values) - 1]
     lo, hi = values[cut_after], values[cut_after + 1]
-    mid = lo + (hi - lo) / 2.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = hi - lo  # overflows for values of opposite sign near the float limit
+        mid = np.where(np.isfinite(gap), lo + gap / 2.0, lo / 2.0 + hi / 2.0)
     return np.where(mid < hi, mid, lo)  # adjacent doubles: the midpoint may round up to hi

@@ -1,0 +1,245 @@
+"""The split-search engine: histograms, the subtraction trick, exhaustive split search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+from rebelboost.binning import Binner
+from rebelboost.search import (
+    best_split,
+    best_split_per_feature,
+    build_histogram,
+    partition_rows,
+    rebel_score,
+    sign_cost_score,
+)
+from rebelboost.search.splits import split_sums
+
+FAST = settings(max_examples=40, deadline=None)
+
+
+def _reference_histogram(bins, channels, rows, n_bins_total):
+    hist = np.zeros((bins.shape[1], n_bins_total, channels.shape[1]))
+    for f in range(bins.shape[1]):
+        np.add.at(hist[f], bins[rows, f], channels[rows])
+    return hist
+
+
+@st.composite
+def binned_problems(draw, max_features=4, max_channels=6):
+    """Small data with few distinct values (ties), NaN, constant columns; random channels."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    n = draw(st.integers(1, 40))
+    d = draw(st.integers(1, max_features))
+    n_distinct = draw(st.integers(1, 6))
+    nan_rate = draw(st.sampled_from([0.0, 0.0, 0.2, 1.0]))
+    X = rng.integers(0, n_distinct, size=(n, d)).astype(float)
+    X[rng.random((n, d)) < nan_rate] = np.nan
+    if draw(st.booleans()):
+        X[:, 0] = 1.5  # a constant column
+    max_bins = draw(st.sampled_from([2, 3, 255]))
+    n_channels = draw(st.integers(1, max_channels))
+    channels = rng.exponential(size=(n, n_channels))
+    channels[rng.random((n, n_channels)) < 0.3] = 0.0
+    return X, channels, max_bins, rng
+
+
+# ------------------------------------------------------------------------ histogram
+
+
+@FAST
+@given(binned_problems(max_channels=8), st.data())
+def test_histogram_equals_add_at_reference(problem, data):
+    X, channels, max_bins, rng = problem
+    binner = Binner(max_bins)
+    bins = binner.fit_transform(X)
+    n = X.shape[0]
+    size = data.draw(st.integers(0, n))
+    rows = rng.permutation(n)[:size].astype(np.intp)  # any subset, any order
+    hist = build_histogram(bins, channels, rows, binner.n_bins_total)
+    assert hist.shape == (X.shape[1], binner.n_bins_total, channels.shape[1])
+    assert_allclose(hist, _reference_histogram(bins, channels, rows, binner.n_bins_total),
+                    rtol=1e-12, atol=1e-12)
+
+
+def test_histogram_on_wide_random_bins():
+    rng = np.random.default_rng(0)
+    n, d, c, nbt = 500, 37, 5, 256
+    bins = rng.integers(0, nbt, size=(n, d)).astype(np.uint8)
+    channels = rng.standard_normal((n, c))
+    rows = rng.choice(n, 300, replace=False).astype(np.intp)
+    assert_allclose(build_histogram(bins, channels, rows, nbt),
+                    _reference_histogram(bins, channels, rows, nbt), rtol=1e-12, atol=1e-12)
+
+
+@FAST
+@given(binned_problems(), st.data())
+def test_partition_and_subtraction_trick(problem, data):
+    X, channels, max_bins, rng = problem
+    binner = Binner(max_bins)
+    bins = binner.fit_transform(X)
+    n, d = X.shape
+    rows = np.sort(rng.permutation(n)[: data.draw(st.integers(0, n))]).astype(np.intp)
+    f = data.draw(st.integers(0, d - 1))
+    b = data.draw(st.integers(0, max_bins - 1))
+    missing_left = data.draw(st.booleans())
+    left, right = partition_rows(rows, bins, f, b, binner.missing_bin, missing_left)
+    col = bins[rows, f]
+    goes_left = np.where(col == binner.missing_bin, missing_left, col <= b)
+    np.testing.assert_array_equal(left, rows[goes_left])  # order kept
+    np.testing.assert_array_equal(right, rows[~goes_left])
+    parent = build_histogram(bins, channels, rows, binner.n_bins_total)
+    for child, sibling in ((left, right), (right, left)):
+        direct = build_histogram(bins, channels, sibling, binner.n_bins_total)
+        by_subtraction = parent - build_histogram(bins, channels, child, binner.n_bins_total)
+        assert_allclose(by_subtraction, direct, rtol=1e-10, atol=1e-12)
+
+
+# --------------------------------------------------------------------- split search
+
+
+def _np_rebel_score(left, right):
+    k = left.shape[0] // 2
+    return float(np.sum(np.sqrt((right[:k] + left[k:]) * (right[k:] + left[:k]))))
+
+
+def _np_sign_cost_score(left, right):
+    return float(min(left[0], left[1]) + min(right[0], right[1]))
+
+
+def _brute_force(X, channels, binner, score):
+    """Best score per feature over every raw threshold and both sides of NaN.
+
+    Works on raw values and per-sample weights only: a split sends ``x <= t`` (and NaN if
+    ``missing_left``) left. Splits that leave a side without samples do not count.
+    """
+    n, d = X.shape
+    best = np.full(d, np.inf)
+    for f in range(d):
+        col = X[:, f]
+        nan = np.isnan(col)
+        thresholds = [-np.inf, *binner.thresholds_[f], np.inf]
+        for t in thresholds:
+            for missing_left in (False, True):
+                left = (col <= t) | (nan & missing_left)
+                if left.all() or not left.any():
+                    continue
+                s = score(channels[left].sum(axis=0), channels[~left].sum(axis=0))
+                best[f] = min(best[f], s)
+    return best
+
+
+def _raw_split_score(X, channels, binner, split, score):
+    t = binner.threshold(split.feature, split.bin)
+    col = X[:, split.feature]
+    left = (col <= t) | (np.isnan(col) & split.missing_left)
+    assert left.any() and not left.all(), "the chosen split leaves a side empty"
+    return score(channels[left].sum(axis=0), channels[~left].sum(axis=0))
+
+
+@FAST
+@given(binned_problems(), st.booleans())
+def test_stump_search_equals_brute_force(problem, cost_layer):
+    X, channels, max_bins, _ = problem
+    if cost_layer:  # a fixed-a tree layer: two channels (g+, g-)
+        channels = np.ascontiguousarray(np.column_stack([channels[:, 0], channels[:, -1]]))
+        score, np_score = sign_cost_score, _np_sign_cost_score
+    else:
+        if channels.shape[1] % 2:
+            channels = np.ascontiguousarray(channels[:, :-1] if channels.shape[1] > 1
+                                            else np.column_stack([channels, channels]))
+        score, np_score = rebel_score, _np_rebel_score
+    binner = Binner(max_bins)
+    bins = binner.fit_transform(X)
+    hist = build_histogram(bins, channels, np.arange(X.shape[0], dtype=np.intp),
+                           binner.n_bins_total)
+    args = (hist, binner.n_value_bins_, binner.has_missing_, binner.missing_bin, score)
+    expected = _brute_force(X, channels, binner, np_score)
+    scale = channels.sum() + 1e-300
+
+    per_feature, _, _ = best_split_per_feature(*args)
+    finite = np.isfinite(expected)
+    np.testing.assert_array_equal(np.isfinite(per_feature), finite)
+    assert_allclose(per_feature[finite], expected[finite], rtol=1e-9, atol=1e-12 * scale)
+
+    split = best_split(*args)
+    if not finite.any():
+        assert split is None
+        return
+    assert split is not None
+    assert_allclose(split.score, expected.min(), rtol=1e-9, atol=1e-12 * scale)
+    # The winner, replayed on raw values and per-sample weights, scores what it claims.
+    assert_allclose(_raw_split_score(X, channels, binner, split, np_score), split.score,
+                    rtol=1e-9, atol=1e-12 * scale)
+    # The reported sums are the winner's sums.
+    left, right = split_sums(hist[split.feature], split.bin, split.missing_left,
+                             binner.missing_bin)
+    assert_allclose(score(left, right), split.score, rtol=1e-9, atol=1e-12 * scale)
+
+
+def test_ties_go_to_the_lowest_feature_then_bin():
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 5, size=60).astype(float)
+    X = np.column_stack([np.full(60, 3.0), x, x, x])  # constant column, then three copies
+    y = (x >= 2).astype(int)
+    channels = np.zeros((60, 4))
+    channels[np.arange(60), 2 + y] = 1.0  # w- on the true class
+    channels[np.arange(60), 1 - y] = 1.0  # w+ on the other one
+    binner = Binner(255)
+    bins = binner.fit_transform(X)
+    hist = build_histogram(bins, channels, np.arange(60, dtype=np.intp), binner.n_bins_total)
+    scores, _, _ = best_split_per_feature(hist, binner.n_value_bins_, binner.has_missing_,
+                                          binner.missing_bin, rebel_score)
+    assert scores[0] == np.inf  # a constant feature has no split
+    assert scores[1] == scores[2] == scores[3]  # identical histograms score bit for bit alike
+    split = best_split(hist, binner.n_value_bins_, binner.has_missing_, binner.missing_bin,
+                       rebel_score)
+    assert (split.feature, split.bin, split.missing_left) == (1, 1, False)
+    assert split.score == pytest.approx(0.0, abs=1e-12)  # a perfect split
+
+    # Symmetric tie inside one feature: the lower bin wins.
+    x = np.array([0.0, 1.0, 2.0, 3.0])
+    w = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [1.0, 0.0]])  # g+ / g- pattern +--+
+    binner = Binner(255)
+    bins = binner.fit_transform(x[:, None])
+    hist = build_histogram(bins, w, np.arange(4, dtype=np.intp), binner.n_bins_total)
+    split = best_split(hist, binner.n_value_bins_, binner.has_missing_, binner.missing_bin,
+                       sign_cost_score)
+    assert (split.bin, split.score) == (0, 1.0)  # bins 0 and 2 both cost 1
+
+
+def test_missing_right_is_tried_before_missing_left():
+    # NaN rows weigh nothing: both sides of NaN tie exactly, and "missing right" wins.
+    X = np.array([[0.0], [1.0], [np.nan], [2.0]])
+    channels = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 0.0], [0.0, 1.0]])
+    binner = Binner(255)
+    bins = binner.fit_transform(X)
+    hist = build_histogram(bins, channels, np.arange(4, dtype=np.intp), binner.n_bins_total)
+    split = best_split(hist, binner.n_value_bins_, binner.has_missing_, binner.missing_bin,
+                       sign_cost_score)
+    assert (split.bin, split.missing_left, split.score) == (1, False, 0.0)
+
+
+def test_no_feature_can_split():
+    X = np.column_stack([np.full(10, 2.0), np.full(10, -1.0)])
+    binner = Binner(255)
+    bins = binner.fit_transform(X)
+    hist = build_histogram(bins, np.ones((10, 4)), np.arange(10, dtype=np.intp),
+                           binner.n_bins_total)
+    assert best_split(hist, binner.n_value_bins_, binner.has_missing_, binner.missing_bin,
+                      rebel_score) is None
+
+
+def test_rebel_score_is_half_the_step_loss():
+    from rebelboost.losses.rebel import binary_sums
+
+    rng = np.random.default_rng(5)
+    left, right = rng.exponential(size=6), rng.exponential(size=6)
+    s_plus, s_minus = binary_sums(right, left, 3)  # the left side emits -1
+    assert rebel_score(left, right) == pytest.approx(np.sum(np.sqrt(s_plus * s_minus)))
+    assert rebel_score(left, right) == pytest.approx(rebel_score(right, left))  # polarity free
