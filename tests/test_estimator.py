@@ -289,3 +289,19 @@ def test_explanation_terms_sum_to_the_margin(blobs, fitted):
     )
     assert abs(exp.terms[0].margin) >= abs(exp.terms[-1].margin)
     assert "predicted" in str(exp)
+
+
+def test_load_model_reads_every_booster(tmp_path, blobs):
+    from rebelboost import AdaBoostMHClassifier, MCBoostClassifier, OneVsAllAdaBoostClassifier
+
+    X, y = blobs
+    for est in [RebelClassifier(5), AdaBoostMHClassifier(5), MCBoostClassifier(5),
+                OneVsAllAdaBoostClassifier(3)]:
+        est.fit(X, y)
+        path = tmp_path / f"{type(est).__name__}.json"
+        est.save(path)
+        loaded = load_model(path)
+        assert type(loaded) is type(est)
+        assert np.array_equal(loaded.predict(X), est.predict(X))
+    with pytest.raises(ValueError, match="not a RebelClassifier"):
+        RebelClassifier.load(tmp_path / "MCBoostClassifier.json")

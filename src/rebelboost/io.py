@@ -54,8 +54,8 @@ def _json_params(params: dict) -> dict:
     return out
 
 
-def model_to_dict(model) -> dict:
-    """The JSON-ready description of a fitted ``RebelClassifier``."""
+def header(model) -> dict:
+    """The fields every estimator's model file starts with."""
     from sklearn.utils.validation import check_is_fitted
 
     from . import __version__
@@ -67,7 +67,6 @@ def model_to_dict(model) -> dict:
             f"classes of type {classes.dtype} cannot be written to a model file; "
             "use integer, float, bool or string labels"
         )
-    trees = model.trees_
     feature_names = getattr(model, "feature_names_in_", None)
     return {
         "format": FORMAT,
@@ -79,14 +78,73 @@ def model_to_dict(model) -> dict:
         "classes_dtype": classes.dtype.str,
         "n_features_in": int(model.n_features_in_),
         "feature_names_in": None if feature_names is None else [str(n) for n in feature_names],
+    }
+
+
+def check_header(doc) -> str:
+    """Validate a model file's envelope; return the estimator class name it names."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError("not a rebelboost model file (no 'format': 'rebelboost-model')")
+    version = doc.get("format_version")
+    if not isinstance(version, int) or version < 1:
+        raise ValueError(f"model file has an invalid format_version {version!r}")
+    if version > FORMAT_VERSION:
+        raise ValueError(
+            f"model file has format_version {version}, newer than this library reads "
+            f"({FORMAT_VERSION}); upgrade rebelboost"
+        )
+    name = doc.get("estimator")
+    if name not in _estimators():
+        raise ValueError(f"model file holds an unknown estimator {name!r}")
+    return name
+
+
+def model_from_header(cls, doc: dict):
+    """A ``cls`` with the header's parameters, classes and feature names set."""
+    model = cls(**doc["params"])
+    model.classes_ = np.array(doc["classes"], dtype=np.dtype(doc["classes_dtype"]))
+    model.n_features_in_ = int(doc["n_features_in"])
+    if doc["feature_names_in"] is not None:
+        model.feature_names_in_ = np.array(doc["feature_names_in"], dtype=object)
+    return model
+
+
+def trees_to_dict(trees) -> dict:
+    return {
+        "depth": trees.depth,
+        "feature": trees.feature.tolist(),
+        "threshold": _floats(trees.threshold),
+        "missing_left": trees.missing_left.tolist(),
+        "leaf_value": trees.leaf_value.tolist(),
+    }
+
+
+def trees_from_dict(t: dict):
+    from .learners.tree import TreeArrays
+
+    depth = int(t["depth"])
+    n_trees = len(t["feature"])
+    feature = np.array(t["feature"], dtype=np.int64).reshape(n_trees, 2**depth - 1)
+    return TreeArrays(
+        feature.astype(np.int32),
+        _unfloats(t["threshold"], feature.shape),
+        np.array(t["missing_left"], dtype=bool).reshape(feature.shape),
+        np.array(t["leaf_value"], dtype=np.float64).reshape(n_trees, 2**depth),
+    )
+
+
+def _estimators() -> dict:
+    from . import ensemble
+
+    return {name: getattr(ensemble, name) for name in ensemble.__all__}
+
+
+def model_to_dict(model) -> dict:
+    """The JSON-ready description of a fitted ``RebelClassifier``."""
+    return {
+        **header(model),
         "cost_matrix": model.cost_matrix_.tolist(),
-        "trees": {
-            "depth": trees.depth,
-            "feature": trees.feature.tolist(),
-            "threshold": _floats(trees.threshold),
-            "missing_left": trees.missing_left.tolist(),
-            "leaf_value": trees.leaf_value.tolist(),
-        },
+        "trees": trees_to_dict(model.trees_),
         "vectors": model.vectors_.tolist(),
         "init_loss": float(model.init_loss_),
         "train_loss": model.train_loss_.tolist(),
@@ -99,41 +157,16 @@ def model_to_dict(model) -> dict:
 
 
 def model_from_dict(doc: dict):
-    """Rebuild a fitted estimator from :func:`model_to_dict`'s output, checking it."""
+    """Rebuild a fitted ``RebelClassifier`` from :func:`model_to_dict`'s output, checking it."""
     from .ensemble import RebelClassifier
-    from .learners.tree import TreeArrays
 
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValueError("not a rebelboost model file (no 'format': 'rebelboost-model')")
-    version = doc.get("format_version")
-    if not isinstance(version, int) or version < 1:
-        raise ValueError(f"model file has an invalid format_version {version!r}")
-    if version > FORMAT_VERSION:
-        raise ValueError(
-            f"model file has format_version {version}, newer than this library reads "
-            f"({FORMAT_VERSION}); upgrade rebelboost"
-        )
-    estimators = {"RebelClassifier": RebelClassifier}
-    name = doc.get("estimator")
-    if name not in estimators:
-        raise ValueError(f"model file holds an unknown estimator {name!r}")
+    if check_header(doc) != "RebelClassifier":
+        raise ValueError(f"model file holds a {doc['estimator']}, not a RebelClassifier")
     try:
-        model = estimators[name](**doc["params"])
-        model.classes_ = np.array(doc["classes"], dtype=np.dtype(doc["classes_dtype"]))
-        model.n_features_in_ = int(doc["n_features_in"])
-        if doc["feature_names_in"] is not None:
-            model.feature_names_in_ = np.array(doc["feature_names_in"], dtype=object)
+        model = model_from_header(RebelClassifier, doc)
         model.cost_matrix_ = np.array(doc["cost_matrix"], dtype=np.float64)
-        t = doc["trees"]
-        depth = int(t["depth"])
-        n_trees = len(t["feature"])
-        feature = np.array(t["feature"], dtype=np.int64).reshape(n_trees, 2**depth - 1)
-        model.trees_ = TreeArrays(
-            feature.astype(np.int32),
-            _unfloats(t["threshold"], feature.shape),
-            np.array(t["missing_left"], dtype=bool).reshape(feature.shape),
-            np.array(t["leaf_value"], dtype=np.float64).reshape(n_trees, 2**depth),
-        )
+        model.trees_ = trees_from_dict(doc["trees"])
+        n_trees = len(model.trees_)
         n_classes = len(model.classes_)
         model.vectors_ = np.array(doc["vectors"], dtype=np.float64).reshape(n_trees, n_classes)
         model.n_estimators_ = n_trees
@@ -168,16 +201,20 @@ def _check_consistent(model) -> None:
         raise ValueError("corrupt rebelboost model file: " + "; ".join(problems))
 
 
+def _to_dict(model) -> dict:
+    return model.to_dict() if hasattr(model, "to_dict") else model_to_dict(model)
+
+
 def save_model(model, path) -> None:
     """Write ``model`` to ``path`` (gzip-compressed when it ends in ``.gz``)."""
-    text = json.dumps(model_to_dict(model), allow_nan=False, separators=(",", ":"))
+    text = json.dumps(_to_dict(model), allow_nan=False, separators=(",", ":"))
     data = text.encode()
     path = Path(path)
     path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
 
 
 def load_model(path):
-    """Read a model file written by :func:`save_model`; a bad file raises ``ValueError``."""
+    """Read any rebelboost model file; a bad file raises ``ValueError``."""
     raw = Path(path).read_bytes()
     try:
         if raw[:2] == b"\x1f\x8b":
@@ -185,4 +222,5 @@ def load_model(path):
         doc = json.loads(raw.decode("utf-8"))
     except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path} is not a readable rebelboost model file: {exc}") from None
-    return model_from_dict(doc)
+    cls = _estimators()[check_header(doc)]
+    return cls.from_dict(doc) if hasattr(cls, "from_dict") else model_from_dict(doc)

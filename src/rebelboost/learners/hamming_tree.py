@@ -1,0 +1,102 @@
+"""AdaBoost.MH base learners: factorized stumps and Hamming trees, and the one-against-all kind.
+
+Factorized (Kégl 2014): ``h(x) = alpha v phi(x)`` with ``phi`` a +-1 tree. The root is the
+multi-class stump of Appendix C, searched over the K+1 channels ``(w y, sum_l w)`` (class-wise
+edges from the histogram, edge = their L1 norm, the constant classifier a candidate too). Then
+the votes ``v = sign(gamma)`` are held fixed and each further layer is a weighted binary problem
+(cost ``w-`` of emitting +1, ``w+`` of emitting -1) whose leaves take their cheaper sign. Finally
+``v`` and ``alpha`` are re-solved from the class-wise edges of the whole tree. Neither move can
+lower the edge, so the risk factor ``sqrt(1 - gamma^2)`` never rises above 1.
+
+Unfactorized (Schapire and Singer 1999, Kégl 2014 Remark 2): one +-1 tree ``phi_l`` per class,
+each maximising its own class-wise edge ``sum_i w_il y_il phi_l(x_i)`` (free leaf signs), and a
+shared ``alpha`` from the summed edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..binning import Binner
+from ..losses.adaboost_mh import AdaBoostMHLoss, binary_alpha, mh_stump_score, votes_and_alpha
+from ..search.splits import sign_cost_score
+from .greedy_tree import TreeBuilder, sign_leaves, signed_cost_channels
+from .tree import TreeArrays
+
+
+@dataclass
+class MHLearner:
+    """One AdaBoost.MH base classifier ``alpha * v * phi(x)``."""
+
+    tree: TreeArrays
+    phi: np.ndarray  # phi on the training rows
+    votes: np.ndarray  # v in {-1, +1}^K
+    edges: np.ndarray  # class-wise edges gamma_l of phi with v = 1
+    edge: float  # ||gamma||_1
+    alpha: float
+    gains: list[tuple[int, float]]
+
+    def leaf_scores(self) -> np.ndarray:
+        """(2**depth, K) class scores each leaf adds: ``alpha * phi_leaf * v``."""
+        return self.alpha * self.tree.leaf_value[0][:, None] * self.votes[None, :]
+
+
+def factorized_learner(bins: np.ndarray, binner: Binner, loss: AdaBoostMHLoss, w: np.ndarray,
+                       depth: int) -> MHLearner:
+    """The best stump (depth 1) or a greedy Hamming tree for the weights ``w`` (summing to 1)."""
+    n = bins.shape[0]
+    builder = TreeBuilder(bins, binner, depth)
+    split = builder.grow_layer(loss.stump_channels(w), mh_stump_score)
+    signs = np.array([-1.0, 1.0]) if split else np.ones(2)
+    for _ in range(1, depth):
+        phi = signs[_leaf_now(builder, n)]
+        votes, _, _ = votes_and_alpha(loss.classwise_edges(w, phi))
+        channels = loss.fixed_vote_channels(w, votes)
+        builder.grow_layer(channels, sign_cost_score)
+        signs = sign_leaves(channels, [rows for _, rows in builder.frontier])
+    leaf_signs = signs
+    phi = leaf_signs[builder.leaf_index(n)]
+    edges = loss.classwise_edges(w, phi)
+    votes, edge, alpha = votes_and_alpha(edges, float(w.sum()))
+    tree = builder.tree(leaf_signs)
+    return MHLearner(tree, phi, votes, edges, edge, alpha, builder.gains)
+
+
+def unfactorized_learners(bins: np.ndarray, binner: Binner, loss: AdaBoostMHLoss,
+                          w: np.ndarray, depth: int) -> tuple[list[TreeArrays], np.ndarray, float]:
+    """One free-sign tree per class; returns (trees, phi (n, K), alpha)."""
+    n, k = w.shape
+    trees, phis = [], np.empty((n, k))
+    total_edge = 0.0
+    for c in range(k):
+        channels = signed_cost_channels(w[:, c] * loss.y[:, c])
+        tree, phi = free_sign_tree(bins, binner, channels, depth)
+        trees.append(tree)
+        phis[:, c] = phi
+        total_edge += float((w[:, c] * loss.y[:, c] * phi).sum())
+    return trees, phis, binary_alpha(total_edge, float(w.sum()))
+
+
+def free_sign_tree(bins: np.ndarray, binner: Binner, channels: np.ndarray,
+                   depth: int) -> tuple[TreeArrays, np.ndarray]:
+    """Greedy +-1 tree over two cost channels, each leaf taking its cheaper sign.
+
+    Depth 1 is a stump with free leaf signs: the best of all stumps (both polarities) and both
+    constant learners. Returns the tree and its output on the training rows.
+    """
+    n = bins.shape[0]
+    builder = TreeBuilder(bins, binner, depth)
+    for _ in range(depth):
+        builder.grow_layer(channels, sign_cost_score)
+    signs = sign_leaves(channels, builder.leaf_rows())
+    return builder.tree(signs), signs[builder.leaf_index(n)]
+
+
+def _leaf_now(builder: TreeBuilder, n: int) -> np.ndarray:
+    """Index within the current frontier of every training row."""
+    out = np.zeros(n, np.intp)
+    for i, (_, rows) in enumerate(builder.frontier):
+        out[rows] = i
+    return out
