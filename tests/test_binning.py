@@ -181,4 +181,4 @@ def test_raw_thresholds_reproduce_training_splits(seed, depth, max_bins, subsamp
     bins = binner.fit_transform(X)
     learner = grow_rebel_tree(bins, channels, binner, depth)
     assert learner is not None
-    np.testing.assert_array_equal(learner.tree.outputs(X)[:, 0], learner.output)
+    np.testing.assert_array_equal(learner.arrays.outputs(X)[:, 0], learner.output)

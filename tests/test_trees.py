@@ -60,7 +60,7 @@ def test_each_layer_never_raises_the_loss(problem):
         return
     previous = total
     for depth, learner in enumerate(learners, start=1):
-        assert learner.tree.depth == depth
+        assert learner.arrays.depth == depth
         assert set(np.unique(learner.output)) <= {-1.0, 1.0}
         assert np.isfinite(learner.vector).all()
         # Losses come from node sums (subtraction trick: absolute error ~1e-16 of the total)
@@ -73,8 +73,8 @@ def test_each_layer_never_raises_the_loss(problem):
         assert all(gain >= -1e-12 * total for _, gain in learner.gains)
         previous = learner.loss
     # Deeper trees extend the shallower ones: the same root split.
-    assert learners[1].tree.feature[0, 0] == learners[0].tree.feature[0, 0]
-    assert learners[2].tree.threshold[0, 0] == learners[0].tree.threshold[0, 0]
+    assert learners[1].arrays.feature[0, 0] == learners[0].arrays.feature[0, 0]
+    assert learners[2].arrays.threshold[0, 0] == learners[0].arrays.threshold[0, 0]
 
 
 def test_layers_strictly_help_on_xor():

@@ -41,7 +41,8 @@ class Explanation:
         ]
         lines += [f"  {t.margin:+8.4f}  #{t.learner:<6d} {t.rule}" for t in self.terms]
         top = sorted(self.feature_margins.items(), key=lambda kv: -abs(kv[1]))[:5]
-        lines.append("  by feature: " + ", ".join(f"{n} {v:+.3f}" for n, v in top))
+        if top:  # similarity learners read whole rows, not single features
+            lines.append("  by feature: " + ", ".join(f"{n} {v:+.3f}" for n, v in top))
         return "\n".join(lines)
 
 
@@ -86,7 +87,8 @@ def explain_prediction(model, x, top: int = 10, feature_names=None) -> Explanati
         raise ValueError(f"x has {X.shape[1]} features; the model expects {model.n_features_in_}")
     if np.isinf(X).any():
         raise ValueError("x contains infinity")
-    outputs = model.trees_.outputs(X)[0]
+    learners = model.learners_
+    outputs = learners.outputs(model._features(X))[0]
     scores = outputs @ model.vectors_
     order = np.argsort(-scores, kind="stable")
     k, j = int(order[0]), int(order[1])
@@ -95,7 +97,10 @@ def explain_prediction(model, x, top: int = 10, feature_names=None) -> Explanati
     feature_margins: dict[str, float] = {}
     terms = []
     for t in np.argsort(-np.abs(margins), kind="stable"):
-        rule, used = _path(model.trees_, int(t), X[0], names)
+        if hasattr(learners, "describe"):  # similarities compare with training rows
+            rule, used = learners.describe(int(t), model.classes_.tolist()), []
+        else:
+            rule, used = _path(learners, int(t), X[0], names)
         for f in used:
             feature_margins[names[f]] = feature_margins.get(names[f], 0.0) + margins[t] / len(used)
         if len(terms) < top:

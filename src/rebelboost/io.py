@@ -11,6 +11,11 @@ A model file is one JSON object, readable by any language and loadable without p
      "vectors": [[...]], "init_loss": 5.0, "train_loss": [...], "validation_loss": null,
      "best_iteration": null, "feature_importances": [...]}
 
+A similarity model stores ``similarities`` (per learner: ``kind`` 0 constant, 1 one-point, 2
+two-point; support points ``first``/``second`` in scaled units, radius ``tau``, and the support
+rows' training indices and class codes) and ``scaling`` (``x_scaled = (x - offset) / scale``)
+in place of ``trees``; see :mod:`rebelboost.learners.similarity` for ``f_t``.
+
 Tree ``t`` sends ``x`` left at internal node ``i`` when ``x[feature[t][i]] <= threshold[t][i]``
 (NaN: when ``missing_left``; ``feature == -1``: always; a null threshold is +infinity); node
 ``i``'s children are ``2i+1`` and ``2i+2``; the leaf reached gives ``f_t(x)`` from
@@ -144,7 +149,7 @@ def model_to_dict(model) -> dict:
     return {
         **header(model),
         "cost_matrix": model.cost_matrix_.tolist(),
-        "trees": trees_to_dict(model.trees_),
+        **_learners_to_dict(model),
         "vectors": model.vectors_.tolist(),
         "init_loss": float(model.init_loss_),
         "train_loss": model.train_loss_.tolist(),
@@ -156,6 +161,53 @@ def model_to_dict(model) -> dict:
     }
 
 
+def _learners_to_dict(model) -> dict:
+    from .learners.tree import TreeArrays
+
+    learners = model.learners_
+    if isinstance(learners, TreeArrays):
+        return {"trees": trees_to_dict(learners)}
+    offset, scale = model.scaling_
+    return {
+        "similarities": {
+            "kind": learners.kind.tolist(),
+            "first": learners.first.tolist(),
+            "second": learners.second.tolist(),
+            "tau": learners.tau.tolist(),
+            "first_index": learners.first_index.tolist(),
+            "second_index": learners.second_index.tolist(),
+            "first_class": learners.first_class.tolist(),
+            "second_class": learners.second_class.tolist(),
+        },
+        "scaling": {"offset": offset.tolist(), "scale": scale.tolist()},
+        "n_relabeled": int(model.n_relabeled_),
+    }
+
+
+def _learners_from_dict(doc: dict):
+    """(learners, scaling) of a RebelClassifier file: trees, or similarities and their scaling."""
+    from .learners.similarity import SimilarityArrays
+
+    if "trees" in doc:
+        return trees_from_dict(doc["trees"]), None
+    s, d = doc["similarities"], int(doc["n_features_in"])
+    n = len(s["kind"])
+    learners = SimilarityArrays(
+        np.array(s["kind"], dtype=np.int8).reshape(n),
+        np.array(s["first"], dtype=np.float64).reshape(n, d),
+        np.array(s["second"], dtype=np.float64).reshape(n, d),
+        np.array(s["tau"], dtype=np.float64).reshape(n),
+        np.array(s["first_index"], dtype=np.int64).reshape(n),
+        np.array(s["second_index"], dtype=np.int64).reshape(n),
+        np.array(s["first_class"], dtype=np.int64).reshape(n),
+        np.array(s["second_class"], dtype=np.int64).reshape(n),
+    )
+    scaling = doc["scaling"]
+    offset = np.array(scaling["offset"], dtype=np.float64).reshape(d)
+    scale = np.array(scaling["scale"], dtype=np.float64).reshape(d)
+    return learners, (offset, scale)
+
+
 def model_from_dict(doc: dict):
     """Rebuild a fitted ``RebelClassifier`` from :func:`model_to_dict`'s output, checking it."""
     from .ensemble import RebelClassifier
@@ -165,8 +217,8 @@ def model_from_dict(doc: dict):
     try:
         model = model_from_header(RebelClassifier, doc)
         model.cost_matrix_ = np.array(doc["cost_matrix"], dtype=np.float64)
-        model.trees_ = trees_from_dict(doc["trees"])
-        n_trees = len(model.trees_)
+        model.learners_, model.scaling_ = _learners_from_dict(doc)
+        n_trees = len(model.learners_)
         n_classes = len(model.classes_)
         model.vectors_ = np.array(doc["vectors"], dtype=np.float64).reshape(n_trees, n_classes)
         model.n_estimators_ = n_trees
@@ -176,6 +228,8 @@ def model_from_dict(doc: dict):
         model.validation_loss_ = None if val is None else np.array(val, dtype=np.float64)
         model.best_iteration_ = doc["best_iteration"]
         model.feature_importances_ = np.array(doc["feature_importances"], dtype=np.float64)
+        if "n_relabeled" in doc:
+            model.n_relabeled_ = int(doc["n_relabeled"])
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"corrupt rebelboost model file: {type(exc).__name__}: {exc}") from None
     _check_consistent(model)
@@ -183,16 +237,33 @@ def model_from_dict(doc: dict):
 
 
 def _check_consistent(model) -> None:
-    trees, k, d = model.trees_, len(model.classes_), model.n_features_in_
+    from .learners.tree import TreeArrays
+
+    learners, k, d = model.learners_, len(model.classes_), model.n_features_in_
     problems = []
     if model.cost_matrix_.shape != (k, k):
         problems.append(f"cost matrix shape {model.cost_matrix_.shape} for {k} classes")
-    if trees.feature.size and (trees.feature.max() >= d or trees.feature.min() < -1):
-        problems.append(f"split feature outside [-1, {d})")
-    if not np.isfinite(model.vectors_).all() or not np.isfinite(trees.leaf_value).all():
-        problems.append("non-finite step vectors or leaf values")
-    if np.isnan(trees.threshold).any():
-        problems.append("NaN thresholds")
+    if not np.isfinite(model.vectors_).all():
+        problems.append("non-finite step vectors")
+    if isinstance(learners, TreeArrays):
+        if learners.feature.size and (learners.feature.max() >= d or learners.feature.min() < -1):
+            problems.append(f"split feature outside [-1, {d})")
+        if not np.isfinite(learners.leaf_value).all():
+            problems.append("non-finite leaf values")
+        if np.isnan(learners.threshold).any():
+            problems.append("NaN thresholds")
+    else:
+        arrays = (learners.first, learners.second, learners.tau, *model.scaling_)
+        if not all(np.isfinite(a).all() for a in arrays):
+            problems.append("non-finite support points, radii or scaling")
+        if np.any((learners.kind < 0) | (learners.kind > 2)):
+            problems.append("unknown similarity kind")
+        if np.any((learners.first_class < -1) | (learners.first_class >= k)) or np.any(
+            (learners.second_class < -1) | (learners.second_class >= k)
+        ):
+            problems.append("support class outside the classes")
+        if np.any(model.scaling_[1] <= 0):
+            problems.append("non-positive feature scale")
     if model.feature_importances_.shape != (d,):
         problems.append("feature_importances length differs from n_features_in")
     if k < 2:

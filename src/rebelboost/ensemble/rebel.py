@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 import sys
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -19,6 +20,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from ..binning import Binner
 from ..learners.rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
+from ..learners.similarity import SimilarityArrays, fit_similarity, resolve_coincident
 from ..learners.tree import TreeArrays
 from ..losses.rebel import RebelLoss
 from ..search.splits import is_better
@@ -33,8 +35,10 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
     ----------
     n_estimators : int, default=100
         Number of boosting iterations (weak learners, the constant learner included).
-    weak_learner : {'tree', 'stump'}, default='tree'
-        'tree' grows depth-``max_depth`` trees layer by layer; 'stump' is depth 1.
+    weak_learner : {'tree', 'stump', 'similarity'}, default='tree'
+        'tree' grows depth-``max_depth`` trees layer by layer; 'stump' is depth 1;
+        'similarity' uses localized similarities (Appel & Perona 2017), which compare a query
+        with one or two training points and drive the training error to zero on any data set.
     max_depth : int, default=2
         Depth of the trees (ignored for stumps).
     cost_matrix : array-like of shape (n_classes, n_classes), default=None
@@ -42,6 +46,20 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         ``classes_[i]``: non-negative, zero diagonal. None means 0-1 cost.
     max_bins : int, default=255
         Value bins per feature for the split search (plus one bin for missing values).
+    similarity_mode : {'two-point', 'one-point'}, default='two-point'
+        'one-point' restricts the similarity search to one-point learners (the paper's ablation).
+    scaling : {'standard', 'minmax'} or None, default='standard'
+        How features are scaled before distances are taken (similarity learners only):
+        zero mean and unit variance, or [0, 1] ranges, or raw.
+    target_loss : 'auto', float or None, default=None
+        Stop once the training loss falls below this value ('auto': ``1 / n_samples``, the
+        similarity paper's rule, below which the training error is zero); ``n_estimators``
+        stays the cap.
+    quickboost : bool, default=False
+        Prune features early in each split search (QuickBoost, Appel 2017). The model is the
+        same bit for bit either way; only the work (``histogram_updates_``) differs. Off by
+        default for now: on MNIST it saves only ~10% of the histogram updates in early
+        iterations and its extra passes cost more wall time than they save (BENCHMARKS.md).
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the training set (stratified), stop when the
         validation loss has not improved by ``tol`` (relative) for ``n_iter_no_change``
@@ -73,14 +91,22 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         Number of iterations kept by early stopping.
     feature_importances_ : ndarray of shape (n_features_in_,)
         Share of the total training-loss reduction won by splits on each feature.
+    histogram_updates_ : ndarray of shape (n_iterations,)
+        Row x feature histogram accumulations spent by each iteration's split searches (every
+        iteration run, including those dropped by early stopping).
     """
 
     _parameter_constraints: dict = {
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
-        "weak_learner": [StrOptions({"tree", "stump"})],
+        "weak_learner": [StrOptions({"tree", "stump", "similarity"})],
+        "similarity_mode": [StrOptions({"two-point", "one-point"})],
+        "scaling": [StrOptions({"standard", "minmax"}), None],
+        "target_loss": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither"),
+                        None],
         "max_depth": [Interval(numbers.Integral, 1, 16, closed="both")],
         "cost_matrix": ["array-like", None],
         "max_bins": [Interval(numbers.Integral, 2, 255, closed="both")],
+        "quickboost": ["boolean"],
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -98,6 +124,10 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         max_depth: int = 2,
         cost_matrix=None,
         max_bins: int = 255,
+        similarity_mode: str = "two-point",
+        scaling: str | None = "standard",
+        target_loss=None,
+        quickboost: bool = False,
         early_stopping: bool = False,
         validation_fraction: float = 0.1,
         n_iter_no_change: int = 10,
@@ -111,6 +141,10 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         self.max_depth = max_depth
         self.cost_matrix = cost_matrix
         self.max_bins = max_bins
+        self.similarity_mode = similarity_mode
+        self.scaling = scaling
+        self.target_loss = target_loss
+        self.quickboost = quickboost
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
@@ -121,7 +155,7 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
+        tags.input_tags.allow_nan = self.weak_learner != "similarity"
         return tags
 
     # ------------------------------------------------------------------ fitting
@@ -152,31 +186,37 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
                 X, codes, sample_weight, rng
             )
 
-        depth = 1 if self.weak_learner == "stump" else int(self.max_depth)
-        binner = Binner(self.max_bins, random_state=rng.randint(2**31))
-        # Thresholds come from the samples that count, so a zero weight equals removal.
-        bins = binner.fit(X[sample_weight > 0]).transform(X)
+        if self.weak_learner == "similarity":
+            family = _SimilarityFamily(self, X, codes, sample_weight)
+            codes = family.codes
+        else:
+            family = _TreeFamily(self, X, sample_weight, rng)
+        X_val = family.features(X_val) if X_val is not None else None
         loss = RebelLoss(self.cost_matrix_, codes, sample_weight)
         val_loss = RebelLoss(self.cost_matrix_, codes_val, w_val) if X_val is not None else None
+        target = self.target_loss
+        if target == "auto":
+            target = 1.0 / X.shape[0]
 
         scores = np.zeros((X.shape[0], n_classes))
         val_scores = np.zeros((X_val.shape[0], n_classes)) if X_val is not None else None
         self.init_loss_ = loss.loss(scores)
-        trees, vectors, train_loss, val_losses = [], [], [], []
+        learners, vectors, train_loss, val_losses, updates = [], [], [], [], []
         importances = np.zeros(X.shape[1])
         best, best_val, since_best = 0, np.inf, 0
         with numba_threads(self.n_jobs):
             for it in range(self.n_estimators):
                 channels, scale = loss.weights(scores)
-                learner = self._best_learner(bins, channels, binner, depth)
+                learner, work = family.fit(channels)
+                updates.append(work)
                 scores += learner.output[:, None] * learner.vector
-                trees.append(learner.tree)
+                learners.append(learner.arrays)
                 vectors.append(learner.vector)
                 train_loss.append(loss.loss(scores))
                 for f, gain in learner.gains:
                     importances[f] += gain * scale
                 if val_loss is not None:
-                    val_scores += learner.tree.outputs(X_val)[:, :1] * learner.vector
+                    val_scores += learner.arrays.outputs(X_val)[:, :1] * learner.vector
                     val_losses.append(val_loss.loss(val_scores))
                     if val_losses[-1] < best_val * (1 - self.tol):
                         best, best_val, since_best = it + 1, val_losses[-1], 0
@@ -185,9 +225,11 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
                 self._report(it, train_loss, val_losses)
                 if val_loss is not None and since_best >= self.n_iter_no_change:
                     break
+                if target is not None and train_loss[-1] < target:
+                    break
 
-        keep = best if val_loss is not None else len(trees)
-        self.trees_ = TreeArrays.stack(trees[:keep], depth)
+        keep = best if val_loss is not None else len(learners)
+        self.learners_ = family.stack(learners[:keep])
         self.vectors_ = np.asarray(vectors[:keep]).reshape(keep, n_classes)
         self.n_estimators_ = keep
         self.train_loss_ = np.asarray(train_loss[:keep])
@@ -195,13 +237,16 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         self.best_iteration_ = best if val_loss is not None else None
         total = importances.sum()
         self.feature_importances_ = importances / total if total > 0 else importances
+        self.histogram_updates_ = np.asarray(updates, dtype=np.int64)
         return self
 
-    def _best_learner(self, bins, channels, binner, depth) -> FittedLearner:
-        """The tree or the constant learner, whichever leaves the lower loss."""
-        bias = constant_learner(channels.sum(axis=0), channels.shape[0], depth)
-        tree = grow_rebel_tree(bins, channels, binner, depth)
-        return bias if tree is None or is_better(bias.loss, tree.loss) else tree
+    @property
+    def trees_(self) -> TreeArrays:
+        """The weak learners of a tree or stump model, stacked."""
+        check_is_fitted(self)
+        if not isinstance(self.learners_, TreeArrays):
+            raise AttributeError("a similarity model has no trees_; see learners_")
+        return self.learners_
 
     def _validation_split(self, X, codes, sample_weight, rng):
         counts = np.bincount(codes)
@@ -233,14 +278,23 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
             self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=False
         )
 
+    def _features(self, X: np.ndarray) -> np.ndarray:
+        """The inputs the weak learners read: scaled for similarities, raw for trees."""
+        if getattr(self, "scaling_", None) is None:
+            return X
+        if np.isnan(X).any():
+            raise ValueError("X contains NaN; similarity models need complete rows (impute first)")
+        offset, scale = self.scaling_
+        return (X - offset) / scale
+
     def _raw_scores(self, X) -> np.ndarray:
         """``H(x)``, shape (n_samples, n_classes)."""
-        X = self._check_X(X)
-        return self.trees_.outputs(X) @ self.vectors_
+        X = self._features(self._check_X(X))
+        return self.learners_.outputs(X) @ self.vectors_
 
     def _staged_raw_scores(self, X) -> Iterator[np.ndarray]:
-        X = self._check_X(X)
-        outputs = self.trees_.outputs(X)
+        X = self._features(self._check_X(X))
+        outputs = self.learners_.outputs(X)
         scores = np.zeros((X.shape[0], len(self.classes_)))
         for t in range(self.n_estimators_):
             scores += outputs[:, t : t + 1] * self.vectors_[t]
@@ -317,3 +371,74 @@ def _proba(scores: np.ndarray) -> np.ndarray:
     p = 0.5 * (1.0 + np.tanh(scores))  # sigmoid(2 H) without overflow
     p = np.maximum(p, np.finfo(float).tiny)
     return p / p.sum(axis=1, keepdims=True)
+
+
+class _TreeFamily:
+    """Trees or stumps on binned features; each iteration also tries the constant learner."""
+
+    def __init__(self, model: RebelClassifier, X, sample_weight, rng):
+        self.depth = 1 if model.weak_learner == "stump" else int(model.max_depth)
+        self.quickboost = bool(model.quickboost)
+        self.binner = Binner(model.max_bins, random_state=rng.randint(2**31))
+        # Thresholds come from the samples that count, so a zero weight equals removal.
+        self.bins = self.binner.fit(X[sample_weight > 0]).transform(X)
+        model.scaling_ = None
+
+    def features(self, X):
+        return X
+
+    def fit(self, channels) -> tuple[FittedLearner, int]:
+        """The tree or the constant learner, whichever leaves the lower loss; and the work."""
+        bias = constant_learner(channels.sum(axis=0), channels.shape[0], self.depth)
+        tree = grow_rebel_tree(self.bins, channels, self.binner, self.depth,
+                               quickboost=self.quickboost)
+        work = tree.histogram_updates if tree is not None else 0
+        return (bias if tree is None or is_better(bias.loss, tree.loss) else tree), work
+
+    def stack(self, learners) -> TreeArrays:
+        return TreeArrays.stack(learners, self.depth)
+
+
+class _SimilarityFamily:
+    """Localized similarities on scaled features (the constant learner is in their search)."""
+
+    def __init__(self, model: RebelClassifier, X, codes, sample_weight):
+        if np.isnan(X).any():
+            raise ValueError(
+                "X contains NaN; localized similarities need complete rows (impute first, or "
+                "use weak_learner='tree', which learns where missing values go)"
+            )
+        if model.scaling == "standard":
+            offset, scale = X.mean(axis=0), X.std(axis=0)
+        elif model.scaling == "minmax":
+            offset, scale = X.min(axis=0), X.max(axis=0) - X.min(axis=0)
+        else:
+            offset, scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
+        scale = np.where(scale > 0, scale, 1.0)
+        model.scaling_ = self.scaling = (offset, scale)
+        self.X = (X - offset) / scale
+        self.sq_norms = np.einsum("ij,ij->i", self.X, self.X)
+        self.one_point_only = model.similarity_mode == "one-point"
+        self.codes, changed = resolve_coincident(self.X, codes, model.cost_matrix_, sample_weight)
+        model.n_relabeled_ = changed
+        if changed:
+            warnings.warn(
+                f"{changed} training rows coincide with rows of another class; they were "
+                "relabelled to their group's least-cost class so that the training error can "
+                "reach zero (n_relabeled_)", UserWarning, stacklevel=3,
+            )
+
+    def features(self, X):
+        offset, scale = self.scaling
+        return (X - offset) / scale
+
+    def fit(self, channels):
+        fit = fit_similarity(self.X, self.sq_norms, channels, one_point_only=self.one_point_only)
+        arrays = fit.arrays
+        for index, label in ((arrays.first_index, arrays.first_class),
+                             (arrays.second_index, arrays.second_class)):
+            label[:] = np.where(index >= 0, self.codes[np.maximum(index, 0)], -1)
+        return fit, 0
+
+    def stack(self, learners) -> SimilarityArrays:
+        return SimilarityArrays.stack(learners, self.X.shape[1])

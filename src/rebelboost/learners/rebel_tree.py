@@ -7,9 +7,12 @@ a sample costs ``g+ = <w+, e^a> + <w-, e^-a>`` if its leaf emits +1 and
 and its children take their cheaper sign. Then ``a`` is re-solved in closed form. Neither move
 can raise the loss.
 
-Node histograms are kept over the 2K weight channels, which do not depend on ``a``; so the
-subtraction trick works across layers (build the smaller child, subtract for its sibling) and a
-layer's two-channel histograms are a cheap projection of them.
+Every node searches its own rows, visited heaviest first (by the sum of the node's channels:
+``w+, w-`` at the root, ``g+, g-`` below), with QuickBoost pruning (``quickboost=True``) or
+exhaustively. Both accumulate the same rows in the same order, so they grow the same tree bit
+for bit; the exhaustive path is the reference. A layer node builds its two-channel histogram
+directly from its rows (for K > 1 that is cheaper than a 2K-channel child histogram, and pruned
+features would have none to subtract from anyway).
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ import numpy as np
 
 from ..binning import Binner
 from ..losses.rebel import binary_sums, step_loss, step_vector
-from ..search.histogram import build_histogram, partition_rows
-from ..search.splits import best_split, is_better, rebel_score, sign_cost_score, split_sums
+from ..search.histogram import partition_rows
+from ..search.quickboost import heaviest_first, quickboost_split
+from ..search.splits import is_better, rebel_score, sign_cost_score
 from .tree import TreeArrays
 
 
@@ -29,11 +33,12 @@ from .tree import TreeArrays
 class FittedLearner:
     """A weak learner fitted to one boosting iteration's weights."""
 
-    tree: TreeArrays
+    arrays: TreeArrays  # the learner, as a stack of one tree
     output: np.ndarray  # f on the training rows
     vector: np.ndarray  # step vector a
     loss: float  # loss after the step, in the channels' scale
     gains: list[tuple[int, float]] = field(default_factory=list)  # (feature, loss reduction)
+    histogram_updates: int = 0  # row x feature accumulations spent on the split searches
 
 
 @dataclass
@@ -42,7 +47,6 @@ class _Leaf:
     rows: np.ndarray
     sums: np.ndarray  # 2K channel sums over rows
     sign: float
-    hist: np.ndarray | None = None
 
 
 def _project(weights: np.ndarray, exp_a: np.ndarray) -> np.ndarray:
@@ -65,9 +69,12 @@ def constant_learner(total: np.ndarray, n_samples: int, depth: int) -> FittedLea
 
 
 def grow_rebel_tree(
-    bins: np.ndarray, channels: np.ndarray, binner: Binner, max_depth: int
+    bins: np.ndarray, channels: np.ndarray, binner: Binner, max_depth: int, quickboost: bool = False
 ) -> FittedLearner | None:
-    """Fit a depth-``max_depth`` tree and its step vector; None if no feature can split."""
+    """Fit a depth-``max_depth`` tree and its step vector; None if no feature can split.
+
+    ``quickboost`` prunes features in each node's search; the tree is the same either way.
+    """
     n_samples, n_channels = channels.shape
     n_classes = n_channels // 2
     nvb, has_missing = binner.n_value_bins_, binner.has_missing_
@@ -83,43 +90,45 @@ def grow_rebel_tree(
             m_left = bool(left_sums.sum() >= right_sums.sum())
         feature[node], threshold[node], missing_left[node] = f, binner.threshold(f, b), m_left
 
-    rows = np.arange(n_samples, dtype=np.intp)
-    root_hist = build_histogram(bins, channels, rows, n_bins_total)
-    split = best_split(root_hist, nvb, has_missing, missing_bin, rebel_score)
+    updates = 0
+
+    def search(node_channels, rows, score):
+        """Best split of ``rows`` (heaviest first) and those rows split by it (or None)."""
+        nonlocal updates
+        rows = heaviest_first(node_channels, rows)
+        result = quickboost_split(bins, node_channels, rows, nvb, has_missing, missing_bin,
+                                  n_bins_total, score, prune=quickboost)
+        updates += result.histogram_updates
+        split = result.split
+        if split is None:
+            return None, None, None
+        return split, *partition_rows(rows, bins, split.feature, split.bin, missing_bin,
+                                      split.missing_left)
+
+    split, left_rows, right_rows = search(channels, np.arange(n_samples, dtype=np.intp),
+                                          rebel_score)
     if split is None:
         return None
-    total = root_hist[0].sum(axis=0)
-    left_sums, right_sums = split_sums(root_hist[split.feature], split.bin, split.missing_left,
-                                       missing_bin)
-    left_rows, right_rows = partition_rows(rows, bins, split.feature, split.bin, missing_bin,
-                                           split.missing_left)
+    total = channels.sum(axis=0)
+    left_sums, right_sums = channels[left_rows].sum(axis=0), channels[right_rows].sum(axis=0)
     record(0, split.feature, split.bin, split.missing_left, left_sums, right_sums)
     gains.append((split.feature, float(total.sum() - 2.0 * split.score)))
     s_plus, s_minus = binary_sums(right_sums, left_sums, n_classes)
     a = step_vector(s_plus, s_minus)
     frontier = [_Leaf(1, left_rows, left_sums, -1.0), _Leaf(2, right_rows, right_sums, 1.0)]
-    parents = [(root_hist, frontier[0], frontier[1])]
 
     for _ in range(1, max_depth):
-        for parent_hist, left, right in parents:
-            small, big = (left, right) if len(left.rows) <= len(right.rows) else (right, left)
-            small.hist = build_histogram(bins, channels, small.rows, n_bins_total)
-            big.hist = parent_hist - small.hist
         exp_a = np.exp(a)
+        g = _project(channels, exp_a)  # per-sample (g+, g-) of this layer
         next_frontier: list[_Leaf] = []
-        parents = []
         for leaf in frontier:
             g_total = _project(leaf.sums, exp_a)
             no_split = float(g_total.min())
             split = None
             if len(leaf.rows) > 1:
-                g_hist = _project(leaf.hist, exp_a)
-                split = best_split(g_hist, nvb, has_missing, missing_bin, sign_cost_score)
+                split, lrows, rrows = search(g, leaf.rows, sign_cost_score)
             if split is not None and is_better(split.score, no_split):
-                lsum, rsum = split_sums(leaf.hist[split.feature], split.bin, split.missing_left,
-                                        missing_bin)
-                lrows, rrows = partition_rows(leaf.rows, bins, split.feature, split.bin,
-                                              missing_bin, split.missing_left)
+                lsum, rsum = channels[lrows].sum(axis=0), channels[rrows].sum(axis=0)
                 record(leaf.node, split.feature, split.bin, split.missing_left, lsum, rsum)
                 gains.append((split.feature, no_split - split.score))
                 children = (
@@ -132,8 +141,6 @@ def grow_rebel_tree(
                     _Leaf(2 * leaf.node + 2, leaf.rows[:0], np.zeros_like(leaf.sums), leaf.sign),
                 )
             next_frontier.extend(children)
-            parents.append((leaf.hist, *children))
-            leaf.hist = None
         frontier = next_frontier
         plus = sum(leaf.sums for leaf in frontier if leaf.sign > 0)
         minus = sum(leaf.sums for leaf in frontier if leaf.sign < 0)
@@ -148,7 +155,7 @@ def grow_rebel_tree(
         leaf_value[leaf.node - n_internal] = leaf.sign
         output[leaf.rows] = leaf.sign
     tree = TreeArrays(feature[None], threshold[None], missing_left[None], leaf_value[None])
-    return FittedLearner(tree, output, a, step_loss(s_plus, s_minus, a), gains)
+    return FittedLearner(tree, output, a, step_loss(s_plus, s_minus, a), gains, updates)
 
 
 def _cheaper_sign(sums: np.ndarray, exp_a: np.ndarray) -> float:

@@ -41,6 +41,29 @@ class SimilarityArrays:
     tau: np.ndarray  # (T,) one-point radius parameter
     first_index: np.ndarray  # (T,) training row of x_i (-1: none)
     second_index: np.ndarray  # (T,) training row of x_j (-1: none)
+    first_class: np.ndarray | None = None  # (T,) class code of x_i (-1: none)
+    second_class: np.ndarray | None = None  # (T,) class code of x_j (-1: none)
+
+    def __post_init__(self):
+        n = self.kind.shape[0]
+        if self.first_class is None:
+            self.first_class = np.full(n, -1, np.int64)
+        if self.second_class is None:
+            self.second_class = np.full(n, -1, np.int64)
+
+    def describe(self, t: int, classes) -> str:
+        """Which training samples learner ``t`` compares a query with, in words."""
+        def row(index, code):
+            return f"training row #{index} (class {classes[code]!r})"
+
+        kind = self.kind[t]
+        if kind == ONE_POINT:
+            return (f"similarity to {row(self.first_index[t], self.first_class[t])} "
+                    f"(radius^2 {self.tau[t]:.3g})")
+        if kind == TWO_POINT:
+            return (f"closer to {row(self.first_index[t], self.first_class[t])} than to "
+                    f"{row(self.second_index[t], self.second_class[t])}")
+        return "always (bias)"
 
     def __len__(self) -> int:
         return self.kind.shape[0]
@@ -69,13 +92,13 @@ class SimilarityArrays:
 
     def _fields(self):
         return (self.kind, self.first, self.second, self.tau, self.first_index,
-                self.second_index)
+                self.second_index, self.first_class, self.second_class)
 
     @classmethod
     def stack(cls, items: list[SimilarityArrays], n_features: int) -> SimilarityArrays:
         if not items:
             return cls(np.zeros(0, np.int8), np.zeros((0, n_features)), np.zeros((0, n_features)),
-                       np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
+                       np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))  # classes: -1
         return cls(*(np.concatenate(p) for p in zip(*(s._fields() for s in items), strict=True)))
 
 
@@ -95,11 +118,12 @@ def _two_point(sq, g1, g2, n1, n2, n12):
 class SimilarityFit:
     """The learner chosen in one iteration."""
 
-    learner: SimilarityArrays  # one learner
+    arrays: SimilarityArrays  # the learner, as a stack of one
     output: np.ndarray  # f on the training rows
     vector: np.ndarray  # refined step a
     bound: float  # the convexity bound's loss, channels' scale
     loss: float  # exact loss after the refined step, channels' scale
+    gains: tuple = ()  # no per-feature attribution for distances
 
 
 def bound_loss(total: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -204,11 +228,11 @@ def fit_similarity(
     a = step_vector((total + D) / 2.0, (total - D) / 2.0)
     a = refine_step(f, w_plus, w_minus, a)
     exact = float((w_plus * np.exp(f[:, None] * a) + w_minus * np.exp(-f[:, None] * a)).sum())
-    learner = SimilarityArrays(
+    arrays = SimilarityArrays(
         np.array([kind], np.int8), first[None].copy(), second[None].copy(), np.array([tau]),
         np.array([i], np.int64), np.array([j], np.int64),
     )
-    return SimilarityFit(learner, f, a, float(best_loss), exact)
+    return SimilarityFit(arrays, f, a, float(best_loss), exact)
 
 
 def resolve_coincident(X: np.ndarray, codes: np.ndarray, cost_matrix: np.ndarray,

@@ -58,47 +58,58 @@ def _better(score, incumbent):
     return score < incumbent * (1.0 - TIE_RTOL)  # scores are >= 0; inf stays inf
 
 
+@numba.njit(nogil=True)
+def scan_feature(hist_f, n_bins, has_missing, missing_bin, score):
+    """Best ``(score, bin, missing_left)`` of one feature from its ``(n_bins_total, C)`` histogram.
+
+    The one scan every search shares (exhaustive or pruned), so equal histograms give equal bits.
+    """
+    n_channels = hist_f.shape[1]
+    total = np.zeros(n_channels)
+    for b in range(n_bins):
+        for c in range(n_channels):
+            total[c] += hist_f[b, c]
+    missing = hist_f[missing_bin].copy()
+    total += missing
+    left = np.zeros(n_channels)
+    left_m = np.empty(n_channels)
+    right = np.empty(n_channels)
+    right_m = np.empty(n_channels)
+    fbest = np.inf
+    fbin = 0
+    fml = False
+    for b in range(n_bins - 1):
+        for c in range(n_channels):
+            left[c] += hist_f[b, c]
+            right[c] = total[c] - left[c]
+        s = score(left, right)
+        if _better(s, fbest):
+            fbest, fbin, fml = s, b, False
+        if has_missing:
+            for c in range(n_channels):
+                left_m[c] = left[c] + missing[c]
+                right_m[c] = right[c] - missing[c]
+            s = score(left_m, right_m)
+            if _better(s, fbest):
+                fbest, fbin, fml = s, b, True
+    if has_missing and n_bins >= 1:
+        for c in range(n_channels):
+            left[c] = total[c] - missing[c]
+        s = score(left, missing)
+        if _better(s, fbest):
+            fbest, fbin, fml = s, n_bins - 1, False
+    return fbest, fbin, fml
+
+
 @numba.njit(parallel=True, nogil=True)
 def _best_per_feature(hist, n_value_bins, has_missing, missing_bin, score):
-    n_features, _, n_channels = hist.shape
+    n_features = hist.shape[0]
     best_score = np.full(n_features, np.inf)
     best_bin = np.zeros(n_features, dtype=np.int32)
     best_missing_left = np.zeros(n_features, dtype=np.bool_)
     for f in numba.prange(n_features):
-        n_bins = n_value_bins[f]
-        total = np.zeros(n_channels)
-        for b in range(n_bins):
-            for c in range(n_channels):
-                total[c] += hist[f, b, c]
-        missing = hist[f, missing_bin].copy()
-        total += missing
-        left = np.zeros(n_channels)
-        left_m = np.empty(n_channels)
-        right = np.empty(n_channels)
-        right_m = np.empty(n_channels)
-        fbest = np.inf
-        fbin = 0
-        fml = False
-        for b in range(n_bins - 1):
-            for c in range(n_channels):
-                left[c] += hist[f, b, c]
-                right[c] = total[c] - left[c]
-            s = score(left, right)
-            if _better(s, fbest):
-                fbest, fbin, fml = s, b, False
-            if has_missing[f]:
-                for c in range(n_channels):
-                    left_m[c] = left[c] + missing[c]
-                    right_m[c] = right[c] - missing[c]
-                s = score(left_m, right_m)
-                if _better(s, fbest):
-                    fbest, fbin, fml = s, b, True
-        if has_missing[f] and n_bins >= 1:
-            for c in range(n_channels):
-                left[c] = total[c] - missing[c]
-            s = score(left, missing)
-            if _better(s, fbest):
-                fbest, fbin, fml = s, n_bins - 1, False
+        fbest, fbin, fml = scan_feature(hist[f], n_value_bins[f], has_missing[f], missing_bin,
+                                        score)
         best_score[f] = fbest
         best_bin[f] = fbin
         best_missing_left[f] = fml
@@ -117,9 +128,11 @@ def best_split_per_feature(hist, n_value_bins, has_missing, missing_bin, score):
 
 def best_split(hist, n_value_bins, has_missing, missing_bin, score) -> Split | None:
     """The best split over all features, or None when no feature can split the node."""
-    scores, bins, missing_left = _best_per_feature(
-        hist, n_value_bins, has_missing, missing_bin, score
-    )
+    return pick_split(*_best_per_feature(hist, n_value_bins, has_missing, missing_bin, score))
+
+
+def pick_split(scores, bins, missing_left) -> Split | None:
+    """The winner among per-feature bests: lowest score, lowest index among ties (inf: none)."""
     lowest = scores.min()
     if not np.isfinite(lowest):
         return None

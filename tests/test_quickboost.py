@@ -1,0 +1,223 @@
+"""QuickBoost pruning: the same split as exhaustive search, bit for bit, with less work."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rebelboost.binning import Binner
+from rebelboost.losses.rebel import RebelLoss
+from rebelboost.search import (
+    best_split,
+    best_split_per_feature,
+    build_histogram,
+    quickboost,
+    rebel_score,
+    sign_cost_score,
+)
+from rebelboost.search.quickboost import (
+    heaviest_first,
+    prefix_schedule,
+    quickboost_split,
+    rounding_slack,
+)
+
+FAST = settings(max_examples=100, deadline=None)
+
+
+@st.composite
+def problems(draw):
+    """Binned data with ties, NaN, constant and duplicated columns; REBEL or sign-cost channels.
+
+    Channels come from a real REBEL state (huge dynamic range when the scores are large), from
+    heavy-tailed random weights with zeros, or are small integers (exact sums: many exact ties).
+    """
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    n = draw(st.integers(1, 120))
+    d = draw(st.integers(1, 10))
+    n_distinct = draw(st.sampled_from([1, 2, 3, 8, 50]))
+    X = rng.integers(0, n_distinct, size=(n, d)).astype(float)
+    X[rng.random((n, d)) < draw(st.sampled_from([0.0, 0.0, 0.1, 0.5, 1.0]))] = np.nan
+    if draw(st.booleans()):
+        X[:, rng.integers(d)] = 2.5  # a constant column
+    for _ in range(draw(st.integers(0, 3))):  # duplicated columns: exact ties across features
+        X[:, rng.integers(d)] = X[:, rng.integers(d)]
+    k = draw(st.integers(2, 4))
+    kind = draw(st.sampled_from(["rebel", "random", "integer"]))
+    if kind == "rebel":
+        y = rng.integers(0, k, size=n)
+        cost = rng.uniform(0.5, 3.0, size=(k, k))
+        np.fill_diagonal(cost, 0.0)
+        scores = rng.standard_normal((n, k)) * draw(st.sampled_from([0.0, 1.0, 30.0]))
+        channels, _ = RebelLoss(cost, y, np.ones(n)).weights(scores)
+    elif kind == "random":
+        channels = rng.exponential(size=(n, 2 * k)) ** draw(st.sampled_from([1, 4]))
+        channels[rng.random(channels.shape) < 0.3] = 0.0
+    else:
+        channels = rng.integers(0, 3, size=(n, 2 * k)).astype(float)
+    score = draw(st.sampled_from([rebel_score, sign_cost_score]))
+    if score is sign_cost_score:
+        channels = np.ascontiguousarray(channels[:, :2])
+    binner = Binner(draw(st.sampled_from([2, 3, 255])))
+    bins = binner.fit_transform(X)
+    return bins, channels, binner, score, rng
+
+
+def _args(binner):
+    return binner.n_value_bins_, binner.has_missing_, binner.missing_bin, binner.n_bins_total
+
+
+def _exhaustive(bins, channels, rows, binner, score):
+    nvb, has_missing, missing_bin, nbt = _args(binner)
+    hist = build_histogram(bins, channels, rows, nbt)
+    return best_split(hist, nvb, has_missing, missing_bin, score)
+
+
+def _bits(split):
+    return None if split is None else (split.feature, split.bin, split.missing_left,
+                                       np.float64(split.score).tobytes())
+
+
+@FAST
+@given(problems(), st.sampled_from([0.0, 0.5, 0.9, 1.0]), st.integers(1, 25), st.booleans(),
+       st.booleans())
+def test_pruned_split_is_bit_identical_to_exhaustive(problem, first_mass, n_steps, sorted_rows,
+                                                     parallel):
+    bins, channels, binner, score, rng = problem
+    n = bins.shape[0]
+    rows = rng.permutation(n)[: rng.integers(0, n + 1)].astype(np.intp)
+    if sorted_rows:
+        rows = heaviest_first(channels, rows)  # correctness never depends on the order
+    expected = _exhaustive(bins, channels, rows, binner, score)
+    serial_work = quickboost.SERIAL_WORK
+    quickboost.SERIAL_WORK = 0 if parallel else serial_work  # small data: force the lanes
+    try:
+        pruned = quickboost_split(bins, channels, rows, *_args(binner), score,
+                                  first_mass=first_mass, n_steps=n_steps)
+    finally:
+        quickboost.SERIAL_WORK = serial_work
+    full = quickboost_split(bins, channels, rows, *_args(binner), score, prune=False)
+    assert _bits(pruned.split) == _bits(expected)
+    assert _bits(full.split) == _bits(expected)
+    assert pruned.histogram_updates <= full.histogram_updates == len(rows) * bins.shape[1]
+
+
+@FAST
+@given(problems())
+def test_preliminary_best_never_decreases_as_the_prefix_grows(problem):
+    bins, channels, binner, score, _ = problem
+    nvb, has_missing, missing_bin, nbt = _args(binner)
+    rows = heaviest_first(channels, np.arange(bins.shape[0]))
+    slack = rounding_slack(score, len(rows), nbt, channels.shape[1], float(channels.sum()))
+    previous = np.zeros(bins.shape[1])
+    for m in np.unique(np.linspace(1, len(rows), 15).astype(int)):
+        hist = build_histogram(bins, channels, rows[:m], nbt)
+        prelim, _, _ = best_split_per_feature(hist, nvb, has_missing, missing_bin, score)
+        # Exact arithmetic: never lower. Computed: never lower by more than rounding.
+        assert np.all(prelim >= previous * (1 - 2e-12) - slack)
+        previous = prelim
+
+
+def test_integer_channels_bound_holds_exactly():
+    # Small integer weights sum exactly, so the bound needs no rounding slack there.
+    rng = np.random.default_rng(1)
+    bins = rng.integers(0, 6, size=(300, 5)).astype(np.uint8)
+    channels = rng.integers(0, 4, size=(300, 6)).astype(float)
+    nvb, has_missing = np.full(5, 6), np.zeros(5, bool)
+    for score, ch in ((rebel_score, channels), (sign_cost_score, channels[:, :2].copy())):
+        rows = heaviest_first(ch, np.arange(300))
+        previous = np.zeros(5)
+        for m in range(1, 301, 7):
+            hist = build_histogram(bins, ch, rows[:m], 7)
+            prelim, _, _ = best_split_per_feature(hist, nvb, has_missing, 6, score)
+            if score is sign_cost_score:
+                assert np.all(prelim >= previous)
+            else:
+                assert np.all(prelim >= previous * (1 - 1e-14))
+            previous = prelim
+
+
+def test_schedule_starts_at_the_mass_quantile_and_ends_at_every_row():
+    ch = np.array([[8.0], [1.0], [0.5], [0.25], [0.25]])
+    ends = prefix_schedule(ch, 0.9, 20)
+    assert ends[0] == 2 and ends[-1] == 5  # 9 of 10 units in the first two rows
+    assert np.all(np.diff(ends) > 0)
+    assert prefix_schedule(ch, 1.0, 20).tolist() == [5]
+    assert prefix_schedule(ch[:0], 0.9, 20).tolist() == [0]
+
+
+def _useless_features_problem(score):
+    """One informative feature among 300 noise features, REBEL weights of a boosted state."""
+    rng = np.random.default_rng(0)
+    n, d, k = 4000, 300, 3
+    X = rng.standard_normal((n, d))
+    y = rng.integers(0, k, size=n)
+    X[:, 137] += 1.5 * y
+    cost = 1.0 - np.eye(k)
+    scores = 3.0 * rng.standard_normal((n, k))  # a later boosting state: skewed weights
+    channels, _ = RebelLoss(cost, y, np.ones(n)).weights(scores)
+    if score is sign_cost_score:
+        a = np.array([0.3, -0.2, 0.1])
+        g_plus = channels[:, :k] @ np.exp(a) + channels[:, k:] @ np.exp(-a)
+        g_minus = channels[:, :k] @ np.exp(-a) + channels[:, k:] @ np.exp(a)
+        channels = np.ascontiguousarray(np.column_stack([g_plus, g_minus]))
+    binner = Binner(255)
+    return binner.fit_transform(X), channels, binner
+
+
+def test_pruning_saves_most_work_when_most_features_are_useless():
+    for score in (rebel_score, sign_cost_score):
+        bins, channels, binner = _useless_features_problem(score)
+        rows = heaviest_first(channels, np.arange(bins.shape[0]))
+        pruned = quickboost_split(bins, channels, rows, *_args(binner), score)
+        full = quickboost_split(bins, channels, rows, *_args(binner), score, prune=False)
+        assert _bits(pruned.split) == _bits(full.split)
+        assert pruned.split.feature == 137
+        assert pruned.histogram_updates < 0.4 * full.histogram_updates
+
+
+def test_no_candidate_feature_means_no_split_and_no_work():
+    X = np.column_stack([np.full(10, 1.0), np.full(10, np.nan)])
+    binner = Binner(255)
+    bins = binner.fit_transform(X)
+    channels = np.random.default_rng(0).exponential(size=(10, 4))
+    result = quickboost_split(bins, channels, np.arange(10), *_args(binner), rebel_score)
+    assert result.split is None and result.histogram_updates == 0
+
+
+# --------------------------------------------------------------------- whole models
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["stump", "tree"]), st.integers(2, 3),
+       st.booleans())
+def test_models_are_identical_with_and_without_quickboost(seed, weak_learner, depth, costly):
+    rng = np.random.default_rng(seed)
+    n, d, k = int(rng.integers(20, 300)), int(rng.integers(1, 12)), int(rng.integers(2, 5))
+    X = np.round(rng.standard_normal((n, d)), int(rng.integers(0, 3)))
+    X[rng.random((n, d)) < 0.1] = np.nan
+    X[:, -1] = X[:, 0]  # a duplicated column
+    y = (np.nan_to_num(X[:, 0]) + 0.5 * rng.standard_normal(n) > 0).astype(int)
+    y = (y + rng.integers(0, k, size=n) * (rng.random(n) < 0.5)) % k
+    cost = None
+    if costly:
+        cost = rng.uniform(0.2, 4.0, size=(k, k))
+        np.fill_diagonal(cost, 0.0)
+    params = dict(n_estimators=15, weak_learner=weak_learner, max_depth=depth, cost_matrix=cost,
+                  random_state=0)
+    if len(np.unique(y)) < 2:
+        return
+    from rebelboost import RebelClassifier
+
+    on = RebelClassifier(quickboost=True, **params).fit(X, y)
+    off = RebelClassifier(quickboost=False, **params).fit(X, y)
+    for name in ("feature", "threshold", "missing_left", "leaf_value"):
+        np.testing.assert_array_equal(getattr(on.trees_, name), getattr(off.trees_, name))
+    np.testing.assert_array_equal(on.vectors_, off.vectors_)
+    np.testing.assert_array_equal(on.train_loss_, off.train_loss_)
+    np.testing.assert_array_equal(on.predict_proba(X), off.predict_proba(X))
+    np.testing.assert_array_equal(on.predict(X), off.predict(X))
+    assert len(on.histogram_updates_) == len(off.histogram_updates_) == 15
+    assert np.all(on.histogram_updates_ <= off.histogram_updates_)
