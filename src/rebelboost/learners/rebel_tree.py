@@ -136,9 +136,10 @@ def grow_rebel_tree(
                     _Leaf(2 * leaf.node + 2, rrows, rsum, _cheaper_sign(rsum, exp_a)),
                 )
             else:
+                sign = _cheaper_sign(leaf.sums, exp_a)  # a has moved: the other sign may win now
                 children = (
-                    _Leaf(2 * leaf.node + 1, leaf.rows, leaf.sums, leaf.sign),
-                    _Leaf(2 * leaf.node + 2, leaf.rows[:0], np.zeros_like(leaf.sums), leaf.sign),
+                    _Leaf(2 * leaf.node + 1, leaf.rows, leaf.sums, sign),
+                    _Leaf(2 * leaf.node + 2, leaf.rows[:0], np.zeros_like(leaf.sums), sign),
                 )
             next_frontier.extend(children)
         frontier = next_frontier
