@@ -4,6 +4,27 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, validate_data
+
+
+def check_fit_input(estimator, X, y, sample_weight):
+    """Validated ``(X, codes, sample_weight)`` for a classifier's ``fit``.
+
+    Checks the parameters, sets ``classes_``, ``n_features_in_`` (and feature names); X may hold
+    NaN but not infinity; weights must be non-negative with a positive sum.
+    """
+    estimator._validate_params()
+    X, y = validate_data(
+        estimator, X, y, dtype=np.float64, ensure_all_finite="allow-nan", y_numeric=False,
+        ensure_min_samples=2,
+    )
+    estimator.classes_, codes = check_labels(y)
+    sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+    if (sample_weight < 0).any():
+        raise ValueError("sample_weight must be non-negative")
+    if sample_weight.sum() <= 0:
+        raise ValueError("sample_weight sums to zero: no sample would count")
+    return X, codes, sample_weight
 
 
 def check_labels(y) -> tuple[np.ndarray, np.ndarray]:

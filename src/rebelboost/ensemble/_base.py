@@ -15,11 +15,11 @@ from collections.abc import Iterator
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..binning import Binner
 from ..learners.tree import TreeArrays
-from ..validation import check_labels
+from ..validation import check_fit_input
 
 
 class LeafScoreClassifier(ClassifierMixin, BaseEstimator):
@@ -34,18 +34,7 @@ class LeafScoreClassifier(ClassifierMixin, BaseEstimator):
 
     def _fit_input(self, X, y, sample_weight):
         """Validated (X, codes, sample_weight); sets ``classes_`` and ``n_features_in_``."""
-        self._validate_params()
-        X, y = validate_data(
-            self, X, y, dtype=np.float64, ensure_all_finite="allow-nan", y_numeric=False,
-            ensure_min_samples=2,
-        )
-        self.classes_, codes = check_labels(y)
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if (sample_weight < 0).any():
-            raise ValueError("sample_weight must be non-negative")
-        if sample_weight.sum() <= 0:
-            raise ValueError("sample_weight sums to zero: no sample would count")
-        return X, codes, sample_weight
+        return check_fit_input(self, X, y, sample_weight)
 
     def _bins(self, X, sample_weight, rng):
         """Binner fitted on the rows that count, and the binned training matrix."""

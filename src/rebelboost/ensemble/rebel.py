@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..binning import Binner
 from ..learners.rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
@@ -24,7 +24,7 @@ from ..learners.similarity import SimilarityArrays, fit_similarity, resolve_coin
 from ..learners.tree import TreeArrays
 from ..losses.rebel import RebelLoss
 from ..search.splits import is_better
-from ..validation import check_cost_matrix, check_labels
+from ..validation import check_cost_matrix, check_fit_input
 from ._threads import numba_threads
 
 
@@ -162,19 +162,9 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, sample_weight=None) -> RebelClassifier:
         """Boost ``n_estimators`` weak learners on (X, y)."""
-        self._validate_params()
-        X, y = validate_data(
-            self, X, y, dtype=np.float64, ensure_all_finite="allow-nan", y_numeric=False,
-            ensure_min_samples=2,
-        )
-        self.classes_, codes = check_labels(y)
+        X, codes, sample_weight = check_fit_input(self, X, y, sample_weight)
         n_classes = len(self.classes_)
         self.cost_matrix_ = check_cost_matrix(self.cost_matrix, n_classes)
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if (sample_weight < 0).any():
-            raise ValueError("sample_weight must be non-negative")
-        if sample_weight.sum() <= 0:
-            raise ValueError("sample_weight sums to zero: no sample would count")
 
         rng = np.random.RandomState(
             self.random_state if not isinstance(self.random_state, np.random.RandomState)
