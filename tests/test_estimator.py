@@ -11,6 +11,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.datasets import make_classification
 
 from rebelboost import RebelClassifier, load_model, mean_cost
 from rebelboost.datasets import make_spiral
@@ -305,3 +306,25 @@ def test_load_model_reads_every_booster(tmp_path, blobs):
         assert np.array_equal(loaded.predict(X), est.predict(X))
     with pytest.raises(ValueError, match="not a RebelClassifier"):
         RebelClassifier.load(tmp_path / "MCBoostClassifier.json")
+
+
+def test_callbacks_see_every_iteration_and_can_stop():
+    from rebelboost.callbacks import IterationInfo
+
+    X, y = make_classification(200, 6, n_informative=4, n_classes=3, random_state=0)
+    seen: list[IterationInfo] = []
+    model = RebelClassifier(30, random_state=0).fit(X, y, callbacks=[seen.append])
+    assert [i.iteration for i in seen] == list(range(1, 31))
+    assert [i.train_loss for i in seen] == model.train_loss_.tolist()
+    assert all(i.validation_loss is None and i.validation_cost is None for i in seen)
+
+    stopped = RebelClassifier(30, random_state=0).fit(X, y, callbacks=[lambda i: i.iteration == 7])
+    assert stopped.n_estimators_ == 7
+    np.testing.assert_array_equal(stopped.vectors_, model.vectors_[:7])
+
+    seen.clear()
+    early = RebelClassifier(30, early_stopping=True, n_iter_no_change=100, random_state=0)
+    early.fit(X, y, callbacks=[seen.append])
+    assert [i.validation_loss for i in seen] == early.validation_loss_.tolist()
+    assert all(0.0 <= i.validation_cost <= 1.0 for i in seen)
+    assert seen[-1].validation_cost < 0.5  # 3 balanced classes: far better than guessing

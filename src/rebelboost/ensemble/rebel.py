@@ -19,6 +19,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..binning import Binner
+from ..callbacks import IterationInfo, run_callbacks
 from ..learners.rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
 from ..learners.similarity import SimilarityArrays, fit_similarity, resolve_coincident
 from ..learners.tree import TreeArrays
@@ -160,8 +161,13 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
 
-    def fit(self, X, y, sample_weight=None) -> RebelClassifier:
-        """Boost ``n_estimators`` weak learners on (X, y)."""
+    def fit(self, X, y, sample_weight=None, callbacks=None) -> RebelClassifier:
+        """Boost ``n_estimators`` weak learners on (X, y).
+
+        ``callbacks`` is a list of callables, each called with an
+        :class:`~rebelboost.callbacks.IterationInfo` after every iteration; one returning
+        ``True`` stops training there.
+        """
         X, codes, sample_weight = check_fit_input(self, X, y, sample_weight)
         n_classes = len(self.classes_)
         self.cost_matrix_ = check_cost_matrix(self.cost_matrix, n_classes)
@@ -205,6 +211,7 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
                 train_loss.append(loss.loss(scores))
                 for f, gain in learner.gains:
                     importances[f] += gain * scale
+                val_cost = None
                 if val_loss is not None:
                     val_scores += learner.arrays.outputs(X_val)[:, :1] * learner.vector
                     val_losses.append(val_loss.loss(val_scores))
@@ -212,7 +219,15 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
                         best, best_val, since_best = it + 1, val_losses[-1], 0
                     else:
                         since_best += 1
+                    val_cost = _mean_cost(self.cost_matrix_, codes_val, w_val,
+                                          np.argmax(val_scores, axis=1))
                 self._report(it, train_loss, val_losses)
+                info = IterationInfo(it + 1, self.n_estimators, train_loss[-1],
+                                     val_losses[-1] if val_losses else None, val_cost)
+                if run_callbacks(callbacks, info):
+                    if val_loss is None:
+                        best = it + 1
+                    break
                 if val_loss is not None and since_best >= self.n_iter_no_change:
                     break
                 if target is not None and train_loss[-1] < target:
@@ -355,6 +370,12 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         from ..explain import explain_prediction
 
         return explain_prediction(self, x, top=top, feature_names=feature_names)
+
+
+def _mean_cost(cost_matrix, codes, sample_weight, predicted_codes) -> float:
+    """Weighted mean of ``cost_matrix[true, predicted]`` over class codes."""
+    costs = cost_matrix[codes, predicted_codes]
+    return float(np.average(costs, weights=sample_weight))
 
 
 def _proba(scores: np.ndarray) -> np.ndarray:
