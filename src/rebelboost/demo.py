@@ -64,15 +64,11 @@ def run_demo(n_estimators: int = 200, max_depth: int = 2, out_dir: str | Path = 
     echo(text_curve(rebel.train_loss_))
     plot_path = out / "training_loss.png"
     try:
-        import matplotlib
+        from .plotting import plot_training_curves, require_matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
+        plt = require_matplotlib()
         fig, ax = plt.subplots(figsize=(6, 4))
-        ax.semilogy(np.arange(1, rebel.n_estimators_ + 1), rebel.train_loss_)
-        ax.set_xlabel("iteration")
-        ax.set_ylabel("training loss")
+        plot_training_curves(ax, rebel.train_loss_)
         ax.set_title("REBEL on pendigits")
         fig.tight_layout()
         fig.savefig(plot_path, dpi=100)
