@@ -1,10 +1,14 @@
-"""The ``rebelboost`` command."""
+"""The ``rebelboost`` command: one click group, one module per family of subcommands."""
 
 from __future__ import annotations
 
 import click
 
-from . import __version__
+from .. import __version__
+from .demo_command import demo
+from .model_commands import evaluate, explain, fit, predict
+from .report_command import report
+from .reproduce_command import reproduce
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -13,17 +17,5 @@ def main() -> None:
     """Multi-class, cost-sensitive boosting (REBEL): train, evaluate and explain models."""
 
 
-@main.command()
-@click.option("--n-estimators", default=200, show_default=True, help="Boosting iterations.")
-@click.option("--max-depth", default=2, show_default=True, help="Depth of the weak trees.")
-@click.option("--out", "out_dir", default="demo-output", show_default=True,
-              type=click.Path(file_okay=False), help="Folder for the plot and model file.")
-def demo(n_estimators: int, max_depth: int, out_dir: str) -> None:
-    """Train REBEL on the bundled pendigits set, compare with AdaBoost, explain a prediction."""
-    from .demo import run_demo
-
-    run_demo(n_estimators, max_depth, out_dir, echo=click.echo)
-
-
-if __name__ == "__main__":
-    main()
+for _command in (fit, predict, evaluate, explain, demo, reproduce, report):
+    main.add_command(_command)

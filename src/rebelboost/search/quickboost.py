@@ -2,23 +2,30 @@
 
 Rows are visited heaviest first. Every feature's histogram is first accumulated over the prefix
 holding ``first_mass`` of the node's weight; the features are then finished in order of their
-preliminary best score, the prefix growing in ``n_steps`` equal steps over the remaining rows.
-A feature is dropped as soon as its preliminary best score on the prefix shows it cannot beat
-the best *full* score found so far.
+preliminary bound, the prefix growing in ``n_steps`` equal steps over the remaining rows. A
+feature is dropped as soon as its bound shows it cannot beat the best *full* score found so far.
 
-Parallel layout (few kernel launches per node): the prefix of all features; then the most
-promising features (one per thread) run to the end and set the first incumbent; then the rest
-are dealt round-robin to one lane per thread, each lane finishing its features in order and
-tightening its own incumbent (lanes do not share, so the work is deterministic).
+The bound. The thesis bounds a feature's full best by its best score on the prefix: for REBEL's
+score ``sum_k sqrt(s+ s-)`` (superadditive, Cauchy-Schwarz) and the sign-cost score ``min + min``
+every candidate scores at least as much on a superset of rows. We tighten it with what the prefix
+already knows about the rows not yet seen: their channel totals ``U``. Whatever sides those rows
+fall on, a REBEL term becomes ``sqrt((P + x)(M + U - x))`` for some ``0 <= x <= U`` (``U`` the
+unseen mass of the class's two channels) -- concave in ``x``, so at least
+``sqrt(P M + U min(P, M))``; a sign-cost layer adds to the left side some ``(x0, x1)`` in the box
+``[0, U0] x [0, U1]`` and the rest to the right, and the concave score is smallest at a corner of
+that box. The bound is a minimum over the candidates of these relaxations: it never decreases as
+the prefix grows and it equals the full best when every row is in. Being nearly tight when the
+unseen rows split like the seen ones, it lets a small first prefix prune most features.
 
-Why this is exact: for REBEL's score ``sum_k sqrt(s+ s-)`` (superadditive, Cauchy-Schwarz) and the
-sign-cost score ``min + min`` (a sum of minima of sums), every candidate split scores at least as
-much on a superset of rows as on a subset, and so does the best candidate: a feature's preliminary
-best is a lower bound on its full best. The bound is applied with a margin for rounding
-(:func:`rounding_slack`) and with the tie rule of :func:`~rebelboost.search.splits.pick_split`
-(lowest index among near-equal scores), so the result equals the exhaustive search over a
-histogram built in the same row order, bit for bit: the surviving features accumulate the same
-additions per (feature, bin) in the same order and are scanned by the same code.
+The bound is applied with a margin for rounding (:func:`rounding_slack`) and with the tie rule
+of :func:`~rebelboost.search.splits.pick_split` (lowest index among near-equal scores), so the
+result equals the exhaustive search over a histogram built in the same row order, bit for bit:
+the surviving features accumulate the same additions per (feature, bin) in the same order and
+are scanned by the same code.
+
+Layout: the prefix of all features; then the most promising features (one per thread) run to
+the end and set the incumbent; then the other survivors grow together, one row-major pass over
+each step's rows (the same parallel kernel as the exhaustive histogram), pruned between steps.
 """
 
 from __future__ import annotations
@@ -60,14 +67,15 @@ def heaviest_first(channels: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 def rounding_slack(score, n_rows: int, n_bins_total: int, n_channels: int, mass: float) -> float:
-    """Bound on |computed - exact| of a preliminary score plus that of a full score.
+    """Bound on |computed - exact| of a preliminary bound plus that of a full score.
 
     Every channel sum in a scan is a floating-point sum of at most ``n_rows + n_bins_total``
     non-negative terms (then one subtraction), so its error is below ``gamma`` times the
     channel's mass. ``min`` is 1-Lipschitz; ``sqrt(x y)`` moves by at most
     ``sqrt(|x'y' - xy|)``, hence the square root of ``gamma`` for the REBEL score.
     """
-    gamma = 4.0 * (n_rows + n_bins_total + 4) * _UNIT_ROUNDOFF
+    # x3: the bound also reads the unseen totals, a difference of two such sums.
+    gamma = 12.0 * (n_rows + n_bins_total + 4) * _UNIT_ROUNDOFF
     if score is rebel_score:
         error = math.sqrt(gamma * (1.0 + gamma)) + (n_channels + 4) * _UNIT_ROUNDOFF
     elif score is sign_cost_score:
@@ -75,6 +83,74 @@ def rounding_slack(score, n_rows: int, n_bins_total: int, n_channels: int, mass:
     else:
         raise TypeError("QuickBoost needs a rounding bound for this score; none is known")
     return 2.0 * error * mass * (1.0 + 1e-6)
+
+
+@numba.njit(cache=True, nogil=True)
+def rebel_bound(left, right, unseen):
+    """Least REBEL score a candidate can reach once rows of channel totals ``unseen`` join."""
+    n_classes = left.shape[0] // 2
+    total = 0.0
+    for k in range(n_classes):
+        s_plus = max(right[k] + left[n_classes + k], 0.0)
+        s_minus = max(right[n_classes + k] + left[k], 0.0)
+        u = unseen[k] + unseen[n_classes + k]
+        total += math.sqrt(s_plus * s_minus + u * min(s_plus, s_minus))
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def sign_cost_bound(left, right, unseen):
+    """Least sign-cost score a candidate can reach once rows of totals ``unseen`` join."""
+    best = np.inf
+    for x0 in (0.0, unseen[0]):
+        for x1 in (0.0, unseen[1]):
+            s = (min(max(left[0] + x0, 0.0), max(left[1] + x1, 0.0))
+                 + min(max(right[0] + unseen[0] - x0, 0.0), max(right[1] + unseen[1] - x1, 0.0)))
+            best = min(best, s)
+    return best
+
+
+@numba.njit(nogil=True)
+def bound_feature(hist_f, n_bins, has_missing, missing_bin, bound, unseen):
+    """Lower bound on a feature's full best score: the least ``bound`` over its candidates.
+
+    The candidates are those of :func:`~rebelboost.search.splits.scan_feature`.
+    """
+    n_channels = hist_f.shape[1]
+    total = np.zeros(n_channels)
+    for b in range(n_bins):
+        for c in range(n_channels):
+            total[c] += hist_f[b, c]
+    missing = hist_f[missing_bin].copy()
+    total += missing
+    left = np.zeros(n_channels)
+    side = np.empty(n_channels)
+    other = np.empty(n_channels)
+    best = np.inf
+    for b in range(n_bins - 1):
+        for c in range(n_channels):
+            left[c] += hist_f[b, c]
+            other[c] = total[c] - left[c]
+        best = min(best, bound(left, other, unseen))
+        if has_missing:
+            for c in range(n_channels):
+                side[c] = left[c] + missing[c]
+                other[c] = total[c] - side[c]
+            best = min(best, bound(side, other, unseen))
+    if has_missing and n_bins >= 1:
+        for c in range(n_channels):
+            left[c] = total[c] - missing[c]
+        best = min(best, bound(left, missing, unseen))
+    return best
+
+
+def bound_for(score):
+    """The prefix bound that goes with a split score (QuickBoost supports these two)."""
+    if score is rebel_score:
+        return rebel_bound
+    if score is sign_cost_score:
+        return sign_cost_bound
+    raise TypeError("QuickBoost needs a prefix bound for this score; none is known")
 
 
 def prefix_schedule(channels_sorted: np.ndarray, first_mass: float, n_steps: int) -> np.ndarray:
@@ -116,10 +192,15 @@ def quickboost_split(
         split = best_split(hist, n_value_bins, has_missing, missing_bin, score)
         return SearchResult(split, len(rows) * n_features)
 
+    bound = bound_for(score)
     ch = np.ascontiguousarray(channels[rows])
     n_rows, n_channels = ch.shape
     slack = rounding_slack(score, n_rows, n_bins_total, n_channels, float(ch.sum()))
     ends = prefix_schedule(ch, first_mass, n_steps)
+    # unseen[i]: channel totals of the rows after prefix end ``ends[i]``.
+    seen = np.concatenate([np.zeros((1, n_channels)), np.cumsum(ch, axis=0)])[ends]
+    unseen = np.maximum(seen[-1] - seen, 0.0)
+    unseen[-1] = 0.0
     # Features without a candidate split score inf whatever the rows: never touch them.
     candidates = np.flatnonzero((n_value_bins >= 2) | (has_missing & (n_value_bins >= 1)))
     if len(candidates) == 0:
@@ -130,89 +211,59 @@ def quickboost_split(
     best_ml = np.zeros(n_features, dtype=np.bool_)
     args = (n_value_bins, has_missing, missing_bin, score)
     k = _SERIAL if n_rows * len(candidates) < SERIAL_WORK else _PARALLEL
-    n_lanes = 1 if k is _SERIAL else max(1, numba.get_num_threads())
+    bound_args = (n_value_bins, has_missing, missing_bin, bound)
 
     # 1. The heaviest prefix, every feature.
     _accumulate_range(k, bins, rows, ch, 0, ends[0], candidates, hist)
     updates = int(ends[0]) * len(candidates)
-    prelim, pbin, pml = k.scan(hist, candidates, *args)
     if ends[0] == n_rows:  # the prefix already holds every row
-        best_score[candidates], best_bin[candidates], best_ml[candidates] = prelim, pbin, pml
+        best = k.scan(hist, candidates, *args)
+        best_score[candidates], best_bin[candidates], best_ml[candidates] = best
         return SearchResult(pick_split(best_score, best_bin, best_ml), updates)
+    prelim = k.bound(hist, candidates, *bound_args, unseen[0])
     order = np.argsort(prelim, kind="stable")
     queue, prelim = candidates[order], prelim[order]
 
-    # 2. The most promising features run to the end (nothing to prune against yet).
-    lead = queue[:n_lanes]
+    # 2. The most promising features run to the end and set the incumbent.
+    n_lead = 1 if k is _SERIAL else max(1, numba.get_num_threads())
+    lead = queue[:n_lead]
     _accumulate_range(k, bins, rows, ch, ends[0], n_rows, lead, hist)
     updates += (n_rows - int(ends[0])) * len(lead)
-    scores, sbin, sml = k.scan(hist, lead, *args)
-    best_score[lead], best_bin[lead], best_ml[lead] = scores, sbin, sml
-    incumbent = scores.min()
-    incumbent_f = int(lead[scores == incumbent].min())
+    best = k.scan(hist, lead, *args)
+    best_score[lead], best_bin[lead], best_ml[lead] = best
+    incumbent = best[0].min()
+    incumbent_f = int(lead[best[0] == incumbent].min())
 
-    # 3. Everyone else, step by step, pruned as soon as the bound allows.
-    rest = queue[n_lanes:]
-    if len(rest):
-        # The light rows, feature-major: each lane then streams one feature's bins contiguously.
-        light_bins = np.ascontiguousarray(bins[rows[ends[0]:]].T)
-        updates += k.finish(
-            light_bins, ch, ends, rest, prelim[n_lanes:], hist, *args, incumbent, incumbent_f,
-            slack, min(n_lanes, len(rest)), best_score, best_bin, best_ml,
-        )
+    # 3. Everyone else grows step by step, all together (one pass over each step's rows),
+    #    dropped as soon as the bound allows.
+    alive, prelim = queue[n_lead:], prelim[n_lead:]
+    last = len(ends) - 1
+    for step in range(last):
+        keep = ~prunable(prelim, alive, incumbent, incumbent_f, slack)
+        alive, prelim = alive[keep], prelim[keep]
+        if len(alive) == 0:
+            break
+        _accumulate_range(k, bins, rows, ch, ends[step], ends[step + 1], alive, hist)
+        updates += int(ends[step + 1] - ends[step]) * len(alive)
+        if step + 1 < last:
+            prelim = k.bound(hist, alive, *bound_args, unseen[step + 1])
+        else:
+            best_score[alive], best_bin[alive], best_ml[alive] = k.scan(hist, alive, *args)
     return SearchResult(pick_split(best_score, best_bin, best_ml), updates)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _prunable(prelim, feature, incumbent, incumbent_f, slack):
-    """Whether a feature's full best provably cannot win or change the winner of ``pick_split``.
+def prunable(bound, features, incumbent: float, incumbent_f: int, slack: float) -> np.ndarray:
+    """Which features' full bests provably cannot win or change the winner of ``pick_split``.
 
     ``lower`` bounds the full best from below (the scan may stop within ``TIE_RTOL`` above its
     minimum, and rounding moves the two scores by at most ``slack`` in all). A feature is safe to
     drop when it cannot even tie the incumbent (a finished feature's exact full score), or when
     it cannot beat it and the incumbent's feature, of lower index, wins every tie against it.
     """
-    lower = prelim * (1.0 - 2.0 * TIE_RTOL) - slack
-    return lower > incumbent * (1.0 + 2.0 * TIE_RTOL) or (
-        lower >= incumbent and feature > incumbent_f
+    lower = bound * (1.0 - 2.0 * TIE_RTOL) - slack
+    return (lower > incumbent * (1.0 + 2.0 * TIE_RTOL)) | (
+        (lower >= incumbent) & (features > incumbent_f)
     )
-
-
-def _finish_with_pruning(
-    light_bins, ch, ends, features, prelim, hist, n_value_bins, has_missing, missing_bin, score,
-    incumbent, incumbent_f, slack, n_lanes, best_score, best_bin, best_ml,
-):
-    """Grow each feature's prefix step by step until pruned or complete; returns the updates.
-
-    Lane ``l`` takes features ``l, l + n_lanes, ...`` (best preliminary first) and records the
-    complete ones' full bests in ``best_*``; its incumbent starts at the shared one.
-    ``light_bins[f, r - ends[0]]`` is the bin of sorted row ``r``.
-    """
-    n_channels = ch.shape[1]
-    m0 = ends[0]
-    work = np.zeros(n_lanes, dtype=np.int64)
-    for lane in numba.prange(n_lanes):
-        inc, inc_f = incumbent, incumbent_f
-        for j in range(lane, features.shape[0], n_lanes):
-            f = features[j]
-            s, fbin, fml = prelim[j], 0, False
-            complete = True
-            for step in range(ends.shape[0] - 1):
-                if _prunable(s, f, inc, inc_f, slack):
-                    complete = False
-                    break
-                for r in range(ends[step], ends[step + 1]):
-                    b = light_bins[f, r - m0]
-                    for c in range(n_channels):
-                        hist[f, b, c] += ch[r, c]
-                work[lane] += ends[step + 1] - ends[step]
-                s, fbin, fml = scan_feature(hist[f], n_value_bins[f], has_missing[f],
-                                            missing_bin, score)
-            if complete:
-                best_score[f], best_bin[f], best_ml[f] = s, fbin, fml
-                if s < inc or (s == inc and f < inc_f):
-                    inc, inc_f = s, f
-    return work.sum()
 
 
 def _accumulate_range(k, bins, rows, ch, r0, r1, features, hist) -> None:
@@ -254,16 +305,27 @@ def _scan_features(hist, features, n_value_bins, has_missing, missing_bin, score
     return out_score, out_bin, out_ml
 
 
+def _bound_features(hist, features, n_value_bins, has_missing, missing_bin, bound, unseen):
+    """``bound_feature`` of each listed feature."""
+    n = features.shape[0]
+    out = np.empty(n)
+    for j in numba.prange(n):
+        f = features[j]
+        out[j] = bound_feature(hist[f], n_value_bins[f], has_missing[f], missing_bin, bound,
+                               unseen)
+    return out
+
+
 class _Kernels(NamedTuple):
     scan: object
-    finish: object
+    bound: object
 
 
 def _compile(parallel: bool) -> _Kernels:
     """The kernels, parallel or single-threaded (same arithmetic, so the same bits)."""
     return _Kernels(
         numba.njit(parallel=parallel, nogil=True)(_scan_features),
-        numba.njit(parallel=parallel, nogil=True)(_finish_with_pruning),
+        numba.njit(parallel=parallel, nogil=True)(_bound_features),
     )
 
 

@@ -1,0 +1,241 @@
+"""``rebelboost fit / predict / evaluate / explain``: train a model on a data file and use it.
+
+Data files are CSV, Parquet or ``.npz`` (see :mod:`.tables`); models are the JSON files of
+:mod:`rebelboost.io`. Bad input ends in one ``Error: ...`` line and exit status 1: the library's
+``ValueError`` and ``OSError`` about user input are converted where the commands call it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+
+import click
+import numpy as np
+
+from .tables import existing_file, features, labels, one_line, read_cost_matrix, read_table
+
+FIT_ARRAYS = (("X", "y"), ("X_train", "y_train"))
+USE_ARRAYS = (("X", "y"), ("X_test", "y_test"))
+DATA_HELP = "DATA is a .csv, .csv.gz, .parquet or .npz file."
+
+
+@contextmanager
+def _library_errors(what: str) -> Iterator[None]:
+    """Report the library's complaints about user input as one line: '<what>: <message>'."""
+    try:
+        yield
+    except (ValueError, OSError) as exc:
+        raise click.ClickException(f"{what}: {one_line(exc)}") from None
+
+
+def _load(path: str):
+    """The model in ``path``, or a one-line error for a missing or corrupt file."""
+    from .. import load_model
+
+    existing_file(path, "model file")
+    with _library_errors(f"cannot load model {path!r}"):
+        return load_model(path)
+
+
+def _model_input(model, table, target: str | None = None):
+    """The columns of ``table`` the model reads, matched by name when it knows the names."""
+    return features(table, target=target, names=getattr(model, "feature_names_in_", None),
+                    n_features=model.n_features_in_)
+
+
+@click.command(epilog=DATA_HELP + " For npz files the arrays X and y (or X_train and y_train) "
+               "are used and --target is not needed.")
+@click.argument("data")
+@click.option("--target", "-t", help="Column holding the class labels (CSV and Parquet).")
+@click.option("--model-out", "-o", default="model.json", show_default=True,
+              type=click.Path(dir_okay=False),
+              help="Model file to write (gzip-compressed when it ends in .gz).")
+@click.option("--weak-learner", type=click.Choice(["tree", "stump", "similarity"]),
+              default="tree", show_default=True, help="The binary weak learners.")
+@click.option("--n-estimators", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Boosting iterations (LightGBM's num_iterations).")
+@click.option("--max-depth", type=click.IntRange(1, 16), default=2, show_default=True,
+              help="Depth of the trees.")
+@click.option("--max-bins", type=click.IntRange(2, 255), default=255, show_default=True,
+              help="Value bins per feature for the split search (LightGBM's max_bin).")
+@click.option("--cost-matrix", type=click.Path(dir_okay=False),
+              help="CSV: the K x K costs of predicting the column's class when the truth is "
+              "the row's, optionally with a header row and index column of class labels.")
+@click.option("--validation-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="Hold out this share of DATA and stop early when its loss stops improving; "
+              "the model keeps its best iteration.")
+@click.option("--n-iter-no-change", type=click.IntRange(min=1),
+              help="Early-stopping patience in iterations (LightGBM's early_stopping_round). "
+              "[default: 10]")
+@click.option("--random-state", type=int, help="Seed for the validation split and binning.")
+@click.option("--n-jobs", type=int, help="Threads for the split search (default: all cores).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
+def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_estimators: int,
+        max_depth: int, max_bins: int, cost_matrix: str | None,
+        validation_fraction: float | None, n_iter_no_change: int | None,
+        random_state: int | None, n_jobs: int | None, quiet: bool) -> None:
+    """Train a REBEL model on DATA and write it to --model-out."""
+    from .. import RebelClassifier, mean_cost
+    from ..callbacks import IterationInfo
+    from .progress import ProgressBar
+
+    if n_iter_no_change is not None and validation_fraction is None:
+        raise click.UsageError("--n-iter-no-change needs --validation-fraction (early stopping)")
+    table = read_table(data, FIT_ARRAYS)
+    y = labels(table, target)
+    X = features(table, target=target)
+    params = dict(weak_learner=weak_learner, max_depth=max_depth, max_bins=max_bins,
+                  random_state=random_state, n_jobs=n_jobs)
+    if cost_matrix is not None:
+        params["cost_matrix"] = read_cost_matrix(cost_matrix, np.unique(y))
+    if validation_fraction is not None:
+        params.update(early_stopping=True, validation_fraction=validation_fraction)
+        if n_iter_no_change is not None:
+            params["n_iter_no_change"] = n_iter_no_change
+    model = RebelClassifier(n_estimators, **params)
+
+    history: list[IterationInfo] = []
+    bar = None if quiet else ProgressBar("error" if cost_matrix is None else "cost")
+    start = time.perf_counter()
+    with _library_errors(f"cannot fit {data!r}"), bar or nullcontext():
+        model.fit(X, y, callbacks=[history.append, *([bar] if bar else [])])
+    seconds = time.perf_counter() - start
+    with _library_errors(f"cannot write {model_out!r}"):
+        model.save(model_out)
+    if quiet:
+        return
+
+    predicted = model.predict(X)
+    kind = {"tree": f"depth-{max_depth} trees", "stump": "stumps",
+            "similarity": "localized similarities"}[weak_learner]
+    click.echo(f"fitted {model.n_estimators_} iterations ({kind}) on {len(y)} rows x "
+               f"{model.n_features_in_} features, {len(model.classes_)} classes, in "
+               f"{seconds:.2f} s")
+    click.echo(f"  training loss    {model.train_loss_[-1]:.6g}")
+    click.echo(f"  training error   {np.mean(predicted != y):.4f}  (all rows of DATA)")
+    if cost_matrix is not None:
+        cost = mean_cost(y, predicted, model.cost_matrix_, model.classes_)
+        click.echo(f"  training cost    {cost:.4f}")
+    if model.best_iteration_ is not None:
+        kept = history[model.best_iteration_ - 1]
+        name = "error" if cost_matrix is None else "cost "
+        click.echo(f"  validation {name} {kept.validation_cost:.4f}  (best iteration "
+                   f"{model.best_iteration_} of {len(history)} run; early stopping)")
+    click.echo(f"wrote {model_out}")
+
+
+@click.command(epilog=DATA_HELP + " Columns are matched to the model's features by name; "
+               "others (such as the target) are ignored. For npz files the array X (or "
+               "X_test) is used.")
+@click.argument("model_path", metavar="MODEL")
+@click.argument("data")
+@click.option("--out", "-o", default="-", show_default=True,
+              help="CSV file for the predictions ('-': standard output).")
+@click.option("--proba", is_flag=True, help="Add a column proba_<class> per class.")
+@click.option("--expected-cost", is_flag=True,
+              help="Add a column expected_cost_<class> per class: the expected cost of "
+              "predicting that class.")
+def predict(model_path: str, data: str, out: str, proba: bool, expected_cost: bool) -> None:
+    """Predict the class of every row of DATA with the model in MODEL; write a CSV."""
+    import pandas as pd
+
+    model = _load(model_path)
+    extras = [(prefix, method) for flag, prefix, method in (
+        (proba, "proba", "predict_proba"), (expected_cost, "expected_cost", "expected_cost"))
+        if flag]
+    for _, method in extras:
+        if not hasattr(model, method):
+            raise click.ClickException(f"a {type(model).__name__} model has no {method}")
+    table = read_table(data, USE_ARRAYS)
+    X = _model_input(model, table)
+    with _library_errors(f"cannot predict {data!r}"):
+        columns = {"prediction": model.predict(X)}
+        for prefix, method in extras:
+            names = [f"{prefix}_{c}" for c in model.classes_.tolist()]
+            columns.update(zip(names, getattr(model, method)(X).T, strict=True))
+    with _library_errors(f"cannot write {out!r}"), click.open_file(out, "w") as f:
+        pd.DataFrame(columns).to_csv(f, index=False, lineterminator="\n")
+    if out != "-":
+        click.echo(f"wrote {table.n_rows} predictions to {out}")
+
+
+@click.command(epilog=DATA_HELP + " For npz files the arrays X and y (or X_test and y_test) "
+               "are used.")
+@click.argument("model_path", metavar="MODEL")
+@click.argument("data")
+@click.option("--target", "-t", help="Column holding the true labels (CSV and Parquet).")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
+def evaluate(model_path: str, data: str, target: str | None, as_json: bool) -> None:
+    """Error rate, mean cost, confusion matrix and per-class error of MODEL on DATA."""
+    from sklearn.metrics import confusion_matrix
+
+    from .. import mean_cost
+
+    model = _load(model_path)
+    table = read_table(data, USE_ARRAYS)
+    y = labels(table, target)
+    X = _model_input(model, table, target)
+    classes = model.classes_.tolist()
+    unknown = sorted(set(y.tolist()) - set(classes), key=str)
+    if unknown:
+        raise click.ClickException(
+            f"labels {unknown[:5]} in {data!r} are not classes of the model {classes}")
+    with _library_errors(f"cannot predict {data!r}"):
+        predicted = model.predict(X)
+    cost_matrix = getattr(model, "cost_matrix_", None)
+    cost = None if cost_matrix is None else mean_cost(y, predicted, cost_matrix, classes)
+    matrix = confusion_matrix(y, predicted, labels=model.classes_)
+    support = matrix.sum(axis=1)
+    per_class = [None if n == 0 else float(1 - matrix[k, k] / n) for k, n in enumerate(support)]
+    result = {
+        "n_rows": len(y),
+        "error_rate": float(np.mean(predicted != y)),
+        "mean_cost": cost,
+        "classes": classes,
+        "confusion_matrix": matrix.tolist(),
+        "per_class": [{"class": c, "n_rows": int(n), "error": e}
+                      for c, n, e in zip(classes, support, per_class, strict=True)],
+    }
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    click.echo(f"rows        {result['n_rows']}")
+    click.echo(f"error rate  {result['error_rate']:.4f}")
+    if cost is not None:
+        click.echo(f"mean cost   {cost:.4f}  (under the model's cost matrix)")
+    names = [str(c) for c in classes]
+    width = max(max(map(len, names)), len(str(matrix.max()))) + 2
+    click.echo("confusion matrix (rows: true class, columns: predicted class)")
+    click.echo(" " * width + "".join(f"{n:>{width}}" for n in names))
+    for name, counts in zip(names, matrix, strict=True):
+        click.echo(f"{name:>{width}}" + "".join(f"{v:>{width}d}" for v in counts))
+    click.echo("per-class error")
+    for name, n, e in zip(names, support, per_class, strict=True):
+        click.echo(f"{name:>{width}}  " + ("-" if e is None else f"{e:.4f}") + f"  ({n} rows)")
+
+
+@click.command(epilog=DATA_HELP + " For npz files the array X (or X_test) is used.")
+@click.argument("model_path", metavar="MODEL")
+@click.argument("data")
+@click.option("--row", "-r", type=click.IntRange(min=0), required=True,
+              help="Row of DATA to explain (0-based, not counting the header).")
+@click.option("--top", "-n", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Number of weak learners to list.")
+def explain(model_path: str, data: str, row: int, top: int) -> None:
+    """List the weak learners that decided MODEL's prediction for one row of DATA."""
+    model = _load(model_path)
+    if not hasattr(model, "explain"):
+        raise click.ClickException(f"a {type(model).__name__} model has no explain")
+    table = read_table(data, USE_ARRAYS)
+    if row >= table.n_rows:
+        raise click.ClickException(
+            f"--row {row} is out of range: {data!r} has {table.n_rows} rows (0 to "
+            f"{table.n_rows - 1})")
+    X = _model_input(model, table)
+    x = np.asarray(X.iloc[row] if hasattr(X, "iloc") else X[row], dtype=np.float64)
+    with _library_errors(f"cannot explain row {row} of {data!r}"):
+        explanation = model.explain(x, top=top)
+    click.echo(f"row {row}: {explanation}")

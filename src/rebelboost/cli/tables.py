@@ -1,0 +1,220 @@
+"""Input files for the model commands: data tables (CSV, Parquet, npz) and cost-matrix CSVs.
+
+Every problem with a user's file becomes one ``click.ClickException`` line naming the file and
+what is wrong with it, so that the commands never show a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import numpy as np
+
+CSV_SUFFIXES = (".csv", ".csv.gz")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+@dataclass
+class Table:
+    """A data file as read: a DataFrame (CSV, Parquet) or the arrays of an ``.npz`` file."""
+
+    path: Path
+    frame: object = None  # pandas.DataFrame for CSV and Parquet files
+    X: np.ndarray | None = None  # npz files
+    y: np.ndarray | None = None  # npz files, when they hold labels
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.frame) if self.frame is not None else self.X.shape[0]
+
+
+def existing_file(path: str, what: str) -> Path:
+    """``path`` as a Path, or a one-line error when no such file exists."""
+    p = Path(path)
+    if not p.is_file():
+        raise click.ClickException(f"{what} {path!r} not found" if not p.exists()
+                                   else f"{what} {path!r} is not a file")
+    return p
+
+
+def read_table(path: str, npz_keys: tuple[tuple[str, str], ...]) -> Table:
+    """Read a CSV, Parquet or ``.npz`` data file.
+
+    ``npz_keys`` lists the (features, labels) array pairs to look for in an ``.npz`` file, in
+    order of preference; the labels array is optional.
+    """
+    p = existing_file(path, "data file")
+    name = p.name.lower()
+    if name.endswith(".npz"):
+        return _read_npz(p, npz_keys)
+    import pandas as pd
+
+    if name.endswith(CSV_SUFFIXES):
+        reader = pd.read_csv
+    elif name.endswith(PARQUET_SUFFIXES):
+        if importlib.util.find_spec("pyarrow") is None:
+            raise click.ClickException(
+                f"reading Parquet file {path!r} needs pyarrow: pip install pyarrow")
+        reader = pd.read_parquet
+    else:
+        raise click.ClickException(
+            f"{path!r}: unsupported file type; use .csv, .csv.gz, .parquet or .npz")
+    try:
+        frame = reader(p)
+    except (ValueError, OSError) as exc:  # pandas' and pyarrow's parse errors are ValueErrors
+        raise click.ClickException(f"cannot read {path!r}: {one_line(exc)}") from None
+    if len(frame) == 0:
+        raise click.ClickException(f"{path!r} has no data rows")
+    return Table(p, frame=frame)
+
+
+def _read_npz(p: Path, npz_keys: tuple[tuple[str, str], ...]) -> Table:
+    try:
+        with np.load(p, allow_pickle=False) as arrays:
+            found = {key: arrays[key] for key in arrays.files}
+    except (ValueError, OSError, zipfile.BadZipFile) as exc:
+        raise click.ClickException(f"cannot read {str(p)!r}: {one_line(exc)}") from None
+    for x_key, y_key in npz_keys:
+        if x_key in found:
+            X, y = found[x_key], found.get(y_key)
+            break
+    else:
+        wanted = " or ".join(repr(x) for x, _ in npz_keys)
+        raise click.ClickException(
+            f"{str(p)!r} holds arrays {sorted(found)}; expected {wanted}")
+    if X.ndim != 2 or X.dtype.kind not in "biuf":
+        raise click.ClickException(
+            f"{str(p)!r}: array {x_key!r} must be a 2-D numeric array, got shape {X.shape} "
+            f"of dtype {X.dtype}")
+    if y is not None and y.shape[:1] != X.shape[:1]:
+        raise click.ClickException(
+            f"{str(p)!r}: {x_key!r} has {X.shape[0]} rows but {y_key!r} has {y.shape[0]} labels")
+    return Table(p, X=X, y=y)
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message with its line breaks folded, for a one-line error."""
+    return " ".join(str(exc).split())
+
+
+def labels(table: Table, target: str | None) -> np.ndarray:
+    """The class labels of ``table``: column ``target``, or the labels array of an npz file.
+
+    Text labels come back as a numpy string array, which model files can store.
+    """
+    if table.frame is None:
+        if table.y is None:
+            raise click.ClickException(f"{str(table.path)!r} holds no labels array")
+        return table.y
+    if target is None:
+        raise click.UsageError("--target is required for CSV and Parquet data")
+    frame = table.frame
+    if target not in frame.columns:
+        raise click.ClickException(
+            f"target column {target!r} is not in {str(table.path)!r} "
+            f"(columns: {', '.join(map(str, frame.columns))})")
+    column = frame[target]
+    missing = np.flatnonzero(column.isna().to_numpy())
+    if missing.size:
+        raise click.ClickException(
+            f"target column {target!r} has {missing.size} missing labels "
+            f"(first at data row {missing[0]})")
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return column.to_numpy()
+    return column.astype(str).to_numpy(dtype=str)
+
+
+def features(table: Table, target: str | None = None, names=None, n_features: int | None = None):
+    """The feature matrix of ``table``.
+
+    With ``names`` (a model's ``feature_names_in_``) the columns are picked by name, so extra
+    columns such as the target are ignored; otherwise every column but ``target`` is used and,
+    given ``n_features`` (a model fitted without feature names), their count must match and a
+    float array comes back, since such a model must not see column names.
+    """
+    if table.frame is None:
+        X = table.X
+        expected = len(names) if names is not None else n_features
+        if expected is not None and X.shape[1] != expected:
+            raise click.ClickException(
+                f"{str(table.path)!r} has {X.shape[1]} features; the model expects {expected}")
+        if names is None:
+            return X
+        import pandas as pd
+
+        return pd.DataFrame(X, columns=list(names))
+    frame = table.frame
+    if names is not None:
+        absent = [n for n in names if n not in frame.columns]
+        if absent:
+            raise click.ClickException(
+                f"{str(table.path)!r} lacks the model's feature columns {absent}")
+        X = frame[list(names)]
+    else:
+        X = frame.drop(columns=[target]) if target is not None else frame
+        if n_features is not None and X.shape[1] != n_features:
+            raise click.ClickException(
+                f"{str(table.path)!r} has {X.shape[1]} feature columns; the model (fitted "
+                f"without feature names) expects {n_features}")
+    _check_numeric(X, table.path)
+    return X.to_numpy(dtype=np.float64) if names is None and n_features is not None else X
+
+
+def _check_numeric(X, path: Path) -> None:
+    import pandas as pd
+
+    bad = [str(c) for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
+    if bad:
+        raise click.ClickException(
+            f"{str(path)!r}: feature columns {bad} are not numeric; encode them as numbers "
+            "first (or drop them)")
+
+
+def read_cost_matrix(path: str, classes: np.ndarray) -> np.ndarray:
+    """The cost matrix in a CSV file, rows and columns in the order of ``classes``.
+
+    The file is a K x K table of numbers, optionally with a header row and/or an index column
+    of class labels; labels reorder the matrix to ``classes``. Row ``i``, column ``j`` is the
+    cost of predicting class ``j`` when the truth is class ``i``. With a header row alone, the
+    rows follow the header's order.
+    """
+    p = existing_file(path, "cost matrix file")
+    try:
+        with p.open(newline="") as f:
+            rows = [[cell.strip() for cell in row] for row in csv.reader(f) if any(row)]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise click.ClickException(f"cannot read cost matrix {path!r}: {one_line(exc)}") from None
+    k = len(classes)
+    shape = (len(rows), max(map(len, rows), default=0))
+    if any(len(row) != shape[1] for row in rows) or shape not in {
+        (k, k), (k + 1, k + 1), (k + 1, k), (k, k + 1)
+    }:
+        raise click.ClickException(
+            f"cost matrix {path!r} must be {k} x {k} for the {k} classes {classes.tolist()} "
+            "(plus an optional header row and index column of class labels)")
+    header, index = shape[0] == k + 1, shape[1] == k + 1
+    col_labels = rows[0][int(index):] if header else None
+    body = [row[int(index):] for row in rows[int(header):]]
+    row_labels = [row[0] for row in rows[int(header):]] if index else col_labels
+    try:
+        cost = np.array([[float(cell) for cell in row] for row in body])
+    except ValueError as exc:
+        raise click.ClickException(f"cost matrix {path!r}: {one_line(exc)}") from None
+    if row_labels is None:
+        return cost
+    names = [str(c) for c in classes.tolist()]
+    order = []
+    for axis, given in (("rows", row_labels), ("columns", col_labels or row_labels)):
+        if sorted(given) != sorted(names):
+            raise click.ClickException(
+                f"cost matrix {path!r}: the labels of its {axis} {given} do not match the "
+                f"classes in the target {names}")
+        order.append([given.index(n) for n in names])
+    return cost[np.ix_(order[0], order[1])]

@@ -1,0 +1,64 @@
+"""What a report measures on a data set: error, mean cost, confusion, per class, per iteration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..metrics import mean_cost
+
+
+@dataclass
+class Evaluation:
+    """A model's results on one labelled data set (classes ordered as ``model.classes_``)."""
+
+    n_samples: int
+    error: float
+    mean_cost: float
+    confusion: np.ndarray  # (K, K) counts, rows true, columns predicted
+    class_counts: np.ndarray  # (K,) rows of each true class
+    class_error: np.ndarray  # (K,) error within each true class (NaN where absent)
+    class_cost: np.ndarray  # (K,) mean cost within each true class (NaN where absent)
+    staged_error: np.ndarray  # (n_iterations,) error after each boosting iteration
+    staged_cost: np.ndarray  # (n_iterations,) mean cost after each boosting iteration
+
+
+def evaluate(model, X, y, cost_matrix: np.ndarray) -> Evaluation:
+    """Score ``model`` on (X, y); labels outside ``model.classes_`` raise a ValueError."""
+    classes = model.classes_.tolist()
+    index = {c: i for i, c in enumerate(classes)}
+    labels = np.asarray(y).tolist()
+    unknown = sorted({str(v) for v in labels if v not in index})
+    if unknown:
+        raise ValueError(f"labels {unknown[:5]} are not among the model's classes {classes}")
+    true = np.array([index[v] for v in labels], dtype=np.intp)
+    if len(true) == 0:
+        raise ValueError("the data set has no rows")
+    k = len(classes)
+
+    def codes(pred) -> np.ndarray:
+        return np.array([index[v] for v in pred.tolist()], dtype=np.intp)
+
+    pred = codes(model.predict(X))
+    if len(pred) != len(true):
+        raise ValueError(f"X has {len(pred)} rows but y has {len(true)} labels")
+    confusion = np.zeros((k, k), dtype=np.int64)
+    np.add.at(confusion, (true, pred), 1)
+    counts = confusion.sum(axis=1)
+    cost = cost_matrix[true, pred]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        class_error = 1.0 - np.diag(confusion) / counts
+        class_cost = np.bincount(true, weights=cost, minlength=k) / counts
+    staged = [codes(p) for p in model.staged_predict(X)]
+    return Evaluation(
+        n_samples=len(true),
+        error=float(np.mean(pred != true)),
+        mean_cost=mean_cost(true, pred, cost_matrix, np.arange(k)),
+        confusion=confusion,
+        class_counts=counts,
+        class_error=class_error,
+        class_cost=class_cost,
+        staged_error=np.array([np.mean(p != true) for p in staged]),
+        staged_cost=np.array([cost_matrix[true, p].mean() for p in staged]),
+    )
