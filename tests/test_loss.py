@@ -171,6 +171,27 @@ def test_subcosts_match_the_thesis_formula(cost, seed):
     assert_allclose(pair, rows, rtol=1e-10, atol=1e-100 * rows.max() + 1e-300)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_population_minimiser_is_the_least_risk_class_for_two_classes(seed):
+    """With enough data and capacity ``argmax H`` is the Bayes decision (K = 2, any costs)."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(2)
+    for _ in range(200):
+        cost = np.array([[0.0, rng.exponential()], [rng.exponential(), 0.0]])
+        posterior = rng.dirichlet(np.ones(2))
+        c_plus, c_minus = subcosts(cost, y)
+
+        def expected_loss(h, c_plus=c_plus, c_minus=c_minus, posterior=posterior):
+            return posterior @ (c_plus @ np.exp(h) + c_minus @ np.exp(-h))
+
+        h = minimize(expected_loss, np.zeros(2), method="BFGS", options={"gtol": 1e-12}).x
+        closed = 0.5 * np.log((posterior @ c_minus) / (posterior @ c_plus))
+        assert_allclose(h, closed, atol=1e-4)
+        risk = posterior @ cost
+        if abs(risk[0] - risk[1]) > 1e-6 * risk.max():
+            assert np.argmax(closed) == np.argmin(risk)
+
+
 @FAST
 @given(
     cost_matrices(),

@@ -1,0 +1,50 @@
+"""Quick modes of the REBEL-paper and QuickBoost reproductions: files, tables, claims."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from rebelboost.experiments import run_experiment  # noqa: E402
+
+
+def _rows(path):
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_cost_sensitive_quick(tmp_path):
+    result = run_experiment("cost-sensitive", tmp_path, quick=True, echo=lambda _: None)
+    assert all(p.exists() for p in result.files)
+    trials = _rows(tmp_path / "cost_sensitive_trials.csv")
+    assert len(trials) == 3 * 4
+    assert result.table.count("\n| ") == 1 + 3 + 1  # the header, one row per data set, the total
+    # The paper's claim (REBEL ahead in ~90% of trials) is measured, not assumed: it does not
+    # hold for this implementation (REPRODUCTIONS.md). Cost-sensitive training
+    # must still beat ignoring the costs.
+    assert any("majority of trials" in claim for claim in result.claims)
+    assert result.claims["cost-sensitive REBEL's mean test cost is below that of ignoring the "
+                         "costs"]
+
+
+def test_cost_boundaries_quick(tmp_path):
+    result = run_experiment("cost-boundaries", tmp_path, quick=True, echo=lambda _: None)
+    assert all(p.exists() for p in result.files)
+    rows = _rows(tmp_path / "cost_boundaries.csv")
+    assert [r["panel"][:3] for r in rows] == ["(a)", "(b)", "(c)", "(d)"]
+    assert all(abs(sum(float(r[f"area_{c}"]) for c in ("blue", "red", "green")) - 1) < 1e-9
+               for r in rows)
+    assert result.ok, result.claims
+
+
+def test_quickboost_quick(tmp_path):
+    result = run_experiment("quickboost", tmp_path, quick=True, echo=lambda _: None)
+    assert all(p.exists() for p in result.files)
+    rows = _rows(tmp_path / "quickboost.csv")
+    assert [r["learner"] for r in rows] == ["stumps", "depth-2 trees"]
+    assert all(r["identical"] == "True" for r in rows)
+    assert all(0 < float(r["work_ratio_all"]) <= 1 for r in rows)
+    assert result.ok, result.claims
