@@ -159,8 +159,12 @@ def test_spiral_reaches_zero_training_error_and_test_error_does_not_rise():
     test_err = np.array([np.mean(p != y_test) for p in model.staged_predict(X_test)])
     assert train_err[-1] == 0.0
     zero_at = int(np.argmax(train_err == 0))
-    # Measured 0.216 at 1000 iterations, 0.144 at 2000 (depth-2 trees: 0.25; an RBF SVC: 0.02).
-    assert test_err[-1] < 0.25
+    # Measured 0.042 at 1000 iterations, 0.054 at 2000 (depth-2 trees: 0.25; an RBF SVC: 0.02).
+    # Before the bias-free ranking of the candidates (similarity.py's docstring) one-point
+    # learners won 873 of the 1000 iterations and the test error was 0.216.
+    assert test_err[-1] < 0.08
+    kinds = np.bincount(model.learners_.kind, minlength=3)
+    assert kinds[TWO_POINT] > kinds[ONE_POINT]  # memorising is not what most iterations do
     # The paper's claim: once the training error is 0, more iterations do not overfit.
     assert test_err[zero_at:].max() <= test_err[zero_at] + 0.03
     assert np.all(np.diff(model.train_loss_) <= 1e-12)

@@ -16,6 +16,21 @@ The search per iteration (paper section 5.2): the constant learner; the best iso
 opposite *binarized* group (signs of the top eigenvector of ``U^T U``, computed through the
 K x K matrix ``U U^T``), removing the points each candidate covers, until none remain. Distances
 come from BLAS matrix-vector products; no N x N matrix is formed.
+
+How the candidates are ranked (our addition): a one-point learner is about -1 everywhere but
+at its anchor, so on raw weights its score also credits it with the gain of a global bias step
+(``D = 2 V_i - sum V``), which the constant learner should take. Ranked that way it wins almost
+every iteration (865 of 1000 on the spiral), each step knocks the bias off again, and the model
+becomes a memoriser (spiral test error 14%, loss still 0.36 after 1000 iterations). So the
+non-constant candidates are ranked on the weights the exact constant step would leave (``V'``,
+``T'``, with ``sum V' = 0``), by ``bound(T', f . V') / sum T'``, against the constant learner's own
+ratio ``bound(T, sum V) / sum T``: each is credited with what it adds beyond a bias, and the
+constant is chosen when the bias is what most needs fixing. The chosen learner's step is then
+taken on the true weights as before, and if its bound misses the paper's rate
+``1 - 2 / (K N^2)`` the candidate with the lowest true bound (which meets it) is used instead.
+Measured at 1000 iterations on ``split_spiral(500)``: test error 14.4% -> 6.6% (RBF SVC 3.0%),
+with about 27% of the iterations now spent on the constant learner; with a 2000-iteration cap,
+optdigits 4.62% -> 3.62%, pendigits 2.74% -> 2.40%, satimage 10.80% -> 10.65%.
 """
 
 from __future__ import annotations
@@ -165,16 +180,17 @@ def refine_step(f: np.ndarray, w_plus: np.ndarray, w_minus: np.ndarray, a: np.nd
     return a
 
 
-def _candidate(kind, first, second, tau, i, j, f, V, total):
-    D = f @ V
-    return bound_loss(total, D), (kind, first, second, tau, i, j, f, D)
-
-
 def fit_similarity(
     X: np.ndarray, sq_norms: np.ndarray, channels: np.ndarray, *, one_point_only: bool = False,
-    max_candidates: int = 32, tau_grid: int = 6,
+    max_candidates: int = 32, tau_grid: int = 0,
 ) -> SimilarityFit:
-    """Choose this iteration's localized similarity and its step from weights ``[w+, w-]``."""
+    """Choose this iteration's localized similarity and its step from weights ``[w+, w-]``.
+
+    ``tau_grid`` > 0 also tries one-point balls out to the ``2**(tau_grid-1)``-th neighbour.
+    Off by default: ranked as below, a wide ball is nearly collinear with the constant learner
+    on the training rows and the two then alternate for hundreds of iterations (pendigits,
+    2000 rows: training error 55% after 100 iterations with 6 radii, 3% with none).
+    """
     n, k2 = channels.shape
     k = k2 // 2
     w_plus, w_minus = channels[:, :k], channels[:, k:]
@@ -183,8 +199,26 @@ def fit_similarity(
     d = X.shape[1]
     zeros = np.zeros(d)
 
-    # The constant learner f = +1.
-    best_loss, best = _candidate(CONSTANT, zeros, zeros, 0.0, -1, -1, np.ones(n), V, total)
+    # The weights after the constant learner's exact step: non-constant candidates are ranked on
+    # these, so that none is credited with the gain of a mere bias (see the module docstring).
+    bias = step_vector(w_plus.sum(0), w_minus.sum(0))
+    w_plus_b, w_minus_b = w_plus * np.exp(bias), w_minus * np.exp(-bias)
+    V_b = w_plus_b - w_minus_b
+    total_b = (w_plus_b + w_minus_b).sum(0)
+    scale_b = 1.0 / max(float(total_b.sum()), 1e-300)
+
+    candidates = []  # (rank score, true bound, learner)
+
+    def consider(kind, first, second, tau, i, j, f):
+        D = f @ V
+        true = float(bound_loss(total, D))
+        if kind == CONSTANT:
+            score = true / max(float(total.sum()), 1e-300)
+        else:
+            score = float(bound_loss(total_b, f @ V_b)) * scale_b
+        candidates.append((score, true, (kind, first, second, tau, i, j, f, D)))
+
+    consider(CONSTANT, zeros, zeros, 0.0, -1, -1, np.ones(n))
 
     if n >= 2:
         # Isolating each point: f = 2 delta_i - 1, so D_i = 2 V_i - sum V, for all i at once.
@@ -194,36 +228,37 @@ def fit_similarity(
         dist = np.maximum(sq_norms + sq_norms[i] - 2.0 * (X @ x_i), 0.0)
         dist[i] = np.inf
         order = np.argsort(dist, kind="stable")
-        # One-point radii: inside the nearest neighbour (isolation) and up to wider balls.
+        # One-point radii inside the nearest neighbour (isolation), and optionally wider balls.
         nearest = dist[order[0]]
         if np.isfinite(nearest) and nearest > 0:
             dist_i = dist.copy()
             dist_i[i] = 0.0
-            ranks = [0] + [min(2**r, n - 2) for r in range(tau_grid)]
+            ranks = [0] + [min(2**r, n - 2) for r in range(tau_grid)]  # orders of the nearest
             taus = {nearest / 16.0} | {dist[order[r]] / 2.0 for r in ranks if dist[order[r]] > 0}
             for tau in sorted(taus):
-                f = (tau - dist_i) / (tau + dist_i)
-                loss, cand = _candidate(ONE_POINT, x_i, zeros, tau, i, -1, f, V, total)
-                if loss < best_loss:
-                    best_loss, best = loss, cand
+                consider(ONE_POINT, x_i, zeros, tau, i, -1, (tau - dist_i) / (tau + dist_i))
 
         if not one_point_only:
             groups = binarize(V, total)
             active = (groups == -groups[i]) & np.isfinite(dist) & (dist > 0)
             gi = X @ x_i
             for _ in range(max_candidates):
-                candidates = np.flatnonzero(active)
-                if candidates.size == 0:
+                pool = np.flatnonzero(active)
+                if pool.size == 0:
                     break
-                j = int(candidates[np.argmin(dist[candidates])])
+                j = int(pool[np.argmin(dist[pool])])
                 gj = X @ X[j]
                 f = _two_point(sq_norms, gi, gj, sq_norms[i], sq_norms[j], float(X[i] @ X[j]))
-                loss, cand = _candidate(TWO_POINT, x_i, X[j], 0.0, i, j, f, V, total)
-                if loss < best_loss:
-                    best_loss, best = loss, cand
+                consider(TWO_POINT, x_i, X[j], 0.0, i, j, f)
                 active &= f > f[j] / 2.0  # drop the points x_j's side already covers
                 active[j] = False
 
+    # The best by rank (first wins ties), unless its bound misses the paper's guaranteed rate:
+    # then the lowest true bound, which the isolating learner guarantees meets it.
+    ranked = min(range(len(candidates)), key=lambda c: candidates[c][0])
+    _, best_loss, best = candidates[ranked]
+    if best_loss > (1.0 - 2.0 / (k * n * n)) * float(total.sum()):
+        _, best_loss, best = min(candidates, key=lambda c: c[1])
     kind, first, second, tau, i, j, f, D = best
     a = step_vector((total + D) / 2.0, (total - D) / 2.0)
     a = refine_step(f, w_plus, w_minus, a)
