@@ -16,11 +16,13 @@ from rebelboost.search import (
     rebel_score,
     sign_cost_score,
 )
+from rebelboost.search.histogram import sparse_bins
 from rebelboost.search.quickboost import (
     heaviest_first,
     prefix_schedule,
     quickboost_split,
     rounding_slack,
+    visiting_order,
 )
 
 FAST = settings(max_examples=100, deadline=None)
@@ -69,36 +71,40 @@ def _args(binner):
     return binner.n_value_bins_, binner.has_missing_, binner.missing_bin, binner.n_bins_total
 
 
-def _exhaustive(bins, channels, rows, binner, score):
-    nvb, has_missing, missing_bin, nbt = _args(binner)
-    hist = build_histogram(bins, channels, rows, nbt)
-    return best_split(hist, nvb, has_missing, missing_bin, score)
-
-
 def _bits(split):
     return None if split is None else (split.feature, split.bin, split.missing_left,
                                        np.float64(split.score).tobytes())
 
 
 @FAST
-@given(problems(), st.sampled_from([0.0, 0.5, 0.9, 1.0]), st.integers(1, 25), st.booleans(),
+@given(problems(), st.sampled_from([0.0, 0.5, 0.9, 1.0]), st.integers(1, 25),
+       st.sampled_from(["given", "heaviest first", "visiting order"]), st.booleans(),
        st.booleans())
-def test_pruned_split_is_bit_identical_to_exhaustive(problem, first_mass, n_steps, sorted_rows,
-                                                     parallel):
+def test_pruned_split_is_bit_identical_to_exhaustive(problem, first_mass, n_steps, order,
+                                                     parallel, sparse):
     bins, channels, binner, score, rng = problem
     n = bins.shape[0]
     rows = rng.permutation(n)[: rng.integers(0, n + 1)].astype(np.intp)
-    if sorted_rows:
+    ends = None
+    if order == "heaviest first":
         rows = heaviest_first(channels, rows)  # correctness never depends on the order
-    expected = _exhaustive(bins, channels, rows, binner, score)
+    elif order == "visiting order":
+        rows, ends = visiting_order(channels, rows, first_mass, n_steps)
+    # Sparse bins (the default bins by subtraction), with 1 or 3 feature blocks.
+    sparse = sparse_bins(bins, int(rng.integers(1, 4)), max_density=1.0) if sparse else None
+    nvb, has_missing, missing_bin, nbt = _args(binner)
+    expected = best_split(build_histogram(bins, channels, rows, nbt, sparse), nvb, has_missing,
+                          missing_bin, score)
     serial_work = quickboost.SERIAL_WORK
     quickboost.SERIAL_WORK = 0 if parallel else serial_work  # small data: force the lanes
     try:
         pruned = quickboost_split(bins, channels, rows, *_args(binner), score,
-                                  first_mass=first_mass, n_steps=n_steps)
+                                  first_mass=first_mass, n_steps=n_steps, sparse=sparse,
+                                  ends=ends)
     finally:
         quickboost.SERIAL_WORK = serial_work
-    full = quickboost_split(bins, channels, rows, *_args(binner), score, prune=False)
+    full = quickboost_split(bins, channels, rows, *_args(binner), score, prune=False,
+                            sparse=sparse)
     assert _bits(pruned.split) == _bits(expected)
     assert _bits(full.split) == _bits(expected)
     assert pruned.histogram_updates <= full.histogram_updates == len(rows) * bins.shape[1]
@@ -167,6 +173,23 @@ def _useless_features_problem(score):
     return binner.fit_transform(X), channels, binner
 
 
+@FAST
+@given(st.integers(0, 2**32 - 1), st.sampled_from([0.0, 0.5, 0.9, 1.0]), st.integers(1, 25))
+def test_visiting_order_is_heaviest_chunks_each_by_index(seed, first_mass, n_steps):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    channels = rng.exponential(size=(n, 3)) ** 3
+    channels[rng.random(n) < 0.2] = 1.0  # ties
+    rows = rng.permutation(n)[: rng.integers(0, n + 1)].astype(np.intp)
+    ordered, ends = visiting_order(channels, rows, first_mass, n_steps)
+    heavy = heaviest_first(channels, rows)
+    np.testing.assert_array_equal(ends, prefix_schedule(channels[heavy], first_mass, n_steps))
+    starts = np.concatenate([[0], ends[:-1]])
+    for a, b in zip(starts, ends, strict=True):  # each chunk: the same rows, by index
+        np.testing.assert_array_equal(ordered[a:b], np.sort(heavy[a:b]))
+    assert len(ordered) == len(rows)
+
+
 def test_pruning_saves_most_work_when_most_features_are_useless():
     for score in (rebel_score, sign_cost_score):
         bins, channels, binner = _useless_features_problem(score)
@@ -190,13 +213,16 @@ def test_no_candidate_feature_means_no_split_and_no_work():
 # --------------------------------------------------------------------- whole models
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=16, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["stump", "tree"]), st.integers(2, 3),
-       st.booleans())
-def test_models_are_identical_with_and_without_quickboost(seed, weak_learner, depth, costly):
+       st.booleans(), st.booleans())
+def test_models_are_identical_with_and_without_quickboost(seed, weak_learner, depth, costly,
+                                                          mostly_zero):
     rng = np.random.default_rng(seed)
     n, d, k = int(rng.integers(20, 300)), int(rng.integers(1, 12)), int(rng.integers(2, 5))
     X = np.round(rng.standard_normal((n, d)), int(rng.integers(0, 3)))
+    if mostly_zero:  # the estimator then takes the sparse layout
+        X[rng.random((n, d)) < 0.8] = 0.0
     X[rng.random((n, d)) < 0.1] = np.nan
     X[:, -1] = X[:, 0]  # a duplicated column
     y = (np.nan_to_num(X[:, 0]) + 0.5 * rng.standard_normal(n) > 0).astype(int)
@@ -212,6 +238,8 @@ def test_models_are_identical_with_and_without_quickboost(seed, weak_learner, de
                   random_state=0)
     from rebelboost import RebelClassifier
 
+    if mostly_zero:
+        assert sparse_bins(Binner(255).fit_transform(X)) is not None  # the layout is in use
     on = RebelClassifier(quickboost=True, **params).fit(X, y)
     off = RebelClassifier(quickboost=False, **params).fit(X, y)
     for name in ("feature", "threshold", "missing_left", "leaf_value"):

@@ -17,6 +17,12 @@ from rebelboost.search import (
     rebel_score,
     sign_cost_score,
 )
+from rebelboost.search.histogram import (
+    accumulate_histogram,
+    fill_default_bins,
+    node_totals,
+    sparse_bins,
+)
 from rebelboost.search.splits import split_sums
 
 FAST = settings(max_examples=40, deadline=None)
@@ -75,6 +81,63 @@ def test_histogram_on_wide_random_bins():
     rows = rng.choice(n, 300, replace=False).astype(np.intp)
     assert_allclose(build_histogram(bins, channels, rows, nbt),
                     _reference_histogram(bins, channels, rows, nbt), rtol=1e-12, atol=1e-12)
+
+
+def _sparse_problem(rng, n=300, d=9, n_channels=5, zero_rate=0.8):
+    X = rng.integers(1, 40, size=(n, d)).astype(float)
+    X[rng.random((n, d)) < zero_rate] = 0.0  # most entries in one bin, like MNIST's pixels
+    X[rng.random((n, d)) < 0.05] = np.nan
+    X[:, 0] = 3.0  # a constant column: every entry in the default bin
+    binner = Binner(255)
+    channels = rng.exponential(size=(n, n_channels))
+    channels[rng.random(channels.shape) < 0.2] = 0.0
+    return binner.fit_transform(X), channels, binner.n_bins_total
+
+
+def test_sparse_bins_list_exactly_the_entries_outside_the_default_bins():
+    rng = np.random.default_rng(3)
+    bins, _, _ = _sparse_problem(rng)
+    for n_blocks in (1, 2, 4, 50):
+        sparse = sparse_bins(bins, n_blocks)
+        rebuilt = np.tile(sparse.default_bin.astype(np.uint8), (bins.shape[0], 1))
+        for blk in range(sparse.indptr.shape[0]):
+            for i in range(bins.shape[0]):
+                span = slice(sparse.indptr[blk, i], sparse.indptr[blk, i + 1])
+                features = sparse.entry_feature[span]
+                assert np.all(np.diff(features) > 0)
+                assert not np.any(rebuilt[i, features] != sparse.default_bin[features])  # once
+                rebuilt[i, features] = sparse.entry_bin[span]
+        np.testing.assert_array_equal(rebuilt, bins)
+        counts = [np.bincount(bins[:, f], minlength=256).max() for f in range(bins.shape[1])]
+        assert [np.sum(bins[:, f] == sparse.default_bin[f]) for f in range(bins.shape[1])] == counts
+    dense = np.random.default_rng(0).integers(0, 200, size=(100, 5)).astype(np.uint8)
+    assert sparse_bins(dense) is None  # no bin holds most entries: the dense layout is cheaper
+    assert sparse_bins(dense, max_density=1.0) is not None
+
+
+@FAST
+@given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.sampled_from([1, 2, 20]))
+def test_sparse_histogram_equals_reference_and_its_increments(seed, n_blocks, n_channels):
+    rng = np.random.default_rng(seed)
+    bins, channels, nbt = _sparse_problem(rng, n=int(rng.integers(1, 300)),
+                                          n_channels=n_channels,
+                                          zero_rate=float(rng.uniform(0.3, 1.0)))
+    sparse = sparse_bins(bins, n_blocks, max_density=1.0)
+    rows = rng.permutation(bins.shape[0])[: rng.integers(0, bins.shape[0] + 1)].astype(np.intp)
+    hist = build_histogram(bins, channels, rows, nbt, sparse)
+    assert_allclose(hist, _reference_histogram(bins, channels, rows, nbt), rtol=1e-12,
+                    atol=1e-12 * max(1.0, channels.sum()))
+    # In pieces, through both kernels (row-wise entries for all features, dense rows skipping
+    # the default bin for a few), then the default bins: the same bits as in one go.
+    row_channels = np.ascontiguousarray(channels[rows])
+    pieces = np.zeros_like(hist)
+    cut = int(rng.integers(0, len(rows) + 1))
+    accumulate_histogram(bins, rows, row_channels, 0, cut, None, pieces, sparse)
+    accumulate_histogram(bins, rows, row_channels, cut, len(rows), np.arange(bins.shape[1]),
+                         pieces, sparse)
+    fill_default_bins(pieces, np.arange(bins.shape[1]), sparse.default_bin,
+                      node_totals(row_channels))
+    np.testing.assert_array_equal(pieces, hist)
 
 
 @FAST

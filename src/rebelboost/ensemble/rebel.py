@@ -24,6 +24,7 @@ from ..learners.rebel_tree import FittedLearner, constant_learner, grow_rebel_tr
 from ..learners.similarity import SimilarityArrays, fit_similarity, resolve_coincident
 from ..learners.tree import TreeArrays
 from ..losses.rebel import RebelLoss
+from ..search.histogram import sparse_bins
 from ..search.splits import is_better
 from ..validation import check_cost_matrix, check_fit_input
 from ._threads import numba_threads
@@ -200,17 +201,18 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         learners, vectors, train_loss, val_losses, updates = [], [], [], [], []
         importances = np.zeros(X.shape[1])
         best, best_val, since_best = 0, np.inf, 0
+        channels, scale, _ = loss.weights_and_loss(scores)
         with numba_threads(self.n_jobs):
             for it in range(self.n_estimators):
-                channels, scale = loss.weights(scores)
                 learner, work = family.fit(channels)
                 updates.append(work)
                 scores += learner.output[:, None] * learner.vector
                 learners.append(learner.arrays)
                 vectors.append(learner.vector)
-                train_loss.append(loss.loss(scores))
                 for f, gain in learner.gains:
                     importances[f] += gain * scale
+                channels, scale, new_loss = loss.weights_and_loss(scores)  # the next iteration's
+                train_loss.append(new_loss)
                 val_cost = None
                 if val_loss is not None:
                     val_scores += learner.arrays.outputs(X_val)[:, :1] * learner.vector
@@ -393,6 +395,7 @@ class _TreeFamily:
         self.binner = Binner(model.max_bins, random_state=rng.randint(2**31))
         # Thresholds come from the samples that count, so a zero weight equals removal.
         self.bins = self.binner.fit(X[sample_weight > 0]).transform(X)
+        self.sparse = sparse_bins(self.bins)  # None unless most entries share a bin
         model.scaling_ = None
 
     def features(self, X):
@@ -402,7 +405,7 @@ class _TreeFamily:
         """The tree or the constant learner, whichever leaves the lower loss; and the work."""
         bias = constant_learner(channels.sum(axis=0), channels.shape[0], self.depth)
         tree = grow_rebel_tree(self.bins, channels, self.binner, self.depth,
-                               quickboost=self.quickboost)
+                               quickboost=self.quickboost, sparse=self.sparse)
         work = tree.histogram_updates if tree is not None else 0
         return (bias if tree is None or is_better(bias.loss, tree.loss) else tree), work
 

@@ -7,12 +7,13 @@ a sample costs ``g+ = <w+, e^a> + <w-, e^-a>`` if its leaf emits +1 and
 and its children take their cheaper sign. Then ``a`` is re-solved in closed form. Neither move
 can raise the loss.
 
-Every node searches its own rows, visited heaviest first (by the sum of the node's channels:
-``w+, w-`` at the root, ``g+, g-`` below), with QuickBoost pruning (``quickboost=True``) or
-exhaustively. Both accumulate the same rows in the same order, so they grow the same tree bit
-for bit; the exhaustive path is the reference. A layer node builds its two-channel histogram
-directly from its rows (for K > 1 that is cheaper than a 2K-channel child histogram, and pruned
-features would have none to subtract from anyway).
+Every node searches its own rows in QuickBoost's visiting order (heaviest chunks first, by the
+sum of the node's channels: ``w+, w-`` at the root, ``g+, g-`` below), with QuickBoost pruning
+(``quickboost=True``) or exhaustively. Both accumulate the same rows in the same order (and,
+with sparse bins, fill the default bins the same way), so they grow the same tree bit for bit;
+the exhaustive path is the reference. A layer node builds its two-channel histogram directly
+from its rows (for K > 1 that is cheaper than a 2K-channel child histogram, and pruned features
+would have none to subtract from anyway).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ import numpy as np
 
 from ..binning import Binner
 from ..losses.rebel import binary_sums, step_loss, step_vector
-from ..search.histogram import partition_rows
-from ..search.quickboost import heaviest_first, quickboost_split
+from ..search.histogram import SparseBins, partition_rows
+from ..search.quickboost import quickboost_split, visiting_order
 from ..search.splits import is_better, rebel_score, sign_cost_score
 from .tree import TreeArrays
 
@@ -69,11 +70,18 @@ def constant_learner(total: np.ndarray, n_samples: int, depth: int) -> FittedLea
 
 
 def grow_rebel_tree(
-    bins: np.ndarray, channels: np.ndarray, binner: Binner, max_depth: int, quickboost: bool = False
+    bins: np.ndarray,
+    channels: np.ndarray,
+    binner: Binner,
+    max_depth: int,
+    quickboost: bool = False,
+    sparse: SparseBins | None = None,
 ) -> FittedLearner | None:
     """Fit a depth-``max_depth`` tree and its step vector; None if no feature can split.
 
     ``quickboost`` prunes features in each node's search; the tree is the same either way.
+    ``sparse`` (:func:`~rebelboost.search.histogram.sparse_bins` of ``bins``) skips the rows
+    in each feature's most frequent bin.
     """
     n_samples, n_channels = channels.shape
     n_classes = n_channels // 2
@@ -93,11 +101,12 @@ def grow_rebel_tree(
     updates = 0
 
     def search(node_channels, rows, score):
-        """Best split of ``rows`` (heaviest first) and those rows split by it (or None)."""
+        """Best split of ``rows`` and those rows split by it (or None)."""
         nonlocal updates
-        rows = heaviest_first(node_channels, rows)
+        rows, ends = visiting_order(node_channels, rows)
         result = quickboost_split(bins, node_channels, rows, nvb, has_missing, missing_bin,
-                                  n_bins_total, score, prune=quickboost)
+                                  n_bins_total, score, prune=quickboost, sparse=sparse,
+                                  ends=ends)
         updates += result.histogram_updates
         split = result.split
         if split is None:

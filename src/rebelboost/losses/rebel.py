@@ -76,12 +76,18 @@ class RebelLoss:
 
         The true weights are ``scale * channels``; the largest channel entry is 1.
         """
+        channels, scale, _ = self.weights_and_loss(scores)
+        return channels, scale
+
+    def weights_and_loss(self, scores: np.ndarray) -> tuple[np.ndarray, float, float]:
+        """:meth:`weights` and :meth:`loss` at once: the loss is the weights' total."""
         log_w = np.concatenate([self._log_plus + scores, self._log_minus - scores], axis=1)
         shift = float(log_w.max())
-        channels = np.exp(log_w - shift)
-        with np.errstate(over="ignore"):  # the channels stay finite; the scale may not
+        channels = np.ascontiguousarray(np.exp(log_w - shift))
+        with np.errstate(over="ignore"):  # the channels stay finite; scale and loss may not
             scale = float(np.exp(shift))
-        return np.ascontiguousarray(channels), scale
+            loss = float(np.exp(shift + np.log(channels.sum())))
+        return channels, scale, loss
 
 
 def step_vector(s_plus: np.ndarray, s_minus: np.ndarray) -> np.ndarray:

@@ -1,11 +1,12 @@
 """The split-search engine: histograms over per-sample channels and pluggable split scores."""
 
-from .histogram import build_histogram, partition_rows
-from .quickboost import SearchResult, heaviest_first, quickboost_split
+from .histogram import SparseBins, build_histogram, partition_rows, sparse_bins
+from .quickboost import SearchResult, heaviest_first, quickboost_split, visiting_order
 from .splits import Split, best_split, best_split_per_feature, rebel_score, sign_cost_score
 
 __all__ = [
     "SearchResult",
+    "SparseBins",
     "Split",
     "best_split",
     "best_split_per_feature",
@@ -15,4 +16,6 @@ __all__ = [
     "quickboost_split",
     "rebel_score",
     "sign_cost_score",
+    "sparse_bins",
+    "visiting_order",
 ]
