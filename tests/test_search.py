@@ -18,6 +18,7 @@ from rebelboost.search import (
     sign_cost_score,
 )
 from rebelboost.search.histogram import (
+    HistogramPool,
     accumulate_histogram,
     fill_default_bins,
     node_totals,
@@ -113,6 +114,19 @@ def test_sparse_bins_list_exactly_the_entries_outside_the_default_bins():
     dense = np.random.default_rng(0).integers(0, 200, size=(100, 5)).astype(np.uint8)
     assert sparse_bins(dense) is None  # no bin holds most entries: the dense layout is cheaper
     assert sparse_bins(dense, max_density=1.0) is not None
+
+
+def test_pooled_histograms_are_fresh_every_time():
+    rng = np.random.default_rng(5)
+    bins, channels, nbt = _sparse_problem(rng)
+    pool = HistogramPool()
+    for sparse in (None, sparse_bins(bins)):
+        for size in (300, 17, 0, 300):  # a reused buffer holds the last node's sums until reset
+            rows = rng.permutation(bins.shape[0])[:size].astype(np.intp)
+            pooled = build_histogram(bins, channels, rows, nbt, sparse, pool)
+            np.testing.assert_array_equal(pooled, build_histogram(bins, channels, rows, nbt,
+                                                                  sparse))
+    assert len(pool._buffers) == 1
 
 
 @FAST

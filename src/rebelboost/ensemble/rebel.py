@@ -24,7 +24,7 @@ from ..learners.rebel_tree import FittedLearner, constant_learner, grow_rebel_tr
 from ..learners.similarity import SimilarityArrays, fit_similarity, resolve_coincident
 from ..learners.tree import TreeArrays
 from ..losses.rebel import RebelLoss
-from ..search.histogram import sparse_bins
+from ..search.histogram import HistogramPool, sparse_bins
 from ..search.splits import is_better
 from ..validation import check_cost_matrix, check_fit_input
 from ._threads import numba_threads
@@ -396,6 +396,7 @@ class _TreeFamily:
         # Thresholds come from the samples that count, so a zero weight equals removal.
         self.bins = self.binner.fit(X[sample_weight > 0]).transform(X)
         self.sparse = sparse_bins(self.bins)  # None unless most entries share a bin
+        self.pool = HistogramPool()
         model.scaling_ = None
 
     def features(self, X):
@@ -405,7 +406,7 @@ class _TreeFamily:
         """The tree or the constant learner, whichever leaves the lower loss; and the work."""
         bias = constant_learner(channels.sum(axis=0), channels.shape[0], self.depth)
         tree = grow_rebel_tree(self.bins, channels, self.binner, self.depth,
-                               quickboost=self.quickboost, sparse=self.sparse)
+                               quickboost=self.quickboost, sparse=self.sparse, pool=self.pool)
         work = tree.histogram_updates if tree is not None else 0
         return (bias if tree is None or is_better(bias.loss, tree.loss) else tree), work
 

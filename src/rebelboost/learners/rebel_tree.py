@@ -24,7 +24,7 @@ import numpy as np
 
 from ..binning import Binner
 from ..losses.rebel import binary_sums, step_loss, step_vector
-from ..search.histogram import SparseBins, partition_rows
+from ..search.histogram import HistogramPool, SparseBins, partition_rows
 from ..search.quickboost import quickboost_split, visiting_order
 from ..search.splits import is_better, rebel_score, sign_cost_score
 from .tree import TreeArrays
@@ -76,12 +76,14 @@ def grow_rebel_tree(
     max_depth: int,
     quickboost: bool = False,
     sparse: SparseBins | None = None,
+    pool: HistogramPool | None = None,
 ) -> FittedLearner | None:
     """Fit a depth-``max_depth`` tree and its step vector; None if no feature can split.
 
     ``quickboost`` prunes features in each node's search; the tree is the same either way.
     ``sparse`` (:func:`~rebelboost.search.histogram.sparse_bins` of ``bins``) skips the rows
-    in each feature's most frequent bin.
+    in each feature's most frequent bin; ``pool`` lends histogram buffers (pass the same one
+    every iteration).
     """
     n_samples, n_channels = channels.shape
     n_classes = n_channels // 2
@@ -106,7 +108,7 @@ def grow_rebel_tree(
         rows, ends = visiting_order(node_channels, rows)
         result = quickboost_split(bins, node_channels, rows, nvb, has_missing, missing_bin,
                                   n_bins_total, score, prune=quickboost, sparse=sparse,
-                                  ends=ends)
+                                  ends=ends, pool=pool)
         updates += result.histogram_updates
         split = result.split
         if split is None:

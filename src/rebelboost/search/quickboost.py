@@ -37,6 +37,7 @@ import numba
 import numpy as np
 
 from .histogram import (
+    HistogramPool,
     SparseBins,
     accumulate_histogram,
     build_histogram,
@@ -237,18 +238,20 @@ def quickboost_split(
     n_steps: int = 20,
     sparse: SparseBins | None = None,
     ends: np.ndarray | None = None,
+    pool: HistogramPool | None = None,
 ) -> SearchResult:
     """Best split of the node ``rows``, accumulated in the given order.
 
     Pass the rows and prefix ``ends`` of :func:`visiting_order` (without ``ends`` the schedule
     is cut from the given order, which should then be heaviest first). Equals
     ``best_split(build_histogram(bins, channels, rows, n_bins_total, sparse), ...)`` exactly.
-    With ``prune=False`` it is that exhaustive search (one histogram over all rows).
+    With ``prune=False`` it is that exhaustive search (one histogram over all rows). ``pool``
+    lends the histogram buffer.
     """
     rows = np.ascontiguousarray(rows, dtype=np.intp)
     n_features = bins.shape[1]
     if not prune:
-        hist = build_histogram(bins, channels, rows, n_bins_total, sparse)
+        hist = build_histogram(bins, channels, rows, n_bins_total, sparse, pool)
         split = best_split(hist, n_value_bins, has_missing, missing_bin, score)
         return SearchResult(split, len(rows) * n_features)
 
@@ -269,7 +272,8 @@ def quickboost_split(
     candidates = np.flatnonzero((n_value_bins >= 2) | (has_missing & (n_value_bins >= 1)))
     if len(candidates) == 0:
         return SearchResult(None, 0)
-    hist = np.zeros((n_features, n_bins_total, n_channels))
+    shape = (n_features, n_bins_total, n_channels)
+    hist = np.zeros(shape) if pool is None else pool.zeros(shape)
     best_score = np.full(n_features, np.inf)
     best_bin = np.zeros(n_features, dtype=np.int32)
     best_ml = np.zeros(n_features, dtype=np.bool_)
