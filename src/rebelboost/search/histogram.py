@@ -11,6 +11,15 @@ rows are given, starting from +0.0 (or from the value already there, for
 :func:`accumulate_histogram`). Threads split the *features*, never the rows, so the result does
 not depend on the number of threads, the block size or which kernel variant runs.
 
+Sparse data (:class:`SparseBins`, used when most entries sit in their feature's most frequent
+bin, as MNIST's zero pixels do): those "default" bins are not summed row by row but set to the
+node's totals minus the feature's other bins (:func:`fill_default_bins`), and the other entries
+are read row by row from a packed row-wise list, so only ~19% of MNIST's row x feature pairs are
+visited. Every search that uses the layout fills the default bins the same way, so exhaustive
+and pruned searches still agree bit for bit. On MNIST (2 threads, 20 channels) a full histogram
+takes 30-40 ms this way against 120-200 ms dense; a 2-channel tree-layer histogram over half the
+rows 6-16 ms against 40 ms (timings vary with the load of the shared machine).
+
 How the kernel is fast (measured on MNIST, 60,000 x 784 bins, 20 channels, 2 cores):
 
 * One parallel task per thread, each owning a contiguous block of features, streams the rows once:
