@@ -66,7 +66,7 @@ _SPECIALIZE_MAX_CHANNELS = 64
 # Bins are uint8 codes, so a scratch histogram with this many bin rows can take any of them.
 _SCRATCH_BINS = 256
 # Sparse layout only when at most this fraction of the entries lies outside the default bins:
-# an entry costs 5 bytes and an indirect read there, against 1 byte read in the dense layout.
+# an entry costs 4 bytes and an indirect read there, against 1 byte read in the dense layout.
 _SPARSE_MAX_DENSITY = 0.5
 # The sparse kernel prefetches the entries of the row this many rows ahead.
 _PREFETCH_ROWS = 8
@@ -100,6 +100,7 @@ class SparseBins(NamedTuple):
     default_bin: np.ndarray  # (n_features,) intp
     indptr: np.ndarray  # (n_blocks, n_samples + 1) int64
     entries: np.ndarray  # (n_entries,) uint32: feature << 8 | bin
+    max_bin: int  # the largest bin code among the entries (checked against each histogram)
 
     @property
     def entry_feature(self) -> np.ndarray:
@@ -125,7 +126,7 @@ def sparse_bins(
     if bins.dtype != np.uint8 or bins.ndim != 2:
         raise TypeError(f"bins must be a 2-d uint8 array, got {bins.dtype} with {bins.ndim} dims")
     n, d = bins.shape
-    if n == 0 or d == 0:
+    if n == 0 or d == 0 or d >= 1 << 24:  # the packed entries hold 24-bit feature indices
         return None
     counts = np.stack([np.bincount(bins[:, f], minlength=_SCRATCH_BINS) for f in range(d)])
     default_bin = counts.argmax(axis=1).astype(np.intp)
@@ -137,8 +138,6 @@ def sparse_bins(
     cuts = np.searchsorted(cum, cum[-1] * np.arange(1, n_blocks) / n_blocks, side="left") + 1
     edges = np.unique(np.concatenate([[0], np.minimum(cuts, d), [d]]))
     indptr = np.zeros((len(edges) - 1, n + 1), dtype=np.int64)
-    if d >= 1 << 24:
-        return None  # the packed entries hold 24-bit feature indices
     packed = []
     offset = 0
     for b, (f0, f1) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
@@ -148,7 +147,8 @@ def sparse_bins(
         indptr[b, 0] = offset
         packed.append(((cols + f0).astype(np.uint32) << 8) | block[rows, cols])
         offset += len(rows)
-    return SparseBins(default_bin, indptr, np.concatenate(packed))
+    entries = np.concatenate(packed)
+    return SparseBins(default_bin, indptr, entries, int((entries & 0xFF).max(initial=0)))
 
 
 class HistogramPool:
@@ -283,7 +283,7 @@ def _no_skip(bins):
 def _check_sparse(sparse: SparseBins, bins: np.ndarray, n_bins_total: int) -> None:
     if sparse.indptr.shape[1] != bins.shape[0] + 1 or sparse.default_bin.shape != (bins.shape[1],):
         raise ValueError("sparse bins do not match the bins")
-    if len(sparse.entries) and int((sparse.entries & 0xFF).max()) >= n_bins_total:
+    if sparse.max_bin >= n_bins_total:
         raise ValueError("sparse bins hold codes beyond n_bins_total")
 
 

@@ -69,9 +69,15 @@ class SearchResult(NamedTuple):
 
 def heaviest_first(channels: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``rows`` ordered by decreasing sum of their channels (stable, so ties keep their order)."""
+    return _heaviest(channels, rows)[0]
+
+
+def _heaviest(channels: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`heaviest_first` and the rows' weights in that order."""
     rows = np.ascontiguousarray(rows, dtype=np.intp)
     weight = _row_sums(np.ascontiguousarray(channels, dtype=np.float64), rows)
-    return rows[np.argsort(-weight, kind="stable")]
+    order = np.argsort(-weight, kind="stable")  # stable: the same order on every machine
+    return rows[order], weight[order]
 
 
 def visiting_order(
@@ -86,11 +92,8 @@ def visiting_order(
     Exhaustive and pruned searches both use this order, so they still add the same numbers in
     the same order.
     """
-    rows = np.ascontiguousarray(rows, dtype=np.intp)
-    weight = _row_sums(np.ascontiguousarray(channels, dtype=np.float64), rows)
-    order = np.argsort(-weight, kind="stable")  # stable: the same order on every machine
-    rows = rows[order]
-    ends = _schedule(np.cumsum(weight[order]), first_mass, n_steps)
+    rows, weight = _heaviest(channels, rows)
+    ends = _schedule(np.cumsum(weight), first_mass, n_steps)
     chunk = np.repeat(np.arange(len(ends), dtype=np.int16), np.diff(ends, prepend=0))
     rows, chunk = _by_index(rows, chunk)
     return rows[np.argsort(chunk, kind="stable")], ends  # a counting sort: O(n)
@@ -211,7 +214,9 @@ def prefix_schedule(channels_sorted: np.ndarray, first_mass: float, n_steps: int
 
     (Equal steps in rows, not in mass: the light tail holds most rows and little mass.)
     """
-    return _schedule(np.cumsum(channels_sorted.sum(axis=1)), first_mass, n_steps)
+    channels_sorted = np.ascontiguousarray(channels_sorted, dtype=np.float64)
+    weight = _row_sums(channels_sorted, np.arange(channels_sorted.shape[0], dtype=np.intp))
+    return _schedule(np.cumsum(weight), first_mass, n_steps)
 
 
 def _schedule(mass: np.ndarray, first_mass: float, n_steps: int) -> np.ndarray:
