@@ -296,16 +296,33 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
 
     def _raw_scores(self, X) -> np.ndarray:
         """``H(x)``, shape (n_samples, n_classes)."""
-        X = self._features(self._check_X(X))
-        return self.learners_.outputs(X) @ self.vectors_
+        scores = None
+        for outputs, vectors in self._output_blocks(X):
+            part = outputs @ vectors
+            scores = part if scores is None else scores + part
+        return scores
 
     def _staged_raw_scores(self, X) -> Iterator[np.ndarray]:
+        scores = None
+        for outputs, vectors in self._output_blocks(X):
+            if scores is None:
+                scores = np.zeros((outputs.shape[0], len(self.classes_)))
+            for t in range(outputs.shape[1]):
+                scores += outputs[:, t : t + 1] * vectors[t]
+                yield scores.copy()
+
+    def _output_blocks(self, X) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """``(f_t(X) for a block of learners, their vectors)``, in order.
+
+        Blocks keep the (n_samples x learners) output matrix near 2**22 entries, so a model
+        of 20,000 similarities scores MNIST's test set in ~100 MB instead of gigabytes.
+        """
         X = self._features(self._check_X(X))
-        outputs = self.learners_.outputs(X)
-        scores = np.zeros((X.shape[0], len(self.classes_)))
-        for t in range(self.n_estimators_):
-            scores += outputs[:, t : t + 1] * self.vectors_[t]
-            yield scores.copy()
+        size = max(1, _OUTPUT_BLOCK_ENTRIES // max(X.shape[0], 1))
+        for start in range(0, max(self.n_estimators_, 1), size):
+            stop = min(start + size, self.n_estimators_)
+            block = self.learners_.take(slice(start, stop))
+            yield block.outputs(X), self.vectors_[start:stop]
 
     def _decision(self, scores: np.ndarray) -> np.ndarray:
         return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
@@ -414,6 +431,10 @@ class _TreeFamily:
         return TreeArrays.stack(learners, self.depth)
 
 
+_OUTPUT_BLOCK_ENTRIES = 2**22  # weak-learner outputs held at once when scoring
+_FLOAT32_ENTRIES = 10_000_000  # training matrices this large are searched in float32
+
+
 class _SimilarityFamily:
     """Localized similarities on scaled features (the constant learner is in their search)."""
 
@@ -431,8 +452,12 @@ class _SimilarityFamily:
             offset, scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
         scale = np.where(scale > 0, scale, 1.0)
         model.scaling_ = self.scaling = (offset, scale)
-        self.X = (X - offset) / scale
-        self.sq_norms = np.einsum("ij,ij->i", self.X, self.X)
+        # Large data is searched in float32: the matrix products that dominate the search then
+        # move half the bytes (MNIST: ~2x faster). Coincidence and norms are taken on the very
+        # array the search reads, so rows that float32 merges are treated as coincident.
+        dtype = np.float32 if X.size >= _FLOAT32_ENTRIES else np.float64
+        self.X = np.ascontiguousarray((X - offset) / scale, dtype=dtype)
+        self.sq_norms = np.einsum("ij,ij->i", self.X, self.X, dtype=np.float64)
         self.one_point_only = model.similarity_mode == "one-point"
         self.codes, changed = resolve_coincident(self.X, codes, model.cost_matrix_, sample_weight)
         model.n_relabeled_ = changed
