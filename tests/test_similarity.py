@@ -197,3 +197,101 @@ def test_target_loss_auto_stops_below_one_over_n():
                                                                                      y[:60])
     assert model.train_loss_[-1] < 1 / 60 <= model.train_loss_[-2]
     assert model.score(X[:60], y[:60]) == 1.0
+
+
+# ------------------------------------------------------------ the fast search
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), batch=st.sampled_from([0.01, 1.5, 10.0]),
+       grid=st.booleans())
+def test_batched_two_point_candidates_equal_the_one_at_a_time_loop(seed, batch, grid):
+    from rebelboost.learners.similarity import two_point_candidates
+
+    rng = np.random.default_rng(seed)
+    n = 80
+    # Integer grid points make many equal distances: ties must go to the lowest index.
+    X = rng.integers(0, 4, (n, 2)).astype(float) if grid else rng.standard_normal((n, 3))
+    sq = (X**2).sum(1)
+    ch = _weights(rng, n, 3)
+    V = ch[:, :3] - ch[:, 3:]
+    i = int(rng.integers(n))
+    gi = X @ X[i]
+    dist = np.maximum(sq + sq[i] - 2 * gi, 0.0)
+    dist[i] = np.inf
+    active = (rng.random(n) < 0.6) & (dist > 0) & np.isfinite(dist)
+
+    reference, left = [], active.copy()  # the paper's loop, one candidate at a time
+    while len(reference) < 12 and left.any():
+        pool = np.flatnonzero(left)
+        j = int(pool[np.argmin(dist[pool])])
+        f = SimilarityArrays(np.array([TWO_POINT], np.int8), X[i][None], X[j][None],
+                             np.zeros(1), np.zeros(1, np.int64), np.ones(1, np.int64)
+                             ).outputs(X)[:, 0]
+        reference.append((j, f))
+        left &= f > f[j] / 2
+        left[j] = False
+
+    got = list(two_point_candidates(X, sq, i, gi, dist, active.copy(), (V,), 12, batch))
+    assert [j for j, *_ in got] == [j for j, _ in reference]
+    for (_, f, D), (_, f_ref) in zip(got, reference, strict=True):
+        assert np.allclose(f, f_ref, atol=1e-12)
+        assert np.allclose(D, f_ref @ V, atol=1e-12)
+
+
+def test_float32_search_keeps_the_guarantee_and_reaches_zero_training_error():
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        n, k = 30, 3
+        X64 = rng.standard_normal((n, 4))
+        X = X64.astype(np.float32)
+        sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+        y = np.arange(n) % k
+        loss = RebelLoss(1 - np.eye(k), y, np.ones(n))
+        H = np.zeros((n, k))
+        prev = loss.loss(H)
+        for _ in range(3000):
+            fit = fit_similarity(X, sq, loss.weights(H)[0])
+            # The stored support points are X's float32 values: predictions on X agree.
+            assert np.allclose(fit.arrays.outputs(X)[:, 0], fit.output, atol=1e-5)
+            H += fit.output[:, None] * fit.vector
+            now = loss.loss(H)
+            assert now <= prev * (1 - 2 / (k * n * n)) * (1 + 1e-9)
+            prev = now
+            if prev < 1 / n:
+                break
+        assert prev < 1 / n and np.all(H.argmax(1) == y)
+
+
+def test_estimator_float32_path_and_blocked_scoring(monkeypatch):
+    from rebelboost import RebelClassifier
+    from rebelboost.ensemble import rebel
+
+    X, y, X_test, y_test = _spiral_split()
+    reference = RebelClassifier(1000, weak_learner="similarity").fit(X, y)
+    monkeypatch.setattr(rebel, "_FLOAT32_ENTRIES", 0)  # search every training set in float32
+    model = RebelClassifier(1000, weak_learner="similarity").fit(X, y)
+    points = model.learners_.first  # support points come from the searched array
+    assert np.array_equal(points.astype(np.float32), points)
+    assert not np.array_equal(reference.learners_.first.astype(np.float32),
+                              reference.learners_.first)
+    assert model.score(X, y) == reference.score(X, y) == 1.0
+    assert abs(model.score(X_test, y_test) - reference.score(X_test, y_test)) <= 0.03
+
+    whole = model.decision_function(X_test)
+    monkeypatch.setattr(rebel, "_OUTPUT_BLOCK_ENTRIES", 7 * len(X_test))  # blocks of 7 learners
+    assert np.allclose(model.decision_function(X_test), whole, atol=1e-12)
+    staged = list(model.staged_decision_function(X_test))
+    assert len(staged) == model.n_estimators_
+    assert np.allclose(staged[-1], whole, atol=1e-12)
+
+
+def test_coincidence_ignores_the_sign_of_zero_and_holds_in_float32():
+    from rebelboost.learners.similarity import resolve_coincident
+
+    X = np.array([[0.0, 1.0], [-0.0, 1.0], [1.0, 2.0], [1.0 + 1e-12, 2.0]])
+    codes = np.array([0, 1, 0, 1])
+    _, changed = resolve_coincident(X, codes, 1 - np.eye(2), np.ones(4))
+    assert changed == 1  # rows 0 and 1 coincide; 2 and 3 differ in float64
+    _, changed = resolve_coincident(X.astype(np.float32), codes, 1 - np.eye(2), np.ones(4))
+    assert changed == 2  # float32 merges rows 2 and 3 as well

@@ -243,6 +243,43 @@ class _Best:
             self.key, self.item = key, item
 
 
+def two_point_candidates(X, sq_norms, i, gi, dist, active, weights, max_candidates, batch):
+    """The paper's two-point loop from anchor ``i``: yields ``(j, f, f @ W for W in weights)``.
+
+    Each candidate pairs ``x_i`` with the nearest still-``active`` point ``x_j`` (ties: lowest
+    index); the points ``f <= f(x_j) / 2`` (x_j's side) then leave ``active``, which is updated
+    in place. Candidates are computed in batches by one matrix product: the next ``batch``
+    times as many still-active points as candidates are left (a pass over X costs as much as
+    ~50 extra columns on MNIST); points an earlier one covers are skipped, so the sequence is
+    that of the one-at-a-time loop.
+    """
+    pool = np.flatnonzero(active)
+    queue = pool[np.argsort(dist[pool], kind="stable")]  # nearest first, ties by index
+    head, tried = 0, 0
+    while tried < max_candidates:
+        take = []
+        while head < queue.size and len(take) < batch * (max_candidates - tried):
+            if active[queue[head]]:
+                take.append(queue[head])
+            head += 1
+        if not take:
+            return
+        J = np.asarray(take)
+        G = X[J] @ X.T  # (B, n): <x_j, x_n>, in X's precision
+        F = _two_point(sq_norms, gi, G, sq_norms[i], sq_norms[J, None], G[:, i, None])
+        sums = [F @ W for W in weights]
+        for b, j in enumerate(J):
+            if not active[j]:  # covered by an earlier candidate of this batch
+                continue
+            f = F[b]
+            yield (j, f, *(D[b] for D in sums))
+            active &= f > f[j] / 2.0
+            active[j] = False
+            tried += 1
+            if tried == max_candidates:
+                return
+
+
 def fit_similarity(
     X: np.ndarray, sq_norms: np.ndarray, channels: np.ndarray, *, one_point_only: bool = False,
     max_candidates: int = 32, tau_grid: int = 0, batch: float = 1.5,
@@ -251,10 +288,8 @@ def fit_similarity(
 
     ``X`` may be float32 (the estimator's choice for large data: the matrix products that
     dominate the search then move half the bytes); ``sq_norms`` and all sums are float64.
-    Two-point candidates are evaluated together, with one matrix product for the next
-    ``batch`` times as many still-active points as candidates are left to try (some will be
-    covered by earlier ones and skipped; one pass over X costs as much as ~50 extra columns);
-    the candidates and the learner chosen are those of the paper's one-at-a-time loop.
+    At most ``max_candidates`` two-point learners are tried (the paper loops until no point
+    is left; see :func:`two_point_candidates` for ``batch``).
 
     ``tau_grid`` > 0 also tries one-point balls out to the ``2**(tau_grid-1)``-th neighbour.
     Off by default: ranked as below, a wide ball is nearly collinear with the constant learner
@@ -282,7 +317,7 @@ def fit_similarity(
     def consider(kind, second, tau, j, f, D, D_b):
         true = float(bound_loss(total, D))
         score = true * scale if kind == CONSTANT else float(bound_loss(total_b, D_b)) * scale_b
-        item = (kind, second, tau, j, f, D)
+        item = (true, kind, second, tau, j, f, D)
         by_rank.offer(score, item)
         by_bound.offer(true, item)
 
@@ -315,38 +350,16 @@ def fit_similarity(
         if not one_point_only:
             groups = binarize(V, total)
             active = (groups == -groups[i]) & np.isfinite(dist) & (dist > 0)
-            pool = np.flatnonzero(active)
-            queue = pool[np.argsort(dist[pool], kind="stable")]  # nearest first, ties by index
-            head, tried = 0, 0
-            while tried < max_candidates:
-                # The next few still-active points in order of distance, as one matrix product.
-                take = []
-                while head < queue.size and len(take) < batch * (max_candidates - tried):
-                    if active[queue[head]]:
-                        take.append(queue[head])
-                    head += 1
-                if not take:
-                    break
-                J = np.asarray(take)
-                G = X[J] @ X.T  # (B, n): <x_j, x_n>, in X's precision
-                F = _two_point(sq_norms, gi, G, sq_norms[i], sq_norms[J, None], G[:, i, None])
-                DV, DV_b = F @ V, F @ V_b
-                for b, j in enumerate(J):
-                    if not active[j]:  # covered by an earlier candidate of this batch
-                        continue
-                    f = F[b]
-                    consider(TWO_POINT, X[j].astype(np.float64), 0.0, j, f, DV[b], DV_b[b])
-                    tried += 1
-                    active &= f > f[j] / 2.0  # drop the points x_j's side already covers
-                    active[j] = False
+            for j, f, D, D_b in two_point_candidates(X, sq_norms, i, gi, dist, active, (V, V_b),
+                                                     max_candidates, batch):
+                consider(TWO_POINT, X[j].astype(np.float64), 0.0, j, f, D, D_b)
 
     # The best by rank, unless its bound misses the paper's guaranteed rate: then the lowest
     # true bound, which the isolating learner guarantees meets it.
-    best_loss = bound_loss(total, by_rank.item[5])
     best = by_rank.item
-    if best_loss > (1.0 - 2.0 / (k * n * n)) * float(total.sum()):
-        best_loss, best = by_bound.key, by_bound.item
-    kind, second, tau, j, f, D = best
+    if best[0] > (1.0 - 2.0 / (k * n * n)) * float(total.sum()):
+        best = by_bound.item
+    best_loss, kind, second, tau, j, f, D = best
     f = np.ascontiguousarray(f)
     a = step_vector((total + D) / 2.0, (total - D) / 2.0)
     a, class_loss = _refine(f, w_plus, w_minus, a)
