@@ -8,6 +8,7 @@ trees learn on bins but store raw thresholds, so prediction never bins. The last
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 MAX_BINS_LIMIT = 255
@@ -66,11 +67,11 @@ class Binner:
         """Bin codes, C-ordered (n_samples, n_features) ``uint8``."""
         X = np.asarray(X, dtype=np.float64)
         out = np.empty(X.shape, dtype=np.uint8)
+        counts = np.array([len(t) for t in self.thresholds_], dtype=np.int64)
+        table = np.full((len(counts), max(int(counts.max(initial=0)), 1)), np.inf)
         for j, thr in enumerate(self.thresholds_):
-            col = X[:, j]
-            codes = np.searchsorted(thr, col, side="left")
-            codes[np.isnan(col)] = self.missing_bin
-            out[:, j] = codes
+            table[j, : len(thr)] = thr
+        _bin_rows(X, table, counts, self.missing_bin, out)
         return out
 
     def fit_transform(self, X: np.ndarray) -> np.ndarray:
@@ -103,3 +104,27 @@ def _feature_thresholds(col: np.ndarray, max_bins: int) -> np.ndarray:
         gap = hi - lo  # overflows for values of opposite sign near the float limit
         mid = np.where(np.isfinite(gap), lo + gap / 2.0, lo / 2.0 + hi / 2.0)
     return np.where(mid < hi, mid, lo)  # adjacent doubles: the midpoint may round up to hi
+
+
+@numba.njit(parallel=True, cache=True)
+def _bin_rows(X, thresholds, counts, missing_bin, out):
+    """``out[r, j]`` = number of feature j's thresholds below ``X[r, j]`` (NaN: missing bin).
+
+    Row by row in parallel, so reads and writes run along memory (a column at a time strides
+    through all of X: MNIST took seconds that way).
+    """
+    n, d = X.shape
+    for r in numba.prange(n):
+        for j in range(d):
+            x = X[r, j]
+            if np.isnan(x):
+                out[r, j] = missing_bin
+                continue
+            lo, hi = 0, counts[j]
+            while lo < hi:  # numpy's searchsorted(side="left")
+                mid = (lo + hi) >> 1
+                if thresholds[j, mid] < x:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            out[r, j] = lo

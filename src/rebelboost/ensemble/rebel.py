@@ -52,7 +52,9 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         'one-point' restricts the similarity search to one-point learners (the paper's ablation).
     scaling : {'standard', 'minmax'} or None, default='standard'
         How features are scaled before distances are taken (similarity learners only):
-        zero mean and unit variance, or [0, 1] ranges, or raw.
+        zero mean and unit variance, or [0, 1] ranges, or raw (best when all features share
+        a unit, such as pixels). Training sets of 10 million entries or more are searched in
+        float32.
     target_loss : 'auto', float or None, default=None
         Stop once the training loss falls below this value ('auto': ``1 / n_samples``, the
         similarity paper's rule, below which the training error is zero); ``n_estimators``
