@@ -10,9 +10,11 @@ from hypothesis import strategies as st
 from rebelboost.learners.similarity import (
     ONE_POINT,
     TWO_POINT,
+    FollowUp,
     SimilarityArrays,
     binarize,
     bound_loss,
+    fit_follow_up,
     fit_similarity,
     refine_step,
 )
@@ -98,9 +100,12 @@ def test_every_iteration_meets_the_guarantee_and_training_error_reaches_zero(see
     H = np.zeros((n, k))
     sq = (X**2).sum(1)
     prev = loss.loss(H)
-    for _ in range(3000):
+    follow_up = None
+    for _ in range(3000):  # as the estimator does: after a constant step, its follow-up
         ch, _ = loss.weights(H)
-        fit = fit_similarity(X, sq, ch)
+        fit = fit_follow_up(follow_up, ch) if follow_up is not None else None
+        fit = fit if fit is not None else fit_similarity(X, sq, ch)
+        follow_up = fit.follow_up
         assert np.allclose(fit.arrays.outputs(X)[:, 0], fit.output)
         assert fit.loss <= fit.bound * (1 + 1e-9)
         H += fit.output[:, None] * fit.vector
@@ -111,6 +116,32 @@ def test_every_iteration_meets_the_guarantee_and_training_error_reaches_zero(see
             break
     assert prev < 1 / n
     assert np.all(H.argmax(1) == y)
+
+
+def test_follow_up_is_the_search_s_best_candidate_for_the_weights_the_constant_leaves():
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((60, 3))
+    y = rng.integers(0, 3, 60)
+    loss = RebelLoss(1 - np.eye(3), y, np.ones(60))
+    H, sq, seen = np.zeros((60, 3)), (X**2).sum(1), 0
+    for _ in range(200):
+        fit = fit_similarity(X, sq, loss.weights(H)[0])
+        H += fit.output[:, None] * fit.vector
+        if fit.follow_up is None:
+            continue
+        assert fit.arrays.kind[0] == 0  # only a constant step has a follow-up
+        after = loss.weights(H)[0]
+        follow = fit_follow_up(fit.follow_up, after)
+        assert follow is not None and follow.arrays.kind[0] != 0
+        # Its stored form reproduces the reused output, and its step is the exact one.
+        assert np.allclose(follow.arrays.outputs(X)[:, 0], follow.output)
+        assert follow.loss <= follow.bound * (1 + 1e-9)
+        assert follow.loss <= float(after.sum()) * (1 - 2 / (3 * 60**2))
+        seen += 1
+    assert seen >= 20
+    # A follow-up that cannot meet the paper's rate is refused (the estimator then searches).
+    useless = FollowUp(ONE_POINT, X[0], 0, np.zeros(3), 1.0, -1, np.zeros(60))
+    assert fit_follow_up(useless, loss.weights(H)[0]) is None
 
 
 def test_one_point_only_mode_uses_no_two_point_learners():

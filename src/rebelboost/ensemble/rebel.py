@@ -21,7 +21,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..binning import Binner
 from ..callbacks import IterationInfo, run_callbacks
 from ..learners.rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
-from ..learners.similarity import SimilarityArrays, fit_similarity, resolve_coincident
+from ..learners.similarity import (
+    SimilarityArrays,
+    fit_follow_up,
+    fit_similarity,
+    resolve_coincident,
+)
 from ..learners.tree import TreeArrays
 from ..losses.rebel import RebelLoss
 from ..search.histogram import HistogramPool, sparse_bins
@@ -461,6 +466,7 @@ class _SimilarityFamily:
         self.X = np.ascontiguousarray((X - offset) / scale, dtype=dtype)
         self.sq_norms = np.einsum("ij,ij->i", self.X, self.X, dtype=np.float64)
         self.one_point_only = model.similarity_mode == "one-point"
+        self.follow_up, self.reuse_search = None, True
         self.codes, changed = resolve_coincident(self.X, codes, model.cost_matrix_, sample_weight)
         model.n_relabeled_ = changed
         if changed:
@@ -475,7 +481,13 @@ class _SimilarityFamily:
         return (X - offset) / scale
 
     def fit(self, channels):
-        fit = fit_similarity(self.X, self.sq_norms, channels, one_point_only=self.one_point_only)
+        """This iteration's learner. After a constant step, the learner its search ranked best
+        for the weights that step leaves is taken without a new search (fit_follow_up)."""
+        fit = fit_follow_up(self.follow_up, channels) if self.follow_up is not None else None
+        if fit is None:
+            fit = fit_similarity(self.X, self.sq_norms, channels,
+                                 one_point_only=self.one_point_only)
+        self.follow_up = fit.follow_up if self.reuse_search else None
         arrays = fit.arrays
         for index, label in ((arrays.first_index, arrays.first_class),
                              (arrays.second_index, arrays.second_class)):

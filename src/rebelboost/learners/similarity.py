@@ -31,6 +31,13 @@ taken on the true weights as before, and if its bound misses the paper's rate
 Measured at 1000 iterations on ``split_spiral(500)``: test error 14.4% -> 6.6% (RBF SVC 3.0%),
 with about 27% of the iterations now spent on the constant learner; with a 2000-iteration cap,
 optdigits 4.62% -> 3.62%, pendigits 2.74% -> 2.40%, satimage 10.80% -> 10.65%.
+
+A constant step's search is not wasted (also ours): the weights it leaves are exactly the
+``V'``, ``T'`` the other candidates were ranked on, so the next iteration takes the best of them
+(:func:`fit_follow_up`: its step only, O(NK)) unless its bound misses the paper's rate there.
+With ~40% of the iterations constant, this saves ~40% of the searches: 2000 iterations took
+26.5 s -> 17.0 s on pendigits and 11.5 s -> 8.4 s on optdigits (one thread), with lower final
+training loss (0.0030 -> 0.0016, 0.042 -> 0.021) and test error 2.20% -> 2.17%, 4.23% -> 3.78%.
 """
 
 from __future__ import annotations
@@ -145,6 +152,20 @@ class SimilarityFit:
     bound: float  # the convexity bound's loss, channels' scale
     loss: float  # exact loss after the refined step, channels' scale
     gains: tuple = ()  # no per-feature attribution for distances
+    follow_up: FollowUp | None = None  # set when the constant won: see fit_follow_up
+
+
+@dataclass
+class FollowUp:
+    """The best non-constant candidate of a search whose constant learner won."""
+
+    kind: int
+    first: np.ndarray
+    first_index: int
+    second: np.ndarray
+    tau: float
+    second_index: int
+    output: np.ndarray  # f on the training rows
 
 
 def bound_loss(total: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -312,7 +333,7 @@ def fit_similarity(
     scale_b = 1.0 / max(float(total_b.sum()), 1e-300)
     scale = 1.0 / max(float(total.sum()), 1e-300)
 
-    by_rank, by_bound = _Best(), _Best()
+    by_rank, by_bound, follow = _Best(), _Best(), _Best()
 
     def consider(kind, second, tau, j, f, D, D_b):
         true = float(bound_loss(total, D))
@@ -320,6 +341,8 @@ def fit_similarity(
         item = (true, kind, second, tau, j, f, D)
         by_rank.offer(score, item)
         by_bound.offer(true, item)
+        if kind != CONSTANT:
+            follow.offer(score, item)
 
     ones = np.ones(n)
     consider(CONSTANT, zeros, 0.0, -1, ones, V.sum(0), None)
@@ -357,18 +380,55 @@ def fit_similarity(
     # The best by rank, unless its bound misses the paper's guaranteed rate: then the lowest
     # true bound, which the isolating learner guarantees meets it.
     best = by_rank.item
-    if best[0] > (1.0 - 2.0 / (k * n * n)) * float(total.sum()):
+    if best[0] > _rate(k, n) * float(total.sum()):
         best = by_bound.item
-    best_loss, kind, second, tau, j, f, D = best
+    true, kind, second, tau, j, f, D = best
+    fit = _finish(kind, x_i, i, second, tau, j, f, D, true, w_plus, w_minus, total)
+    if kind == CONSTANT and follow.item is not None:
+        _, kind, second, tau, j, f, _ = follow.item
+        fit.follow_up = FollowUp(kind, x_i, i, second, tau, j, f)
+    return fit
+
+
+def fit_follow_up(follow_up: FollowUp, channels: np.ndarray) -> SimilarityFit | None:
+    """The learner a constant step's search ranked best for the weights that step leaves.
+
+    Those weights are ``channels`` now (up to scale), so the candidate's output is reused and
+    only its step is computed, in O(NK) instead of a search. None if its bound misses the
+    paper's rate on these weights (then search afresh).
+    """
+    n, k2 = channels.shape
+    k = k2 // 2
+    w_plus, w_minus = channels[:, :k], channels[:, k:]
+    sums = channels.sum(0)
+    total = sums[:k] + sums[k:]
+    D = follow_up.output @ (w_plus - w_minus)
+    true = float(bound_loss(total, D))
+    if not true <= _rate(k, n) * float(total.sum()):
+        return None
+    u = follow_up
+    return _finish(u.kind, u.first, u.first_index, u.second, u.tau, u.second_index, u.output, D,
+                   true, w_plus, w_minus, total)
+
+
+def _rate(k: int, n: int) -> float:
+    """The paper's guaranteed loss ratio per iteration, ``1 - 2 / (K N^2)``."""
+    return 1.0 - 2.0 / (k * n * n)
+
+
+def _finish(kind, x_i, i, second, tau, j, f, D, true, w_plus, w_minus, total) -> SimilarityFit:
+    """The chosen candidate's step (closed-form bound, then Newton) and its stored form."""
     f = np.ascontiguousarray(f)
     a = step_vector((total + D) / 2.0, (total - D) / 2.0)
     a, class_loss = _refine(f, w_plus, w_minus, a)
-    first = np.asarray(x_i, dtype=np.float64) if kind != CONSTANT else zeros
+    d = len(second)
+    first = np.asarray(x_i, dtype=np.float64) if kind != CONSTANT else np.zeros(d)
     arrays = SimilarityArrays(
-        np.array([kind], np.int8), first[None].copy(), second[None].copy(), np.array([tau]),
-        np.array([i if kind != CONSTANT else -1], np.int64), np.array([j], np.int64),
+        np.array([kind], np.int8), first[None].copy(), np.asarray(second, np.float64)[None].copy(),
+        np.array([tau]), np.array([i if kind != CONSTANT else -1], np.int64),
+        np.array([j], np.int64),
     )
-    return SimilarityFit(arrays, f, a, float(best_loss), float(class_loss.sum()))
+    return SimilarityFit(arrays, f, a, float(true), float(class_loss.sum()))
 
 
 def resolve_coincident(X: np.ndarray, codes: np.ndarray, cost_matrix: np.ndarray,
