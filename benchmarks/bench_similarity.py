@@ -101,7 +101,7 @@ def models(cap: int, tune_rows: int):
     }
 
 
-def run(name: str, label: str, make, data) -> dict:
+def run(label: str, make, data) -> dict:
     X, y, X_test, y_test = data
     if label == MLP:
         err, seconds = min(mlp_errors(X, y, X_test, y_test))
@@ -158,7 +158,7 @@ def main() -> None:
         data = load(name)
         for label in chosen:
             with threadpool_limits(1):
-                cell = run(name, label, makers[label], data)
+                cell = run(label, makers[label], data)
             results.setdefault(name, {})[label] = cell
             args.results.write_text(json.dumps(results, indent=1) + "\n")
             line = table({name: {label: cell}}, [label]).splitlines()[-1]

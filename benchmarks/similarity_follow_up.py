@@ -23,13 +23,9 @@ def run(name: str, cap: int, reuse: bool) -> None:
     from rebelboost import RebelClassifier
     from rebelboost.ensemble import rebel
 
-    init = rebel._SimilarityFamily.__init__
-
-    def patched(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        self.reuse_search = reuse
-
-    rebel._SimilarityFamily.__init__ = patched
+    follow_up = rebel.fit_follow_up
+    if not reuse:  # every iteration searches
+        rebel.fit_follow_up = lambda candidate, channels: None
     try:
         if name == "spiral":
             from rebelboost.experiments.spiral import split_spiral
@@ -42,7 +38,7 @@ def run(name: str, cap: int, reuse: bool) -> None:
         model.fit(X, y)
         seconds = time.perf_counter() - start
     finally:
-        rebel._SimilarityFamily.__init__ = init
+        rebel.fit_follow_up = follow_up
     errors = [100 * np.mean(p != y_test) for p in model.staged_predict(X_test)]
     marks = {it: round(float(errors[it - 1]), 2) for it in (250, 500, 1000, 2000, 5000)
              if it <= len(errors)}

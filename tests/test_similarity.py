@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from rebelboost.learners.similarity import (
     ONE_POINT,
     TWO_POINT,
-    FollowUp,
+    Candidate,
     SimilarityArrays,
     binarize,
     bound_loss,
@@ -146,7 +146,7 @@ def test_follow_up_is_the_search_s_best_candidate_for_the_weights_the_constant_l
         seen += 1
     assert seen >= 20
     # A follow-up that cannot meet the paper's rate is refused (the estimator then searches).
-    useless = FollowUp(ONE_POINT, X[0], 0, np.zeros(3), 1.0, -1, np.zeros(60))
+    useless = Candidate(ONE_POINT, X[0], 0, np.zeros(3), 1.0, -1, np.zeros(60))
     assert fit_follow_up(useless, loss.weights(H)[0]) is None
 
 

@@ -466,7 +466,7 @@ class _SimilarityFamily:
         self.X = np.ascontiguousarray((X - offset) / scale, dtype=dtype)
         self.sq_norms = np.einsum("ij,ij->i", self.X, self.X, dtype=np.float64)
         self.one_point_only = model.similarity_mode == "one-point"
-        self.follow_up, self.reuse_search = None, True
+        self.follow_up = None  # see fit
         self.codes, changed = resolve_coincident(self.X, codes, model.cost_matrix_, sample_weight)
         model.n_relabeled_ = changed
         if changed:
@@ -487,7 +487,7 @@ class _SimilarityFamily:
         if fit is None:
             fit = fit_similarity(self.X, self.sq_norms, channels,
                                  one_point_only=self.one_point_only)
-        self.follow_up = fit.follow_up if self.reuse_search else None
+        self.follow_up = fit.follow_up
         arrays = fit.arrays
         for index, label in ((arrays.first_index, arrays.first_class),
                              (arrays.second_index, arrays.second_class)):

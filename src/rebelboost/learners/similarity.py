@@ -153,19 +153,19 @@ class SimilarityFit:
     bound: float  # the convexity bound's loss, channels' scale
     loss: float  # exact loss after the refined step, channels' scale
     gains: tuple = ()  # no per-feature attribution for distances
-    follow_up: FollowUp | None = None  # set when the constant won: see fit_follow_up
+    follow_up: Candidate | None = None  # set when the constant won: see fit_follow_up
 
 
 @dataclass
-class FollowUp:
-    """The best non-constant candidate of a search whose constant learner won."""
+class Candidate:
+    """A learner the search considers, before its step."""
 
     kind: int
-    first: np.ndarray
-    first_index: int
-    second: np.ndarray
+    first: np.ndarray  # x_i (zeros for the constant learner)
+    first_index: int  # -1: none
+    second: np.ndarray  # x_j (zeros unless two-point)
     tau: float
-    second_index: int
+    second_index: int  # -1: none
     output: np.ndarray  # f on the training rows
 
 
@@ -318,13 +318,9 @@ def fit_similarity(
     on the training rows and the two then alternate for hundreds of iterations (pendigits,
     2000 rows: training error 55% after 100 iterations with 6 radii, 3% with none).
     """
-    n, k2 = channels.shape
-    k = k2 // 2
-    w_plus, w_minus = channels[:, :k], channels[:, k:]
-    sums = channels.sum(0)
-    total = sums[:k] + sums[k:]
-    d = X.shape[1]
-    zeros = np.zeros(d)
+    n, k = channels.shape[0], channels.shape[1] // 2
+    w_plus, w_minus, sums, total = _split(channels)
+    zeros = np.zeros(X.shape[1])
 
     # The weights after the constant learner's exact step: non-constant candidates are ranked on
     # these, so that none is credited with the gain of a mere bias (see the module docstring).
@@ -336,18 +332,15 @@ def fit_similarity(
 
     by_rank, by_bound, follow = _Best(), _Best(), _Best()
 
-    def consider(kind, second, tau, j, f, D, D_b):
+    def consider(c: Candidate, D, D_b):
         true = float(bound_loss(total, D))
-        score = true * scale if kind == CONSTANT else float(bound_loss(total_b, D_b)) * scale_b
-        item = (true, kind, second, tau, j, f, D)
-        by_rank.offer(score, item)
-        by_bound.offer(true, item)
-        if kind != CONSTANT:
-            follow.offer(score, item)
+        score = true * scale if c.kind == CONSTANT else float(bound_loss(total_b, D_b)) * scale_b
+        by_rank.offer(score, (true, c, D))
+        by_bound.offer(true, (true, c, D))
+        if c.kind != CONSTANT:
+            follow.offer(score, c)
 
-    ones = np.ones(n)
-    consider(CONSTANT, zeros, 0.0, -1, ones, V.sum(0), None)
-    i, x_i = -1, zeros
+    consider(Candidate(CONSTANT, zeros, -1, zeros, 0.0, -1, np.ones(n)), V.sum(0), None)
 
     if n >= 2:
         i = int(np.argmin(iso))
@@ -369,47 +362,46 @@ def fit_similarity(
             taus = {nearest / 16.0} | {r / 2.0 for r in radii if r > 0}
             for tau in sorted(taus):
                 f = (tau - dist_i) / (tau + dist_i)
-                consider(ONE_POINT, zeros, tau, -1, f, f @ V, f @ V_b)
+                consider(Candidate(ONE_POINT, x_i, i, zeros, tau, -1, f), f @ V, f @ V_b)
 
         if not one_point_only:
             groups = binarize(V, total)
             active = (groups == -groups[i]) & np.isfinite(dist) & (dist > 0)
             for j, f, D, D_b in two_point_candidates(X, sq_norms, i, gi, dist, active, (V, V_b),
                                                      max_candidates, batch):
-                consider(TWO_POINT, X[j].astype(np.float64), 0.0, j, f, D, D_b)
+                consider(Candidate(TWO_POINT, x_i, i, X[j], 0.0, j, f), D, D_b)
 
     # The best by rank, unless its bound misses the paper's guaranteed rate: then the lowest
     # true bound, which the isolating learner guarantees meets it.
-    best = by_rank.item
-    if best[0] > _rate(k, n) * float(total.sum()):
-        best = by_bound.item
-    true, kind, second, tau, j, f, D = best
-    fit = _finish(kind, x_i, i, second, tau, j, f, D, true, w_plus, w_minus, total)
-    if kind == CONSTANT and follow.item is not None:
-        _, kind, second, tau, j, f, _ = follow.item
-        fit.follow_up = FollowUp(kind, x_i, i, second, tau, j, f)
+    true, best, D = by_rank.item
+    if true > _rate(k, n) * float(total.sum()):
+        true, best, D = by_bound.item
+    fit = _finish(best, D, true, w_plus, w_minus, total)
+    if best.kind == CONSTANT:
+        fit.follow_up = follow.item
     return fit
 
 
-def fit_follow_up(follow_up: FollowUp, channels: np.ndarray) -> SimilarityFit | None:
+def fit_follow_up(follow_up: Candidate, channels: np.ndarray) -> SimilarityFit | None:
     """The learner a constant step's search ranked best for the weights that step leaves.
 
     Those weights are ``channels`` now (up to scale), so the candidate's output is reused and
     only its step is computed, in O(NK) instead of a search. None if its bound misses the
     paper's rate on these weights (then search afresh).
     """
-    n, k2 = channels.shape
-    k = k2 // 2
-    w_plus, w_minus = channels[:, :k], channels[:, k:]
-    sums = channels.sum(0)
-    total = sums[:k] + sums[k:]
+    w_plus, w_minus, _, total = _split(channels)
     D = follow_up.output @ (w_plus - w_minus)
     true = float(bound_loss(total, D))
-    if not true <= _rate(k, n) * float(total.sum()):
+    if not true <= _rate(len(total), len(channels)) * float(total.sum()):
         return None
-    u = follow_up
-    return _finish(u.kind, u.first, u.first_index, u.second, u.tau, u.second_index, u.output, D,
-                   true, w_plus, w_minus, total)
+    return _finish(follow_up, D, true, w_plus, w_minus, total)
+
+
+def _split(channels: np.ndarray):
+    """``w+``, ``w-`` (views), the per-channel sums and the per-class totals ``T``."""
+    k = channels.shape[1] // 2
+    sums = channels.sum(0)
+    return channels[:, :k], channels[:, k:], sums, sums[:k] + sums[k:]
 
 
 def _rate(k: int, n: int) -> float:
@@ -417,17 +409,15 @@ def _rate(k: int, n: int) -> float:
     return 1.0 - 2.0 / (k * n * n)
 
 
-def _finish(kind, x_i, i, second, tau, j, f, D, true, w_plus, w_minus, total) -> SimilarityFit:
+def _finish(c: Candidate, D, true, w_plus, w_minus, total) -> SimilarityFit:
     """The chosen candidate's step (closed-form bound, then Newton) and its stored form."""
-    f = np.ascontiguousarray(f)
+    f = np.ascontiguousarray(c.output)
     a = step_vector((total + D) / 2.0, (total - D) / 2.0)
     a, class_loss = _refine(f, w_plus, w_minus, a)
-    d = len(second)
-    first = np.asarray(x_i, dtype=np.float64) if kind != CONSTANT else np.zeros(d)
     arrays = SimilarityArrays(
-        np.array([kind], np.int8), first[None].copy(), np.asarray(second, np.float64)[None].copy(),
-        np.array([tau]), np.array([i if kind != CONSTANT else -1], np.int64),
-        np.array([j], np.int64),
+        np.array([c.kind], np.int8), np.asarray(c.first, np.float64)[None].copy(),
+        np.asarray(c.second, np.float64)[None].copy(), np.array([c.tau]),
+        np.array([c.first_index], np.int64), np.array([c.second_index], np.int64),
     )
     return SimilarityFit(arrays, f, a, float(true), float(class_loss.sum()))
 
