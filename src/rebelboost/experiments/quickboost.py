@@ -6,7 +6,9 @@ row x feature histogram updates (``histogram_updates_``) and the wall time betwe
 iterations. The models must be bit-identical. The thesis reports about an order of magnitude
 less computation for binary AdaBoost (fig. 3.6; 8-16x less to reach the best test error,
 fig. 3.8); for REBEL's multi-class score far fewer features can be pruned, so the ratio here
-is reported, not claimed.
+is reported, not claimed. The features that survive the prefixes are rebuilt over all rows by
+the exhaustive search's own kernel (that is what keeps the models identical), so the ratio
+exceeds 1 when little is pruned.
 """
 
 from __future__ import annotations
@@ -105,9 +107,9 @@ def run(out_dir: Path, quick: bool = False, echo=print) -> ExperimentResult:
         writer.writeheader()
         writer.writerows(records)
     table = (
-        "QuickBoost / exhaustive histogram updates (work ratio; 1 = no saving) and median wall "
-        "time per iteration, one thread. Thesis (binary AdaBoost, ch. 3): about 0.1, an order "
-        "of magnitude less computation.\n\n"
+        "QuickBoost / exhaustive histogram updates (work ratio; 1 = no saving, above 1 a "
+        "loss) and median wall time per iteration, one thread. Thesis (binary AdaBoost, "
+        "ch. 3): about 0.1, an order of magnitude less computation.\n\n"
         + _markdown(["data set", "N x d, K", "learner", "iterations", "identical model",
                      "work ratio, first 10%", "work ratio, last half", "work ratio, all",
                      "ms/iteration exhaustive", "ms/iteration QuickBoost"],
@@ -124,8 +126,10 @@ def run(out_dir: Path, quick: bool = False, echo=print) -> ExperimentResult:
     claims = {
         "QuickBoost trains bit-identical models (steps, trees, losses, predictions)":
             all(r["identical"] for r in records),
-        "QuickBoost never does more histogram work than exhaustive search in any iteration":
-            all(r["max_work_ratio"] <= 1.0 for r in records),
+        # The prefixes only bound and the survivors are rebuilt over all rows, so a feature
+        # costs at most twice its exhaustive pass.
+        "QuickBoost never does more than twice the histogram work of exhaustive search":
+            all(r["max_work_ratio"] <= 2.0 for r in records),
     }
     return ExperimentResult("quickboost", [png, md_path, csv_path], table, claims)
 

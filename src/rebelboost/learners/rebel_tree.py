@@ -7,13 +7,14 @@ a sample costs ``g+ = <w+, e^a> + <w-, e^-a>`` if its leaf emits +1 and
 and its children take their cheaper sign. Then ``a`` is re-solved in closed form. Neither move
 can raise the loss.
 
-Every node searches its own rows in QuickBoost's visiting order (heaviest chunks first, by the
-sum of the node's channels: ``w+, w-`` at the root, ``g+, g-`` below), with QuickBoost pruning
-(``quickboost=True``) or exhaustively. Both accumulate the same rows in the same order (and,
-with sparse bins, fill the default bins the same way), so they grow the same tree bit for bit;
-the exhaustive path is the reference. A layer node builds its two-channel histogram directly
-from its rows (for K > 1 that is cheaper than a 2K-channel child histogram, and pruned features
-would have none to subtract from anyway).
+Rows carry the label of their node (``node_of_row``), and each layer's histograms come from one
+pass over the feature-major bins (:func:`~rebelboost.search.columns.column_histograms`), every
+node's sums accumulated by increasing row. With ``quickboost=True`` each node's search prunes
+features on prefixes of its rows (heaviest chunks first) and finishes only the survivors, with
+the same column kernel; so both grow the same tree bit for bit, and the exhaustive path is the
+reference. A layer node builds its two-channel histogram directly from its rows (for K > 1 that
+is cheaper than a 2K-channel child histogram, and pruned features would have none to subtract
+from anyway).
 """
 
 from __future__ import annotations
@@ -24,10 +25,20 @@ import numpy as np
 
 from ..binning import Binner
 from ..losses.rebel import binary_sums, step_loss, step_vector
-from ..search.histogram import HistogramPool, SparseBins, partition_rows
+from ..search.columns import (
+    BinColumns,
+    bin_columns,
+    column_histograms,
+    node_totals,
+    split_node,
+)
+from ..search.histogram import HistogramPool, SparseBins
 from ..search.quickboost import quickboost_split, visiting_order
-from ..search.splits import is_better, rebel_score, sign_cost_score
+from ..search.splits import Split, best_split, is_better, rebel_score, sign_cost_score
 from .tree import TreeArrays
+
+# Largest layer histogram built in one pass (bytes); a layer with more nodes takes several.
+_LAYER_BYTES = 1 << 28
 
 
 @dataclass
@@ -45,8 +56,7 @@ class FittedLearner:
 @dataclass
 class _Leaf:
     node: int
-    rows: np.ndarray
-    sums: np.ndarray  # 2K channel sums over rows
+    sums: np.ndarray  # 2K channel sums over its rows
     sign: float
 
 
@@ -75,18 +85,23 @@ def grow_rebel_tree(
     binner: Binner,
     max_depth: int,
     quickboost: bool = False,
+    columns: BinColumns | None = None,
     sparse: SparseBins | None = None,
     pool: HistogramPool | None = None,
 ) -> FittedLearner | None:
     """Fit a depth-``max_depth`` tree and its step vector; None if no feature can split.
 
-    ``quickboost`` prunes features in each node's search; the tree is the same either way.
-    ``sparse`` (:func:`~rebelboost.search.histogram.sparse_bins` of ``bins``) skips the rows
-    in each feature's most frequent bin; ``pool`` lends histogram buffers (pass the same one
-    every iteration).
+    ``columns`` (:func:`~rebelboost.search.columns.bin_columns` of ``bins``; built here when
+    not given) holds the bins the histograms are built from. ``quickboost`` prunes features in
+    each node's search; the tree is the same either way. ``sparse``
+    (:func:`~rebelboost.search.histogram.sparse_bins` of ``bins``) speeds up QuickBoost's
+    prefixes on sparse data; ``pool`` lends histogram buffers (pass the same one every
+    iteration).
     """
     n_samples, n_channels = channels.shape
     n_classes = n_channels // 2
+    if columns is None:
+        columns = bin_columns(bins)
     nvb, has_missing = binner.n_value_bins_, binner.has_missing_
     missing_bin, n_bins_total = binner.missing_bin, binner.n_bins_total
     n_internal = 2**max_depth - 1
@@ -94,64 +109,87 @@ def grow_rebel_tree(
     threshold = np.zeros(n_internal)
     missing_left = np.zeros(n_internal, bool)
     gains: list[tuple[int, float]] = []
-
-    def record(node: int, f: int, b: int, m_left: bool, left_sums, right_sums) -> None:
-        if not has_missing[f]:  # unseen NaN follows the heavier side
-            m_left = bool(left_sums.sum() >= right_sums.sum())
-        feature[node], threshold[node], missing_left[node] = f, binner.threshold(f, b), m_left
-
     updates = 0
+    node_of_row = np.zeros(n_samples, dtype=np.int32)  # heap order: j's children 2j+1, 2j+2
 
-    def search(node_channels, rows, score):
-        """Best split of ``rows`` and those rows split by it (or None)."""
+    def search_layer(layer_channels, first: int, searched: list[int], score) -> dict:
+        """Best split of each node ``first + i`` in ``searched`` (None: none possible)."""
         nonlocal updates
-        rows, ends = visiting_order(node_channels, rows)
-        result = quickboost_split(bins, node_channels, rows, nvb, has_missing, missing_bin,
-                                  n_bins_total, score, prune=quickboost, sparse=sparse,
-                                  ends=ends, pool=pool)
-        updates += result.histogram_updates
-        split = result.split
-        if split is None:
-            return None, None, None
-        return split, *partition_rows(rows, bins, split.feature, split.bin, missing_bin,
-                                      split.missing_left)
+        n_features = bins.shape[1]
+        if quickboost:
+            found = {}
+            for node in searched:
+                local = node_of_row - node  # this node's rows are 0
+                rows, ends = visiting_order(layer_channels, np.flatnonzero(local == 0))
 
-    split, left_rows, right_rows = search(channels, np.arange(n_samples, dtype=np.intp),
-                                          rebel_score)
+                def full_histogram(features, local=local):
+                    return column_histograms(columns, layer_channels, local, 1, n_bins_total,
+                                             features, pool)[0][0]
+
+                result = quickboost_split(bins, layer_channels, rows, nvb, has_missing,
+                                          missing_bin, n_bins_total, score, full_histogram,
+                                          sparse=sparse, ends=ends, pool=pool)
+                updates += result.histogram_updates
+                found[node] = result.split
+            return found
+        n_nodes = searched[-1] - first + 1
+        per_node = n_features * n_bins_total * layer_channels.shape[1] * 8
+        batch = max(1, _LAYER_BYTES // per_node)
+        found = {}
+        for b0 in range(0, n_nodes, batch):  # one pass over the data per batch of nodes
+            hist, totals = column_histograms(columns, layer_channels, node_of_row - (first + b0),
+                                             min(batch, n_nodes - b0), n_bins_total, pool=pool)
+            for node in searched:
+                i = node - first - b0
+                if 0 <= i < hist.shape[0]:
+                    found[node] = best_split(hist[i], nvb, has_missing, missing_bin, score)
+                    updates += n_features * _count(node_of_row, node)
+        return found
+
+    def apply(node: int, split: Split) -> tuple[np.ndarray, np.ndarray]:
+        """Record ``split`` at ``node``, send its rows to the children; the children's sums."""
+        f, b = split.feature, split.bin
+        left, right = 2 * node + 1, 2 * node + 2
+        split_node(columns, node_of_row, node, f, b, missing_bin, split.missing_left, left, right)
+        sums = node_totals(channels, node_of_row - left, 2)
+        m_left = split.missing_left
+        if not has_missing[f]:  # unseen NaN follows the heavier side
+            m_left = bool(sums[0].sum() >= sums[1].sum())
+        feature[node], threshold[node], missing_left[node] = f, binner.threshold(f, b), m_left
+        return sums[0], sums[1]
+
+    split = search_layer(channels, 0, [0], rebel_score)[0]
     if split is None:
         return None
     total = channels.sum(axis=0)
-    left_sums, right_sums = channels[left_rows].sum(axis=0), channels[right_rows].sum(axis=0)
-    record(0, split.feature, split.bin, split.missing_left, left_sums, right_sums)
+    left_sums, right_sums = apply(0, split)
     gains.append((split.feature, float(total.sum() - 2.0 * split.score)))
     s_plus, s_minus = binary_sums(right_sums, left_sums, n_classes)
     a = step_vector(s_plus, s_minus)
-    frontier = [_Leaf(1, left_rows, left_sums, -1.0), _Leaf(2, right_rows, right_sums, 1.0)]
+    frontier = [_Leaf(1, left_sums, -1.0), _Leaf(2, right_sums, 1.0)]
 
-    for _ in range(1, max_depth):
+    for depth in range(1, max_depth):
         exp_a = np.exp(a)
         g = _project(channels, exp_a)  # per-sample (g+, g-) of this layer
+        first = 2**depth - 1
+        counts = np.bincount(node_of_row - first, minlength=len(frontier))
+        searched = [leaf.node for leaf in frontier if counts[leaf.node - first] > 1]
+        found = search_layer(g, first, searched, sign_cost_score) if searched else {}
         next_frontier: list[_Leaf] = []
         for leaf in frontier:
-            g_total = _project(leaf.sums, exp_a)
-            no_split = float(g_total.min())
-            split = None
-            if len(leaf.rows) > 1:
-                split, lrows, rrows = search(g, leaf.rows, sign_cost_score)
+            no_split = float(_project(leaf.sums, exp_a).min())
+            split = found.get(leaf.node)
+            left, right = 2 * leaf.node + 1, 2 * leaf.node + 2
             if split is not None and is_better(split.score, no_split):
-                lsum, rsum = channels[lrows].sum(axis=0), channels[rrows].sum(axis=0)
-                record(leaf.node, split.feature, split.bin, split.missing_left, lsum, rsum)
+                lsum, rsum = apply(leaf.node, split)
                 gains.append((split.feature, no_split - split.score))
-                children = (
-                    _Leaf(2 * leaf.node + 1, lrows, lsum, _cheaper_sign(lsum, exp_a)),
-                    _Leaf(2 * leaf.node + 2, rrows, rsum, _cheaper_sign(rsum, exp_a)),
-                )
+                children = (_Leaf(left, lsum, _cheaper_sign(lsum, exp_a)),
+                            _Leaf(right, rsum, _cheaper_sign(rsum, exp_a)))
             else:
                 sign = _cheaper_sign(leaf.sums, exp_a)  # a has moved: the other sign may win now
-                children = (
-                    _Leaf(2 * leaf.node + 1, leaf.rows, leaf.sums, sign),
-                    _Leaf(2 * leaf.node + 2, leaf.rows[:0], np.zeros_like(leaf.sums), sign),
-                )
+                node_of_row[node_of_row == leaf.node] = left
+                children = (_Leaf(left, leaf.sums, sign),
+                            _Leaf(right, np.zeros_like(leaf.sums), sign))
             next_frontier.extend(children)
         frontier = next_frontier
         plus = sum(leaf.sums for leaf in frontier if leaf.sign > 0)
@@ -161,13 +199,16 @@ def grow_rebel_tree(
         )
         a = step_vector(s_plus, s_minus)
 
-    leaf_value = np.empty(2**max_depth)
-    output = np.empty(n_samples)
+    leaf_value = np.zeros(2**max_depth)
     for leaf in frontier:
         leaf_value[leaf.node - n_internal] = leaf.sign
-        output[leaf.rows] = leaf.sign
+    output = leaf_value[node_of_row - n_internal]
     tree = TreeArrays(feature[None], threshold[None], missing_left[None], leaf_value[None])
     return FittedLearner(tree, output, a, step_loss(s_plus, s_minus, a), gains, updates)
+
+
+def _count(node_of_row: np.ndarray, node: int) -> int:
+    return int(np.count_nonzero(node_of_row == node))
 
 
 def _cheaper_sign(sums: np.ndarray, exp_a: np.ndarray) -> float:

@@ -29,7 +29,7 @@ How the kernel is fast (measured on MNIST, 60,000 x 784 bins, 20 channels, 2 cor
   in cache; the ``(feature, bin, channel)`` output layout would put them 40 KB apart. The scratch
   is copied into the output at the end.
 * The per-row channel vector is added with fixed-width SIMD loads, adds and stores
-  (:func:`_add_row`) when the channel count is a compile-time constant; numba's loop over a
+  (``add_row``) when the channel count is a compile-time constant; numba's loop over a
   run-time channel count compiles to vector code wrapped in trip-count checks and remainder loops,
   about 1.6x slower here. Each channel count gets its own compiled kernel (compiled once, cached
   on disk), so small problems (tests, tiny data) take the generic kernel and never pay for that.
@@ -46,9 +46,8 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba.core import cgutils, errors, types
-from numba.extending import intrinsic
+
+from ._intrinsics import add_row, prefetch
 
 # Largest scratch histogram (bytes) one parallel task may use; beyond it the features are split
 # into more tasks than threads.
@@ -164,12 +163,16 @@ class HistogramPool:
 
     def zeros(self, shape: tuple[int, ...]) -> np.ndarray:
         """The buffer of this shape, filled with zeros."""
+        buffer = self.empty(shape)
+        buffer.fill(0.0)
+        return buffer
+
+    def empty(self, shape: tuple[int, ...]) -> np.ndarray:
+        """The buffer of this shape, holding whatever its last user left there."""
         shape = tuple(int(s) for s in shape)
         buffer = self._buffers.get(shape)
         if buffer is None:
             buffer = self._buffers[shape] = np.zeros(shape)
-        else:
-            buffer.fill(0.0)
         return buffer
 
 
@@ -319,58 +322,6 @@ def _run_sparse(sparse, channels, rows, r0, r1, hist, by_position) -> None:
            by_position, width)
 
 
-@intrinsic
-def _add_row(typingctx, dst, dst_start, src, src_start, width):
-    """``dst[dst_start + c] += src[src_start + c]`` for ``c < len(width)``, unrolled.
-
-    Emits <4 x double> (then <2 x double>, then scalar) loads, adds and stores: IEEE addition
-    lane by lane, the same bits as the scalar loop. No bounds checks (like numba's indexing).
-    """
-    if not isinstance(width, (types.UniTuple, types.Tuple)):
-        raise errors.TypingError("width must be a tuple whose length is the channel count")
-    count = len(width)
-    sig = types.void(dst, dst_start, src, src_start, width)
-
-    def codegen(context, builder, signature, args):
-        dst_arr = context.make_array(signature.args[0])(context, builder, args[0])
-        src_arr = context.make_array(signature.args[2])(context, builder, args[2])
-        dst_ptr = builder.gep(dst_arr.data, [args[1]], inbounds=True)
-        src_ptr = builder.gep(src_arr.data, [args[3]], inbounds=True)
-        done = 0
-        for lanes in (4, 2, 1):
-            vec = ir.VectorType(ir.DoubleType(), lanes) if lanes > 1 else ir.DoubleType()
-            while count - done >= lanes:
-                offset = [ir.Constant(ir.IntType(64), done)]
-                d = builder.bitcast(builder.gep(dst_ptr, offset, inbounds=True), vec.as_pointer())
-                s = builder.bitcast(builder.gep(src_ptr, offset, inbounds=True), vec.as_pointer())
-                total = builder.fadd(builder.load(d, align=8), builder.load(s, align=8))
-                builder.store(total, d, align=8)
-                done += lanes
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@intrinsic
-def _prefetch(typingctx, array, index):
-    """Hint the CPU to fetch ``array[index]`` into cache (a no-op for the program's results)."""
-    sig = types.void(array, index)
-
-    def codegen(context, builder, signature, args):
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        byte_ptr = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]),
-            "llvm.prefetch.p0",
-        )
-        ptr = builder.bitcast(builder.gep(data, [args[1]], inbounds=True), byte_ptr)
-        builder.call(fn, [ptr, i32(0), i32(3), i32(1)])  # read, keep in all levels, data
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
 @numba.njit(cache=True, nogil=True, inline="always")
 def _accumulate_block(
     bins, channels, n_channels, rows, r0, r1, features, j0, nf, hist, by_position, fresh, width,
@@ -409,7 +360,7 @@ def _accumulate_block(
                 for c in range(n_channels):
                     scratch[at + c] += channels[src + c]
             else:
-                _add_row(scratch, at, channels, src, width)
+                add_row(scratch, at, channels, src, width)
     for j in range(nf):
         f = features[j0 + j]
         for b in range(n_bins_total):
@@ -463,8 +414,8 @@ def _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist
     for r in range(r0, r1):
         if r + _PREFETCH_ROWS < r1:
             ahead = rows[r + _PREFETCH_ROWS]
-            _prefetch(entries, indptr[blk, ahead])
-            _prefetch(channels, (r + _PREFETCH_ROWS if by_position else ahead) * n_channels)
+            prefetch(entries, indptr[blk, ahead])
+            prefetch(channels, (r + _PREFETCH_ROWS if by_position else ahead) * n_channels)
         i = rows[r]
         src = (r if by_position else i) * n_channels
         for e in range(indptr[blk, i], indptr[blk, i + 1]):
@@ -474,7 +425,7 @@ def _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist
                 for c in range(n_channels):
                     flat[at + c] += channels[src + c]
             else:
-                _add_row(flat, at, channels, src, width)
+                add_row(flat, at, channels, src, width)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

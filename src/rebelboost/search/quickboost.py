@@ -18,41 +18,28 @@ the prefix grows and it equals the full best when every row is in. Being nearly 
 unseen rows split like the seen ones, it lets a small first prefix prune most features.
 
 The bound is applied with a margin for rounding (:func:`rounding_slack`) and with the tie rule
-of :func:`~rebelboost.search.splits.pick_split` (lowest index among near-equal scores), so the
-result equals the exhaustive search over a histogram built in the same row order, bit for bit:
-the surviving features accumulate the same additions per (feature, bin) in the same order and
-are scanned by the same code.
+of :func:`~rebelboost.search.splits.pick_split` (lowest index among near-equal scores). The
+prefixes only bound; every feature that is not pruned is scored on its exact full histogram,
+which the caller supplies (``full_histogram``: in the trees, the same column kernel the
+exhaustive search uses, which builds each feature the same way whatever others come along). So
+the result equals the exhaustive search bit for bit.
 
-Layout: the prefix of all features; then the most promising features (one per thread) run to
-the end and set the incumbent; then the other survivors grow together, one row-major pass over
-each step's rows (the same parallel kernel as the exhaustive histogram), pruned between steps.
+Layout: the prefix of all features; then the most promising features (one per thread) are
+finished and set the incumbent; then the other survivors grow together, one row-major pass over
+each step's rows, pruned between steps; the last step's survivors are finished.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numba
 import numpy as np
 
-from .histogram import (
-    HistogramPool,
-    SparseBins,
-    accumulate_histogram,
-    build_histogram,
-    fill_default_bins,
-    node_totals,
-)
-from .splits import (
-    TIE_RTOL,
-    Split,
-    best_split,
-    pick_split,
-    rebel_score,
-    scan_feature,
-    sign_cost_score,
-)
+from .histogram import HistogramPool, SparseBins, accumulate_histogram, fill_default_bins
+from .splits import TIE_RTOL, Split, pick_split, rebel_score, scan_feature, sign_cost_score
 
 _UNIT_ROUNDOFF = 2.0**-53
 # Below this many row x feature updates a node runs its kernels on one thread: launching a
@@ -237,29 +224,27 @@ def quickboost_split(
     missing_bin: int,
     n_bins_total: int,
     score,
+    full_histogram: Callable[[np.ndarray], np.ndarray],
     *,
-    prune: bool = True,
     first_mass: float = 0.9,
     n_steps: int = 20,
     sparse: SparseBins | None = None,
     ends: np.ndarray | None = None,
     pool: HistogramPool | None = None,
 ) -> SearchResult:
-    """Best split of the node ``rows``, accumulated in the given order.
+    """Best split of the node ``rows``: ``best_split(full_histogram(all features), ...)``, exactly.
 
-    Pass the rows and prefix ``ends`` of :func:`visiting_order` (without ``ends`` the schedule
-    is cut from the given order, which should then be heaviest first). Equals
-    ``best_split(build_histogram(bins, channels, rows, n_bins_total, sparse), ...)`` exactly.
-    With ``prune=False`` it is that exhaustive search (one histogram over all rows). ``pool``
-    lends the histogram buffer.
+    ``full_histogram(features)`` returns a (n_features, n_bins_total, C) histogram of the node
+    whose listed features are exact (the others may hold anything); it is called for the few
+    features that reach the end (:func:`~rebelboost.search.columns.column_histograms` builds
+    each feature the same way whichever others come along). The bounds come from prefixes of
+    ``rows`` accumulated here: pass the rows and prefix ``ends`` of :func:`visiting_order`
+    (without ``ends`` the schedule is cut from the given order, which should then be heaviest
+    first). ``sparse`` (:func:`~rebelboost.search.histogram.sparse_bins` of ``bins``) speeds up
+    the prefixes of sparse data; ``pool`` lends their buffer.
     """
     rows = np.ascontiguousarray(rows, dtype=np.intp)
     n_features = bins.shape[1]
-    if not prune:
-        hist = build_histogram(bins, channels, rows, n_bins_total, sparse, pool)
-        split = best_split(hist, n_value_bins, has_missing, missing_bin, score)
-        return SearchResult(split, len(rows) * n_features)
-
     bound = bound_for(score)
     ch = np.ascontiguousarray(channels[rows])
     n_rows, n_channels = ch.shape
@@ -272,54 +257,54 @@ def quickboost_split(
     # unseen[i]: channel totals of the rows after prefix end ``ends[i]``.
     seen = np.concatenate([np.zeros((1, n_channels)), np.cumsum(ch, axis=0)])[ends]
     unseen = np.maximum(seen[-1] - seen, 0.0)
-    unseen[-1] = 0.0
     # Features without a candidate split score inf whatever the rows: never touch them.
     candidates = np.flatnonzero((n_value_bins >= 2) | (has_missing & (n_value_bins >= 1)))
     if len(candidates) == 0:
         return SearchResult(None, 0)
-    shape = (n_features, n_bins_total, n_channels)
-    hist = np.zeros(shape) if pool is None else pool.zeros(shape)
     best_score = np.full(n_features, np.inf)
     best_bin = np.zeros(n_features, dtype=np.int32)
     best_ml = np.zeros(n_features, dtype=np.bool_)
     args = (n_value_bins, has_missing, missing_bin, score)
     k = _SERIAL if n_rows * len(candidates) < SERIAL_WORK else _PARALLEL
+
+    def finish(features) -> None:
+        """Score ``features`` on their exact full histograms."""
+        best = k.scan(full_histogram(features), features, *args)
+        best_score[features], best_bin[features], best_ml[features] = best
+
+    if len(ends) == 1:  # the first prefix already holds every row
+        finish(candidates)
+        return SearchResult(pick_split(best_score, best_bin, best_ml), n_rows * len(candidates))
+
+    # 1. The heaviest prefix, every feature: a bound for each.
+    shape = (n_features, n_bins_total, n_channels)
+    hist = np.zeros(shape) if pool is None else pool.zeros(shape)
     bound_args = (n_value_bins, has_missing, missing_bin, bound)
-    total = node_totals(ch)  # as build_histogram computes it: the same default bins
-
-    def fill(features, totals):
-        if sparse is not None:
-            fill_default_bins(hist, features, sparse.default_bin, totals)
-
-    # 1. The heaviest prefix, every feature.
     if sparse is not None and k is _PARALLEL:  # the row-wise layout: all features at once
         accumulate_histogram(bins, rows, ch, 0, int(ends[0]), None, hist, sparse)
     else:
         _accumulate_range(k, bins, rows, ch, 0, ends[0], candidates, hist, sparse)
     updates = int(ends[0]) * len(candidates)
-    if ends[0] == n_rows:  # the prefix already holds every row
-        fill(candidates, total)
-        best = k.scan(hist, candidates, *args)
-        best_score[candidates], best_bin[candidates], best_ml[candidates] = best
-        return SearchResult(pick_split(best_score, best_bin, best_ml), updates)
-    fill(candidates, seen[0])
-    prelim = k.bound(hist, candidates, *bound_args, unseen[0])
+
+    def prefix_bounds(features, step) -> np.ndarray:
+        if sparse is not None:
+            fill_default_bins(hist, features, sparse.default_bin, seen[step])
+        return k.bound(hist, features, *bound_args, unseen[step])
+
+    prelim = prefix_bounds(candidates, 0)
     order = np.argsort(prelim, kind="stable")
     queue, prelim = candidates[order], prelim[order]
 
-    # 2. The most promising features run to the end and set the incumbent.
+    # 2. The most promising features (one per thread) are finished and set the incumbent.
     n_lead = 1 if k is _SERIAL else max(1, numba.get_num_threads())
     lead = queue[:n_lead]
-    _accumulate_range(k, bins, rows, ch, ends[0], n_rows, lead, hist, sparse)
-    updates += (n_rows - int(ends[0])) * len(lead)
-    fill(lead, total)
-    best = k.scan(hist, lead, *args)
-    best_score[lead], best_bin[lead], best_ml[lead] = best
-    incumbent = best[0].min()
-    incumbent_f = int(lead[best[0] == incumbent].min())
+    finish(lead)
+    updates += n_rows * len(lead)
+    incumbent = best_score[lead].min()
+    incumbent_f = int(lead[best_score[lead] == incumbent].min())
 
     # 3. Everyone else grows step by step, all together (one pass over each step's rows),
-    #    dropped as soon as the bound allows.
+    #    dropped as soon as the bound allows; the survivors of the last step are finished.
     alive, prelim = queue[n_lead:], prelim[n_lead:]
     last = len(ends) - 1
     for step in range(last):
@@ -327,14 +312,13 @@ def quickboost_split(
         alive, prelim = alive[keep], prelim[keep]
         if len(alive) == 0:
             break
-        _accumulate_range(k, bins, rows, ch, ends[step], ends[step + 1], alive, hist, sparse)
-        updates += int(ends[step + 1] - ends[step]) * len(alive)
         if step + 1 < last:
-            fill(alive, seen[step + 1])
-            prelim = k.bound(hist, alive, *bound_args, unseen[step + 1])
+            _accumulate_range(k, bins, rows, ch, ends[step], ends[step + 1], alive, hist, sparse)
+            updates += int(ends[step + 1] - ends[step]) * len(alive)
+            prelim = prefix_bounds(alive, step + 1)
         else:
-            fill(alive, total)
-            best_score[alive], best_bin[alive], best_ml[alive] = k.scan(hist, alive, *args)
+            finish(alive)
+            updates += n_rows * len(alive)
     return SearchResult(pick_split(best_score, best_bin, best_ml), updates)
 
 
