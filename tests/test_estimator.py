@@ -119,6 +119,26 @@ def test_n_jobs_does_not_change_the_model(blobs):
     assert np.array_equal(a.decision_function(X), b.decision_function(X))
 
 
+@pytest.mark.parametrize("weak_learner, inside", [("tree", 1), ("similarity", 2)])
+def test_blas_keeps_out_of_the_way_of_the_tree_kernels(blobs, weak_learner, inside):
+    """Idle BLAS threads spin and take cores from numba's: trees run BLAS on one thread."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads():
+        found = {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+        assert found, "numpy should load a BLAS library"
+        return found
+
+    X, y = blobs
+    seen = []
+    with threadpool_limits(limits=2, user_api="blas"):
+        RebelClassifier(3, weak_learner=weak_learner).fit(
+            X, y, callbacks=[lambda info: seen.append(blas_threads())]
+        )
+        assert blas_threads() == {2}
+    assert seen == [{inside}] * 3
+
+
 def test_missing_values_are_learnt():
     rng = np.random.default_rng(3)
     X = rng.standard_normal((400, 2))

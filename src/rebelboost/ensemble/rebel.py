@@ -210,7 +210,7 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         importances = np.zeros(X.shape[1])
         best, best_val, since_best = 0, np.inf, 0
         channels, scale, _ = loss.weights_and_loss(scores)
-        with numba_threads(self.n_jobs):
+        with numba_threads(self.n_jobs, blas_threads=family.blas_threads):
             for it in range(self.n_estimators):
                 learner, work = family.fit(channels)
                 updates.append(work)
@@ -414,6 +414,8 @@ def _proba(scores: np.ndarray) -> np.ndarray:
 class _TreeFamily:
     """Trees or stumps on binned features; each iteration also tries the constant learner."""
 
+    blas_threads = 1  # the histogram kernels do the parallel work
+
     def __init__(self, model: RebelClassifier, X, sample_weight, rng):
         self.depth = 1 if model.weak_learner == "stump" else int(model.max_depth)
         self.quickboost = bool(model.quickboost)
@@ -448,6 +450,8 @@ _FLOAT32_ENTRIES = 10_000_000  # training matrices this large are searched in fl
 
 class _SimilarityFamily:
     """Localized similarities on scaled features (the constant learner is in their search)."""
+
+    blas_threads = None  # the search's matrix products are BLAS's parallel work
 
     def __init__(self, model: RebelClassifier, X, codes, sample_weight):
         if np.isnan(X).any():
