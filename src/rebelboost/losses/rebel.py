@@ -27,6 +27,9 @@ finite however large ``H`` grows.
 
 from __future__ import annotations
 
+import math
+
+import numba
 import numpy as np
 from scipy.special import logsumexp
 
@@ -81,13 +84,45 @@ class RebelLoss:
 
     def weights_and_loss(self, scores: np.ndarray) -> tuple[np.ndarray, float, float]:
         """:meth:`weights` and :meth:`loss` at once: the loss is the weights' total."""
-        log_w = np.concatenate([self._log_plus + scores, self._log_minus - scores], axis=1)
-        shift = float(log_w.max())
-        channels = np.ascontiguousarray(np.exp(log_w - shift))
+        scores = np.ascontiguousarray(scores, dtype=np.float64)
+        if scores.shape != self._log_plus.shape:
+            raise ValueError(f"scores must have shape {self._log_plus.shape}, got {scores.shape}")
+        channels = np.empty((scores.shape[0], 2 * self.n_classes))
+        shift, row_sums = _scaled_weights(self._log_plus, self._log_minus, scores, channels)
         with np.errstate(over="ignore"):  # the channels stay finite; scale and loss may not
             scale = float(np.exp(shift))
-            loss = float(np.exp(shift + np.log(channels.sum())))
+            loss = float(np.exp(shift + np.log(row_sums.sum())))
         return channels, scale, loss
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _scaled_weights(log_plus, log_minus, scores, channels):
+    """``channels = exp([log+ + H, log- - H] - shift)`` with ``shift`` their largest exponent;
+    returns ``shift`` and each row's channel sum. (Fused and parallel: numpy's version made
+    four passes over N x 2K arrays, ~8 ms an iteration on MNIST.)"""
+    n, k = scores.shape
+    row_max = np.empty(n)
+    for r in numba.prange(n):
+        top = -np.inf
+        for c in range(k):
+            top = max(top, log_plus[r, c] + scores[r, c], log_minus[r, c] - scores[r, c])
+        row_max[r] = top
+    shift = row_max.max() if n else 0.0
+    row_sums = np.empty(n)
+    for r in numba.prange(n):
+        total = 0.0
+        for c in range(k):
+            e = log_plus[r, c]
+            w = math.exp(e + scores[r, c] - shift) if e > -np.inf else 0.0
+            channels[r, c] = w
+            total += w
+        for c in range(k):  # a zero subcost (log -inf: w- off the true class) skips its exp
+            e = log_minus[r, c]
+            w = math.exp(e - scores[r, c] - shift) if e > -np.inf else 0.0
+            channels[r, k + c] = w
+            total += w
+        row_sums[r] = total
+    return shift, row_sums
 
 
 def step_vector(s_plus: np.ndarray, s_minus: np.ndarray) -> np.ndarray:
