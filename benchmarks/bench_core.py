@@ -259,6 +259,19 @@ def render_table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _median_run(runs: list[dict]) -> dict:
+    """One row from repeated fits of a method: the median of each timing and memory figure."""
+    import numpy as np
+
+    row = dict(runs[0])
+    for key in ("fit_s", "per_iter_s", "steady_iter_s", "peak_mib"):
+        values = [r[key] for r in runs if r[key] is not None]
+        row[key] = float(np.median(values)) if values else None
+    if len({r["test_error"] for r in runs}) > 1:
+        raise RuntimeError(f"{row['method']}: repeated fits gave different test errors")
+    return row
+
+
 def _ms(s):
     return None if s is None else s * 1e3
 
@@ -347,14 +360,19 @@ def run_benchmark(args) -> None:
         methods = list(METHODS)
     results = []
     for dataset in args.datasets:
-        for method in methods:
-            t = time.perf_counter()
-            r = _run_worker(dataset, method, args)
-            if r is not None:
-                results.append(r)
-                print(f"# {dataset:10s} {method:18s} error {r['test_error']:.4f}  fit "
-                      f"{r['fit_s']:7.1f} s  ({time.perf_counter() - t:.0f} s with start-up)",
-                      file=sys.stderr, flush=True)
+        runs: dict[str, list[dict]] = {m: [] for m in methods}
+        for _ in range(args.fit_repeats):  # interleaved: every method sees the same load
+            for method in methods:
+                t = time.perf_counter()
+                r = _run_worker(dataset, method, args)
+                if r is not None:
+                    runs[method].append(r)
+                    print(f"# {dataset:10s} {method:18s} error {r['test_error']:.4f}  fit "
+                          f"{r['fit_s']:7.1f} s  steady "
+                          f"{_fmt(_ms(r['steady_iter_s']), '.1f')} ms  "
+                          f"({time.perf_counter() - t:.0f} s with start-up)",
+                          file=sys.stderr, flush=True)
+        results.extend(_median_run(rs) for rs in runs.values() if rs)
     table = render_table(results)
     command = "python " + shlex.join(["benchmarks/bench_core.py", *sys.argv[1:]])
     body = "\n".join([
@@ -364,6 +382,9 @@ def run_benchmark(args) -> None:
         "(AdaBoost's trees are single-threaded); other jobs shared the machine, so timings are "
         "noisy: compare rows of one run.  ",
         f"Versions: {_versions()}",
+        "",
+        f"Every method was fitted {args.fit_repeats} time(s), the methods interleaved; the "
+        "timings and memory are the medians.",
         "",
         "Each fit runs in its own process after a warm-up fit on the first 5000 training rows "
         "(3 rounds) in the same process, so numba compilation and thread start-up are not timed. "
@@ -476,6 +497,8 @@ def main(argv=None) -> None:
     p.add_argument("--quick", action="store_true",
                    help="smoke run: 10 rounds, at most 5000 training rows; prints only")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--fit-repeats", type=int, default=1,
+                   help="fits per method, interleaved; the table reports medians")
     p.add_argument("--methods", nargs="+", choices=list(METHODS), default=None,
                    help="subset of methods (default: all; the -noqb ones when REBEL has them)")
     p.add_argument("--output", default="BENCHMARKS.md", help="markdown file, repo-relative")
