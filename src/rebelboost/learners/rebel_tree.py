@@ -112,8 +112,9 @@ def grow_rebel_tree(
     updates = 0
     node_of_row = np.zeros(n_samples, dtype=np.int32)  # heap order: j's children 2j+1, 2j+2
 
-    def search_layer(layer_channels, first: int, searched: list[int], score) -> dict:
-        """Best split of each node ``first + i`` in ``searched`` (None: none possible)."""
+    def search_layer(layer_channels, first: int, searched: list[int], sizes, score) -> dict:
+        """Best split of each node ``first + i`` in ``searched`` (None: none possible);
+        ``sizes[i]``: node ``first + i``'s row count."""
         nonlocal updates
         n_features = bins.shape[1]
         if quickboost:
@@ -143,7 +144,7 @@ def grow_rebel_tree(
                 i = node - first - b0
                 if 0 <= i < hist.shape[0]:
                     found[node] = best_split(hist[i], nvb, has_missing, missing_bin, score)
-                    updates += n_features * _count(node_of_row, node)
+                    updates += n_features * int(sizes[node - first])
         return found
 
     def apply(node: int, split: Split) -> tuple[np.ndarray, np.ndarray]:
@@ -158,12 +159,11 @@ def grow_rebel_tree(
         feature[node], threshold[node], missing_left[node] = f, binner.threshold(f, b), m_left
         return sums[0], sums[1]
 
-    split = search_layer(channels, 0, [0], rebel_score)[0]
+    split = search_layer(channels, 0, [0], [n_samples], rebel_score)[0]
     if split is None:
         return None
-    total = channels.sum(axis=0)
     left_sums, right_sums = apply(0, split)
-    gains.append((split.feature, float(total.sum() - 2.0 * split.score)))
+    gains.append((split.feature, float((left_sums + right_sums).sum() - 2.0 * split.score)))
     s_plus, s_minus = binary_sums(right_sums, left_sums, n_classes)
     a = step_vector(s_plus, s_minus)
     frontier = [_Leaf(1, left_sums, -1.0), _Leaf(2, right_sums, 1.0)]
@@ -174,7 +174,7 @@ def grow_rebel_tree(
         first = 2**depth - 1
         counts = np.bincount(node_of_row - first, minlength=len(frontier))
         searched = [leaf.node for leaf in frontier if counts[leaf.node - first] > 1]
-        found = search_layer(g, first, searched, sign_cost_score) if searched else {}
+        found = search_layer(g, first, searched, counts, sign_cost_score) if searched else {}
         next_frontier: list[_Leaf] = []
         for leaf in frontier:
             no_split = float(_project(leaf.sums, exp_a).min())
@@ -205,10 +205,6 @@ def grow_rebel_tree(
     output = leaf_value[node_of_row - n_internal]
     tree = TreeArrays(feature[None], threshold[None], missing_left[None], leaf_value[None])
     return FittedLearner(tree, output, a, step_loss(s_plus, s_minus, a), gains, updates)
-
-
-def _count(node_of_row: np.ndarray, node: int) -> int:
-    return int(np.count_nonzero(node_of_row == node))
 
 
 def _cheaper_sign(sums: np.ndarray, exp_a: np.ndarray) -> float:
