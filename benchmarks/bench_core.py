@@ -3,8 +3,9 @@
 For each data set (official train/test splits from ``../shared/data/NAME.npz``, relative to the
 repository root) every method is fitted once, each in a fresh subprocess:
 
-* REBEL (``rebelboost.RebelClassifier``) with stumps and with depth-2 trees; when the estimator
-  has a ``quickboost`` switch, also with it off (same model bit for bit, different work);
+* REBEL (``rebelboost.RebelClassifier``) with stumps and with depth-2 trees, QuickBoost as the
+  default has it (``-qb`` / ``-noqb`` methods force it on / off: the same model bit for bit,
+  different work; ``benchmarks/bench_quickboost.py`` compares them);
 * LightGBM (multiclass, ``max_depth=2, num_leaves=4``: K trees per round), XGBoost
   (``tree_method='hist', max_depth=2``: K trees per round), scikit-learn
   ``HistGradientBoostingClassifier`` (``max_depth=2, max_leaf_nodes=4``: K trees per round),
@@ -59,6 +60,8 @@ METHODS = {
     "rebel-tree2": ("REBEL, depth-2 trees", "rebelboost", "1"),
     "rebel-stump-noqb": ("REBEL, stumps, QuickBoost off", "rebelboost", "1"),
     "rebel-tree2-noqb": ("REBEL, depth-2 trees, QuickBoost off", "rebelboost", "1"),
+    "rebel-stump-qb": ("REBEL, stumps, QuickBoost on", "rebelboost", "1"),
+    "rebel-tree2-qb": ("REBEL, depth-2 trees, QuickBoost on", "rebelboost", "1"),
     "lightgbm": ("LightGBM, depth 2 (4 leaves), lr 0.1", "lightgbm", "K"),
     "xgboost": ("XGBoost hist, depth 2, lr 0.3", "xgboost", "K"),
     "sklearn-hgb": ("sklearn HistGB, depth 2 (4 leaves), lr 0.1", "scikit-learn", "K"),
@@ -82,12 +85,6 @@ def _load(name: str, quick: bool):
     return X_train, y_train, X_test, y_test
 
 
-def _has_quickboost() -> bool:
-    from rebelboost import RebelClassifier
-
-    return "quickboost" in RebelClassifier().get_params()
-
-
 def _estimator(method: str, rounds: int, threads: int, stamps: list):
     """The estimator and the keyword arguments of its ``fit`` (callbacks record iterations)."""
     if method.startswith("rebel"):
@@ -96,6 +93,8 @@ def _estimator(method: str, rounds: int, threads: int, stamps: list):
         kw = dict(weak_learner="stump" if "stump" in method else "tree", max_depth=2)
         if method.endswith("-noqb"):
             kw["quickboost"] = False
+        elif method.endswith("-qb"):
+            kw["quickboost"] = True
         return RebelClassifier(rounds, n_jobs=threads, verbose=1, **kw), {}
     if method == "lightgbm":
         from lightgbm import LGBMClassifier
@@ -196,6 +195,9 @@ def worker(dataset: str, method: str, rounds: int, threads: int, quick: bool) ->
         fit_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         error = float(np.mean(est.predict(X_test) != y_test))
+        rebel = method.startswith("rebel")
+        staged = ([float(np.mean(p != y_test)) for p in est.staged_predict(X_test)] if rebel
+                  else None)
     gaps = np.diff(stamps)
     return {
         "dataset": dataset,
@@ -211,6 +213,10 @@ def worker(dataset: str, method: str, rounds: int, threads: int, quick: bool) ->
         "steady_iter_s": float(np.median(gaps)) if len(gaps) >= 3 else None,
         "peak_mib": (peak - (rss_before if reset else rss_after_imports)) / 1024.0,
         "peak_from": "pre-fit RSS" if reset else "RSS after imports",
+        # Per iteration (REBEL): seconds from the start of fit, test error, histogram updates.
+        "iteration_end_s": [s - t0 for s in stamps] if rebel else None,
+        "staged_test_error": staged,
+        "histogram_updates": est.histogram_updates_.tolist() if rebel else None,
     }
 
 
@@ -260,10 +266,11 @@ def render_table(results: list[dict]) -> str:
 
 
 def _median_run(runs: list[dict]) -> dict:
-    """One row from repeated fits of a method: the median of each timing and memory figure."""
+    """One row from repeated fits of a method: the median of each timing and memory figure
+    (the per-iteration times are those of the fit of median time)."""
     import numpy as np
 
-    row = dict(runs[0])
+    row = dict(sorted(runs, key=lambda r: r["fit_s"])[len(runs) // 2])
     for key in ("fit_s", "per_iter_s", "steady_iter_s", "peak_mib"):
         values = [r[key] for r in runs if r[key] is not None]
         row[key] = float(np.median(values)) if values else None
@@ -332,13 +339,13 @@ def _git() -> str:
     return f"commit {head}" + (" with uncommitted changes" if dirty else "")
 
 
-def write_section(path: Path, body: str) -> None:
-    """Replace (or append) the issue-2 section of ``path``; keep its notes block."""
+def write_section(path: Path, body: str, section: str = SECTION) -> None:
+    """Replace (or append) ``section`` (issue 2's by default) of ``path``; keep its notes block."""
     text = path.read_text() if path.exists() else "# Benchmarks\n"
-    start = text.find(SECTION)
+    start = text.find(section)
     notes = ""
     if start >= 0:
-        nxt = text.find("\n## ", start + len(SECTION))
+        nxt = text.find("\n## ", start + len(section))
         end = len(text) if nxt < 0 else nxt + 1
         old = text[start:end]
         a, b = old.find(NOTES_BEGIN), old.find(NOTES_END)
@@ -347,19 +354,17 @@ def write_section(path: Path, body: str) -> None:
         text = text[:start] + text[end:]
     if not notes:
         notes = f"{NOTES_BEGIN}\n{NOTES_END}\n"
-    section = f"{SECTION}\n\n{body}\n\n{notes}"
-    text = text.rstrip("\n") + "\n\n" + section if start < 0 else (
-        text[:start] + section + text[start:]
+    block = f"{section}\n\n{body}\n\n{notes}"
+    text = text.rstrip("\n") + "\n\n" + block if start < 0 else (
+        text[:start] + block + text[start:]
     )
     path.write_text(text)
 
 
-def run_benchmark(args) -> None:
-    methods = args.methods or [m for m in METHODS if not m.endswith("-noqb")]
-    if not args.methods and _has_quickboost():
-        methods = list(METHODS)
+def run_methods(datasets: list[str], methods: list[str], args) -> list[dict]:
+    """Each method on each data set, ``args.fit_repeats`` times interleaved: median rows."""
     results = []
-    for dataset in args.datasets:
+    for dataset in datasets:
         runs: dict[str, list[dict]] = {m: [] for m in methods}
         for _ in range(args.fit_repeats):  # interleaved: every method sees the same load
             for method in methods:
@@ -373,6 +378,12 @@ def run_benchmark(args) -> None:
                           f"({time.perf_counter() - t:.0f} s with start-up)",
                           file=sys.stderr, flush=True)
         results.extend(_median_run(rs) for rs in runs.values() if rs)
+    return results
+
+
+def run_benchmark(args) -> None:
+    methods = args.methods or [m for m in METHODS if not m.endswith("qb")]
+    results = run_methods(args.datasets, methods, args)
     table = render_table(results)
     command = "python " + shlex.join(["benchmarks/bench_core.py", *sys.argv[1:]])
     body = "\n".join([
@@ -500,7 +511,7 @@ def main(argv=None) -> None:
     p.add_argument("--fit-repeats", type=int, default=1,
                    help="fits per method, interleaved; the table reports medians")
     p.add_argument("--methods", nargs="+", choices=list(METHODS), default=None,
-                   help="subset of methods (default: all; the -noqb ones when REBEL has them)")
+                   help="subset of methods (default: all but the -qb / -noqb ones)")
     p.add_argument("--output", default="BENCHMARKS.md", help="markdown file, repo-relative")
     p.add_argument("--kernel", action="store_true", help="time the histogram kernel alone")
     p.add_argument("--repeats", type=int, default=7, help="kernel timings per variant")
