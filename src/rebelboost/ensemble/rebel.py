@@ -68,9 +68,9 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
     quickboost : bool, default=False
         Prune features early in each split search (QuickBoost, Appel 2017). The model is the
         same bit for bit either way; only the work (``histogram_updates_``) differs. Off by
-        default: REBEL's weights stay spread over most rows, so on the data measured so far it
-        prunes little and costs 0.83-1.66x the histogram updates and 3-9x the wall time
-        (REPRODUCTIONS.md).
+        default: after a few dozen iterations the features' scores differ by less than the
+        bound can resolve without ~99% of the weight, so on the data measured it costs
+        0.96-1.63x the histogram updates and 3-10x the time per iteration (BENCHMARKS.md).
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the training set (stratified), stop when the
         validation loss has not improved by ``tol`` (relative) for ``n_iter_no_change``
