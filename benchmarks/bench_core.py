@@ -241,6 +241,11 @@ def _fmt(x, spec):
     return "—" if x is None else format(x, spec)
 
 
+def dataset_label(r: dict) -> str:
+    """A result's data set with its shape, as the tables name it."""
+    return f"{r['dataset']} ({r['n_train']}x{r['n_features']}, K={r['n_classes']})"
+
+
 def render_table(results: list[dict]) -> str:
     lines = [
         "| data set | method | rounds | trees/round | test error | fit time (s) "
@@ -257,8 +262,8 @@ def render_table(results: list[dict]) -> str:
         if ref is not None and r["method"].startswith("rebel"):
             ratio = _ratio(r, ref)
         lines.append(
-            f"| {r['dataset']} ({r['n_train']}x{r['n_features']}, K={r['n_classes']}) "
-            f"| {label} | {r['rounds']} | {trees} | {r['test_error']:.4f} | {r['fit_s']:.1f} "
+            f"| {dataset_label(r)} | {label} | {r['rounds']} | {trees} | {r['test_error']:.4f} "
+            f"| {r['fit_s']:.1f} "
             f"| {r['per_iter_s'] * 1e3:.1f} | {_fmt(_ms(r['steady_iter_s']), '.1f')} "
             f"| {_fmt(ratio, '.2f')} | {r['peak_mib']:.0f} |"
         )

@@ -47,13 +47,14 @@ MASSES = (0.5, 0.9, 0.99, 0.999)
 # ------------------------------------------------------------------------------ part 1: fits
 
 
-def _time_to_error(r: dict, target: float) -> float | None:
-    """Seconds from the start of fit until REBEL's test error first is <= ``target``."""
+def _first_reach(r: dict, target: float) -> tuple[int, float] | None:
+    """REBEL's first iteration (1-based) with test error <= ``target``, and its end time in
+    seconds from the start of fit; None if never."""
     errors, ends = r.get("staged_test_error"), r.get("iteration_end_s")
     if not errors or not ends or len(errors) != len(ends):
         return None
     hit = np.flatnonzero(np.asarray(errors) <= target)
-    return float(ends[hit[0]]) if len(hit) else None
+    return (int(hit[0]) + 1, float(ends[hit[0]])) if len(hit) else None
 
 
 def render_fits(results: list[dict]) -> str:
@@ -75,13 +76,13 @@ def render_fits(results: list[dict]) -> str:
                       f"{r['steady_iter_s'] / off['steady_iter_s']:.2f}x")
             same = "yes" if r["staged_test_error"] == off["staged_test_error"] else "**no**"
         if lgbm is not None and m.startswith("rebel"):
-            t = _time_to_error(r, lgbm["test_error"])
-            reach = "not reached" if t is None else f"{t:.1f}"
+            hit = _first_reach(r, lgbm["test_error"])
+            reach = "not reached" if hit is None else f"{hit[1]:.1f}"
         elif m == "lightgbm":
             reach = f"{r['fit_s']:.1f} (its fit)"
         lines.append(
-            f"| {d} ({r['n_train']}x{r['n_features']}, K={r['n_classes']}) "
-            f"| {bench_core.METHODS[m][0]} | {r['test_error']:.4f} | {r['fit_s']:.1f} "
+            f"| {bench_core.dataset_label(r)} | {bench_core.METHODS[m][0]} "
+            f"| {r['test_error']:.4f} | {r['fit_s']:.1f} "
             f"| {bench_core._fmt(bench_core._ms(r['steady_iter_s']), '.1f')} "
             f"| {'—' if upd is None else f'{np.mean(upd) / 1e6:.2f}'} | {ratios} | {same} "
             f"| {reach} |"
@@ -120,13 +121,12 @@ def render_reach(long_runs: list[dict], results: list[dict]) -> str:
         ref = lgbm.get(r["dataset"])
         if ref is None:
             continue
-        hit = np.flatnonzero(np.asarray(r["staged_test_error"]) <= ref["test_error"])
-        t = _time_to_error(r, ref["test_error"])
+        hit = _first_reach(r, ref["test_error"])
         lines.append(
             f"| {r['dataset']} | {ref['test_error']:.4f}, {ref['fit_s']:.1f} "
             f"| {bench_core.METHODS[r['method']][0].split(', ')[1]} | {r['rounds']} "
-            f"| {r['test_error']:.4f} | {hit[0] + 1 if len(hit) else 'not reached'} "
-            f"| {'—' if t is None else f'{t:.1f}'} |"
+            f"| {r['test_error']:.4f} | {'not reached' if hit is None else hit[0]} "
+            f"| {'—' if hit is None else f'{hit[1]:.1f}'} |"
         )
     return "\n".join(lines)
 
