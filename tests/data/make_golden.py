@@ -1,0 +1,111 @@
+"""Writes the golden files of ``tests/test_golden.py`` (run once per model-format version).
+
+For every booster x weak learner below and three data slices, it fits a model, saves it as a
+model file (``golden/<case>.json.gz``) and stores its ``decision_function`` on held-out rows
+(``golden/<case>.npz``). The test refits and reloads and asserts the same numbers: a change
+that alters any model, or stops an old model file loading, fails it.
+
+    python tests/data/make_golden.py        # from the repository root
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rebelboost import (
+    AdaBoostMHClassifier,
+    MCBoostClassifier,
+    OneVsAllAdaBoostClassifier,
+    RebelClassifier,
+)
+
+HERE = Path(__file__).parent
+GOLDEN = HERE / "golden"
+
+# Each data slice: train rows, test rows (float64); glass gets NaNs in 5% of its entries.
+DATASETS = ("pendigits", "vowel", "glass_nan")
+
+CASES = {
+    "rebel_stump": (RebelClassifier, dict(n_estimators=30, weak_learner="stump")),
+    "rebel_tree2": (RebelClassifier, dict(n_estimators=25, max_depth=2)),
+    "rebel_tree3_qb": (RebelClassifier, dict(n_estimators=15, max_depth=3, quickboost=True)),
+    "rebel_tree2_cost": (RebelClassifier,
+                         dict(n_estimators=20, max_depth=2, cost_matrix="ordinal")),
+    "rebel_tree2_es": (RebelClassifier, dict(n_estimators=40, max_depth=2, early_stopping=True,
+                                             n_iter_no_change=5)),
+    "rebel_similarity": (RebelClassifier, dict(n_estimators=25, weak_learner="similarity")),
+    "mh_stump": (AdaBoostMHClassifier, dict(n_estimators=30)),
+    "mh_tree2": (AdaBoostMHClassifier, dict(n_estimators=20, weak_learner="tree", max_depth=2)),
+    "mh_unfactorized": (AdaBoostMHClassifier, dict(n_estimators=10, factorized=False)),
+    "mcboost_cd": (MCBoostClassifier, dict(n_estimators=30)),
+    "mcboost_gd2": (MCBoostClassifier, dict(n_estimators=15, algorithm="gd", max_depth=2)),
+    "ova_stump": (OneVsAllAdaBoostClassifier, dict(n_estimators=5)),
+    "ova_tree2": (OneVsAllAdaBoostClassifier, dict(n_estimators=4, max_depth=2)),
+}
+
+
+def load(name: str):
+    """(X_train, y_train, X_test) of a data slice stored in ``golden/data.npz``."""
+    with np.load(GOLDEN / "data.npz") as d:
+        return d[f"{name}_X_train"], d[f"{name}_y_train"], d[f"{name}_X_test"]
+
+
+def make_params(params: dict, n_classes: int) -> dict:
+    params = dict(params, random_state=0)
+    if params.get("cost_matrix") == "ordinal":
+        i = np.arange(n_classes)
+        params["cost_matrix"] = np.abs(i[:, None] - i[None, :]).astype(float)
+    return params
+
+
+def skip(case: str, dataset: str) -> bool:
+    """Similarity learners need complete rows."""
+    return case == "rebel_similarity" and dataset == "glass_nan"
+
+
+def _write_data() -> None:
+    from rebelboost.datasets import load_pendigits
+
+    shared = HERE.parents[1].parent / "shared" / "data"
+    rng = np.random.RandomState(0)
+    out = {}
+    p = load_pendigits()
+    out["pendigits"] = (p.X_train[:600], p.y_train[:600], p.X_test[:300])
+    with np.load(shared / "vowel.npz") as v:
+        out["vowel"] = (v["X_train"], v["y_train"], v["X_test"][:200])
+    with np.load(shared / "glass.npz") as g:
+        X, y = g["X"].astype(np.float64), g["y"]
+        order = rng.permutation(len(y))
+        X, y = X[order], y[order]
+        X[rng.rand(*X.shape) < 0.05] = np.nan
+        out["glass_nan"] = (X[:150], y[:150], X[150:])
+    arrays = {}
+    for name, (Xtr, ytr, Xte) in out.items():
+        arrays[f"{name}_X_train"] = np.asarray(Xtr, dtype=np.float64)
+        arrays[f"{name}_y_train"] = np.asarray(ytr, dtype=np.int64)
+        arrays[f"{name}_X_test"] = np.asarray(Xte, dtype=np.float64)
+    np.savez_compressed(GOLDEN / "data.npz", **arrays)
+
+
+def main() -> None:
+    GOLDEN.mkdir(exist_ok=True)
+    if not (GOLDEN / "data.npz").exists():
+        _write_data()
+    for dataset in DATASETS:
+        X, y, X_test = load(dataset)
+        for case, (cls, params) in CASES.items():
+            if skip(case, dataset):
+                continue
+            model = cls(**make_params(params, len(np.unique(y)))).fit(X, y)
+            stem = f"{case}-{dataset}"
+            model.save(GOLDEN / f"{stem}.json.gz")
+            np.savez_compressed(GOLDEN / f"{stem}.npz",
+                                decision=model.decision_function(X_test),
+                                predict=model.predict(X_test))
+            print(stem, model.n_estimators_)
+
+
+if __name__ == "__main__":
+    main()
