@@ -194,7 +194,7 @@ def test_rebel_k2_stumps_equal_discrete_adaboost(imbalanced):
 
     for data in (X, X_test):
         F = _adaboost_scores(reference, data)
-        H = model._raw_scores(data)
+        H = model._scores(data)
         assert_allclose(H[:, 1], F, rtol=1e-9, atol=1e-9)
         assert_allclose(model.decision_function(data), 2.0 * F, rtol=1e-9, atol=1e-9)
         np.testing.assert_array_equal(model.predict(data), (F > 0).astype(int))

@@ -253,10 +253,12 @@ def _doc(fitted, tmp_path):
         (lambda d: d.update(format="lightgbm"), "not a rebelboost model"),
         (lambda d: d.update(format_version=99), "newer than this library"),
         (lambda d: d.update(estimator="Nope"), "unknown estimator"),
-        (lambda d: d.pop("vectors"), "corrupt"),
-        (lambda d: d["trees"].update(feature=[[7, 0, 0]] * len(d["vectors"])), "feature"),
-        (lambda d: d.update(vectors=[[1.0, 2.0]] * len(d["vectors"])), "corrupt"),
-        (lambda d: d.update(cost_matrix=[[0, 1], [1, 0]]), "cost matrix"),
+        (lambda d: d["fitted"].pop("vectors"), "corrupt"),
+        (lambda d: d["model"]["learners"].update(
+            feature=[[7, 0, 0]] * len(d["fitted"]["vectors"])), "feature"),
+        (lambda d: d["fitted"].update(vectors=[[1.0, 2.0]] * len(d["fitted"]["vectors"])),
+         "corrupt"),
+        (lambda d: d["fitted"].update(cost_matrix=[[0, 1], [1, 0]]), "cost matrix"),
     ],
 )
 def test_bad_model_files_raise_clear_errors(tmp_path, fitted, edit, message):

@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 import make_golden  # noqa: E402
 
-from rebelboost.io import load_model  # noqa: E402
+from rebelboost import load_model  # noqa: E402
 
 CASES = [(case, dataset) for dataset in make_golden.DATASETS for case in make_golden.CASES
          if not make_golden.skip(case, dataset)]

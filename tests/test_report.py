@@ -157,7 +157,7 @@ def test_learner_views_factor_leaf_scores():
     gd = MCBoostClassifier(4, algorithm="gd", max_depth=2).fit(X, y)
     assert any(v.vectors.shape[0] > 1 for v in learner_views(gd))  # codeword leaves, per leaf
     rebel = RebelClassifier(3).fit(X, y)
-    rebel.learners_.leaf_value[0] = 1.0  # equal leaves merge into one region
+    rebel.model_.values[0] = rebel.model_.values[0, 0]  # equal leaves merge into one region
     assert learner_views(rebel)[0].branches == [("always", "+1")]
 
 

@@ -1,15 +1,15 @@
 """rebelboost: multi-class, cost-sensitive boosting that is accurate, fast and white-box."""
 
+from ._version import __version__
 from .ensemble import (
     AdaBoostMHClassifier,
     MCBoostClassifier,
     OneVsAllAdaBoostClassifier,
     RebelClassifier,
+    load_model,
 )
-from .io import load_model
 from .metrics import mean_cost
 
-__version__ = "0.1.0"
 __all__ = [
     "AdaBoostMHClassifier",
     "MCBoostClassifier",

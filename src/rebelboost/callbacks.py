@@ -2,12 +2,14 @@
 
 A callback is any callable taking an :class:`IterationInfo`; returning ``True`` stops training
 after that iteration (the model keeps what it has, or its best iteration under early stopping).
+Early stopping itself is the callback :class:`EarlyStopping`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -25,9 +27,31 @@ class IterationInfo:
     validation_cost: float | None = None
     """Mean cost of the current model's predictions on the validation split (its error rate
     when the cost matrix is cost-neutral)."""
+    model: Any = None
+    """The estimator being fitted (its fitted attributes appear when ``fit`` returns)."""
 
 
 Callback = Callable[[IterationInfo], "bool | None"]
+
+
+class EarlyStopping:
+    """Stop when the validation loss has not improved by ``tol`` (relative) for ``patience``
+    iterations; ``best_iteration`` is the number of iterations to keep."""
+
+    def __init__(self, patience: int, tol: float = 0.0):
+        self.patience = patience
+        self.tol = tol
+        self.best_iteration = 0
+        self.best_loss = float("inf")
+
+    def __call__(self, info: IterationInfo) -> bool:
+        if info.validation_loss is None:
+            raise ValueError("early stopping needs a validation loss")
+        if info.validation_loss < self.best_loss * (1 - self.tol):
+            self.best_iteration, self.best_loss = info.iteration, info.validation_loss
+        if self.best_iteration == 0:  # NaN or infinite losses: keep at least one iteration
+            self.best_iteration = info.iteration
+        return info.iteration - self.best_iteration >= self.patience
 
 
 def run_callbacks(callbacks, info: IterationInfo) -> bool:

@@ -1,8 +1,9 @@
 """Explanations: a prediction is a sum of simple tests, so list the ones that decided it.
 
-For one row ``x`` with scores ``H(x) = sum_t f_t(x) a_t``, predicted class ``k`` and runner-up
-``j``, learner ``t`` adds ``f_t(x) (a_t[k] - a_t[j])`` to the margin by which ``k`` beats ``j``.
-The margin is exactly the sum of these terms, so the largest ones explain the decision.
+For one row ``x`` with scores ``H(x) = sum_t h_t(x)`` (``h_t`` the K class scores learner ``t``
+adds: ``f_t(x) a_t`` for REBEL), predicted class ``k`` and runner-up ``j``, learner ``t`` adds
+``h_t(x)[k] - h_t(x)[j]`` to the margin by which ``k`` beats ``j``. The margin is exactly the
+sum of these terms, so the largest ones explain the decision. Every booster is explained so.
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ import numpy as np
 class Term:
     """One weak learner's part in a prediction."""
 
-    learner: int
+    learner: int  # 1-based position in the sum, as in the report
     rule: str  # the tests the row passed, e.g. "x3 <= 0.5 and x7 > 2"
-    output: float  # f_t(x)
-    contribution: float  # f_t(x) * a_t[predicted]
-    margin: float  # f_t(x) * (a_t[predicted] - a_t[runner_up])
+    contribution: float  # the learner's score for the predicted class
+    margin: float  # its score for the predicted class minus the runner-up's
 
 
 @dataclass
@@ -46,34 +46,6 @@ class Explanation:
         return "\n".join(lines)
 
 
-def _feature_names(model) -> list[str]:
-    names = getattr(model, "feature_names_in_", None)
-    if names is not None:
-        return [str(n) for n in names]
-    return [f"x{j}" for j in range(model.n_features_in_)]
-
-
-def _path(trees, t: int, x: np.ndarray, names: list[str]) -> tuple[str, list[int]]:
-    """The tests row ``x`` passes in tree ``t``, as text, and the features they read."""
-    feature, threshold, missing_left = trees.feature[t], trees.threshold[t], trees.missing_left[t]
-    node, tests, used = 0, [], []
-    while node < feature.shape[0]:
-        f = int(feature[node])
-        if f < 0:
-            node = 2 * node + 1
-            continue
-        v = x[f]
-        if np.isnan(v):
-            left = bool(missing_left[node])
-            tests.append(f"{names[f]} is missing")
-        else:
-            left = bool(v <= threshold[node])
-            tests.append(f"{names[f]} {'<=' if left else '>'} {threshold[node]:.6g}")
-        used.append(f)
-        node = 2 * node + 1 if left else 2 * node + 2
-    return (" and ".join(tests) if tests else "always (bias)"), used
-
-
 def explain_prediction(model, x, top: int = 10, feature_names=None) -> Explanation:
     """Explain ``model``'s prediction for the single row ``x``.
 
@@ -82,30 +54,29 @@ def explain_prediction(model, x, top: int = 10, feature_names=None) -> Explanati
     from sklearn.utils.validation import check_is_fitted
 
     check_is_fitted(model)
+    if hasattr(x, "to_numpy"):  # a DataFrame row or a one-row frame
+        x = x.to_numpy()
     X = np.asarray(x, dtype=np.float64).reshape(1, -1)
     if X.shape[1] != model.n_features_in_:
         raise ValueError(f"x has {X.shape[1]} features; the model expects {model.n_features_in_}")
     if np.isinf(X).any():
         raise ValueError("x contains infinity")
-    learners = model.learners_
-    outputs = learners.outputs(model._features(X))[0]
-    scores = outputs @ model.vectors_
+    contributions = model.model_.contributions(X[0])  # (T, K)
+    scores = contributions.sum(axis=0)
     order = np.argsort(-scores, kind="stable")
     k, j = int(order[0]), int(order[1])
-    names = [str(n) for n in feature_names] if feature_names is not None else _feature_names(model)
-    margins = outputs * (model.vectors_[:, k] - model.vectors_[:, j])
+    names = ([str(n) for n in feature_names] if feature_names is not None
+             else model.feature_names())
+    learners = model.model_.learners
+    margins = contributions[:, k] - contributions[:, j]
     feature_margins: dict[str, float] = {}
     terms = []
     for t in np.argsort(-np.abs(margins), kind="stable"):
-        if hasattr(learners, "describe"):  # similarities compare with training rows
-            rule, used = learners.describe(int(t), model.classes_.tolist()), []
-        else:
-            rule, used = _path(learners, int(t), X[0], names)
+        rule, used = learners.rule(int(t), X[0], names, model.classes_.tolist())
         for f in used:
             feature_margins[names[f]] = feature_margins.get(names[f], 0.0) + margins[t] / len(used)
         if len(terms) < top:
-            terms.append(Term(int(t), rule, float(outputs[t]),
-                              float(outputs[t] * model.vectors_[t, k]), float(margins[t])))
+            terms.append(Term(int(t) + 1, rule, float(contributions[t, k]), float(margins[t])))
     classes = model.classes_.tolist()
     return Explanation(
         classes[k], classes[j], scores, float(scores[k] - scores[j]), terms,

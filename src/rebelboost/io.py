@@ -1,297 +1,283 @@
-"""Model files: versioned JSON (gzip-compressed when the name ends in ``.gz``).
+"""Model files: the envelope. Versioned JSON, gzip-compressed when the name ends in ``.gz``.
 
 A model file is one JSON object, readable by any language and loadable without pickle::
 
-    {"format": "rebelboost-model", "format_version": 1, "library_version": "0.1.0",
+    {"format": "rebelboost-model", "format_version": 2, "library_version": "0.1.0",
      "estimator": "RebelClassifier", "params": {...},
      "classes": [...], "classes_dtype": "<i8", "n_features_in": 16, "feature_names_in": null,
-     "cost_matrix": [[...]],
-     "trees": {"depth": 2, "feature": [[...]], "threshold": [[...]],
-               "missing_left": [[...]], "leaf_value": [[...]]},
-     "vectors": [[...]], "init_loss": 5.0, "train_loss": [...], "validation_loss": null,
-     "best_iteration": null, "feature_importances": [...]}
+     "model": {"learners": {"type": "trees", ...}, "values": [[[...]]], "stage_ends": [...]},
+     "fitted": {"train_loss": [...], "feature_importances": [...], ...}}
 
-A similarity model stores ``similarities`` (per learner: ``kind`` 0 constant, 1 one-point, 2
-two-point; support points ``first``/``second`` in scaled units, radius ``tau``, and the support
-rows' training indices and class codes) and ``scaling`` (``x_scaled = (x - offset) / scale``)
-in place of ``trees``; see :mod:`rebelboost.learners.similarity` for ``f_t``.
-
-Tree ``t`` sends ``x`` left at internal node ``i`` when ``x[feature[t][i]] <= threshold[t][i]``
-(NaN: when ``missing_left``; ``feature == -1``: always; a null threshold is +infinity); node
-``i``'s children are ``2i+1`` and ``2i+2``; the leaf reached gives ``f_t(x)`` from
-``leaf_value``, and ``H(x) = sum_t f_t(x) * vectors[t]``; the prediction is
-``classes[argmax H]``.
+Every model predicts by one rule: learner ``t`` routes a row to one of its slots ``s`` with a
+weight ``w`` (a tree: the leaf it reaches, weight 1; a similarity: slot 0, weight ``f_t(x)``),
+and the class scores are ``H(x) = sum_t w_t(x) * values[t][s_t(x)]``; the prediction is
+``classes[argmax_k H_k(x)]``. ``model.learners`` is written by its learner kind
+(:mod:`rebelboost.learners`), ``fitted`` by the estimator; this module owns the envelope:
+reading and writing with limits, the header, strict array parsing, and the migrations that
+bring every released format version to the current one.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
+import tempfile
+import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from ._version import __version__
+
 FORMAT = "rebelboost-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+MAX_BYTES = 1 << 30  # largest decompressed model file read (1 GiB)
 
 
-def _floats(a: np.ndarray) -> list:
-    """Nested lists with +-inf written as null (JSON has no infinity)."""
-    return np.where(np.isinf(a), None, a).tolist() if np.isinf(a).any() else a.tolist()
+# ------------------------------------------------------------------ strict array parsing
 
 
-def _unfloats(values, shape) -> np.ndarray:
-    a = np.array(values, dtype=object).reshape(shape)
-    a[a == None] = np.inf  # noqa: E711 (element-wise comparison)
+def corrupt(message: str) -> ValueError:
+    return ValueError(f"corrupt rebelboost model file: {message}")
+
+
+def _array(values, shape, name: str) -> np.ndarray:
+    try:
+        a = np.asarray(values)
+    except ValueError:  # ragged lists
+        raise corrupt(f"{name} is not a regular array") from None
+    if shape is not None:
+        if a.size != int(np.prod(shape)) or (a.ndim and a.ndim != len(shape)
+                                             and a.size != 0):
+            raise corrupt(f"{name} has shape {a.shape}, expected {tuple(shape)}")
+        a = a.reshape(shape)
+    return a
+
+
+def float_array(values, shape, name: str, null=None) -> np.ndarray:
+    """A float64 array from JSON numbers (``null`` becomes ``null`` when given, else refused)."""
+    if null is not None:
+        values = _replace_null(values, null)
+    a = _array(values, shape, name)
+    if a.size and a.dtype.kind not in "iuf":
+        raise corrupt(f"{name} holds non-numbers")
     return a.astype(np.float64)
 
 
-def _json_params(params: dict) -> dict:
+def int_array(values, shape, name: str, low: int, high: int) -> np.ndarray:
+    """An int64 array from JSON integers in ``[low, high)``; floats and booleans are refused."""
+    a = _array(values, shape, name)
+    if a.size and a.dtype.kind not in "iu":
+        raise corrupt(f"{name} holds non-integers")
+    a = a.astype(np.int64) if a.size else np.zeros(a.shape, np.int64)
+    if a.size and (a.min() < low or a.max() >= high):
+        raise corrupt(f"{name} outside [{low}, {high})")
+    return a
+
+
+def bool_array(values, shape, name: str) -> np.ndarray:
+    a = _array(values, shape, name)
+    if a.size and a.dtype.kind != "b":
+        raise corrupt(f"{name} holds non-booleans")
+    return a.astype(bool)
+
+
+def _replace_null(values, null):
+    if isinstance(values, list):
+        return [_replace_null(v, null) for v in values]
+    return null if values is None else values
+
+
+def floats_to_json(a: np.ndarray) -> list:
+    """Nested lists with +-inf written as null (JSON has no infinity)."""
+    a = np.asarray(a, dtype=np.float64)
+    return np.where(np.isinf(a), None, a).tolist() if np.isinf(a).any() else a.tolist()
+
+
+# ------------------------------------------------------------------ header
+
+
+def json_params(params: dict) -> dict:
     out = {}
     for key, value in params.items():
         if isinstance(value, np.ndarray) or hasattr(value, "to_numpy"):
             value = np.asarray(value).tolist()
         try:
-            json.dumps(value)
-        except TypeError:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
             value = None  # e.g. a RandomState instance: not part of the fitted model
         out[key] = value
     return out
 
 
-def header(model) -> dict:
-    """The fields every estimator's model file starts with."""
-    from sklearn.utils.validation import check_is_fitted
-
-    from . import __version__
-
-    check_is_fitted(model)
-    classes = np.asarray(model.classes_)
-    if classes.dtype == object or classes.dtype.kind not in "biufUS":
+def header(estimator) -> dict:
+    """The fields every model file starts with."""
+    classes = np.asarray(estimator.classes_)
+    if classes.dtype.kind not in "biufU":
         raise ValueError(
             f"classes of type {classes.dtype} cannot be written to a model file; "
             "use integer, float, bool or string labels"
         )
-    feature_names = getattr(model, "feature_names_in_", None)
+    names = getattr(estimator, "feature_names_in_", None)
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "library_version": __version__,
-        "estimator": type(model).__name__,
-        "params": _json_params(model.get_params()),
+        "estimator": type(estimator).__name__,
+        "params": json_params(estimator.get_params()),
         "classes": classes.tolist(),
         "classes_dtype": classes.dtype.str,
-        "n_features_in": int(model.n_features_in_),
-        "feature_names_in": None if feature_names is None else [str(n) for n in feature_names],
+        "n_features_in": int(estimator.n_features_in_),
+        "feature_names_in": None if names is None else [str(n) for n in names],
     }
 
 
-def check_header(doc) -> str:
-    """Validate a model file's envelope; return the estimator class name it names."""
+def read_header(doc: dict) -> dict:
+    """Checked header fields: ``classes`` (array), ``n_features_in``, ``feature_names_in``."""
+    try:
+        dtype = np.dtype(doc["classes_dtype"])
+    except (KeyError, TypeError, ValueError):
+        raise corrupt("missing or unknown classes_dtype") from None
+    if dtype.kind not in "biufU":
+        raise corrupt(f"classes_dtype {dtype.str!r} is not a label type")
+    try:
+        classes = np.array(doc["classes"], dtype=dtype)
+    except (KeyError, TypeError, ValueError, OverflowError):
+        raise corrupt("classes do not match classes_dtype") from None
+    if classes.ndim != 1 or len(classes) < 2:
+        raise corrupt("fewer than 2 classes")
+    if len(np.unique(classes)) != len(classes):
+        raise corrupt("duplicated classes")
+    if dtype.kind == "f" and not np.isfinite(classes).all():
+        raise corrupt("non-finite class labels")
+    d = doc.get("n_features_in")
+    if type(d) is not int or d < 1:
+        raise corrupt(f"n_features_in {d!r} is not a positive integer")
+    names = doc.get("feature_names_in")
+    if names is not None:
+        if (not isinstance(names, list) or len(names) != d
+                or not all(isinstance(n, str) for n in names)):
+            raise corrupt("feature_names_in is not a list of n_features_in strings")
+        names = np.array(names, dtype=object)
+    params = doc.get("params")
+    if not isinstance(params, dict):
+        raise corrupt("params is not an object")
+    return {"classes": classes, "n_features_in": d, "feature_names_in": names,
+            "params": params}
+
+
+# ------------------------------------------------------------------ migrations
+
+
+def _v1_to_v2(doc: dict) -> dict:
+    """Format 1 kept REBEL's trees/similarities and vectors, or a booster's trees and
+    leaf_scores, at the top level; format 2 stores every model as learners + values."""
+    doc = dict(doc)
+    if doc.get("estimator") == "RebelClassifier":
+        vectors = np.asarray(doc.pop("vectors"), dtype=np.float64)
+        if "trees" in doc:
+            trees = doc.pop("trees")
+            leaf = np.asarray(trees["leaf_value"], dtype=np.float64)
+            leaf = leaf.reshape(vectors.shape[0], -1)
+            values = leaf[:, :, None] * vectors[:, None, :]
+            learners = {"type": "trees", **trees}
+        else:
+            sims = doc.pop("similarities")
+            scaling = doc.pop("scaling")
+            learners = {"type": "similarities", **sims, **scaling}
+            values = vectors[:, None, :]
+        fitted = {name: doc.pop(name) for name in
+                  ("cost_matrix", "init_loss", "train_loss", "validation_loss",
+                   "best_iteration", "feature_importances", "n_relabeled") if name in doc}
+        fitted["vectors"] = vectors.tolist()
+        stage_ends = list(range(1, vectors.shape[0] + 1))
+    else:
+        learners = {"type": "trees", **doc.pop("trees")}
+        values = doc.pop("leaf_scores")
+        stage_ends = doc.pop("stage_ends")
+        fitted = {name: doc.pop(name) for name in list(doc)
+                  if name not in ("format", "format_version", "library_version", "estimator",
+                                  "params", "classes", "classes_dtype", "n_features_in",
+                                  "feature_names_in")}
+    doc["model"] = {"learners": learners, "values": np.asarray(values).tolist(),
+                    "stage_ends": stage_ends}
+    doc["fitted"] = fitted
+    doc["format_version"] = 2
+    return doc
+
+
+# version -> function bringing a document of that version to the next one
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}
+
+
+def migrate(doc) -> dict:
+    """Check the envelope and bring ``doc`` to :data:`FORMAT_VERSION`."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValueError("not a rebelboost model file (no 'format': 'rebelboost-model')")
     version = doc.get("format_version")
-    if not isinstance(version, int) or version < 1:
+    if type(version) is not int or version < 1:
         raise ValueError(f"model file has an invalid format_version {version!r}")
     if version > FORMAT_VERSION:
         raise ValueError(
             f"model file has format_version {version}, newer than this library reads "
             f"({FORMAT_VERSION}); upgrade rebelboost"
         )
-    name = doc.get("estimator")
-    if name not in _estimators():
-        raise ValueError(f"model file holds an unknown estimator {name!r}")
-    return name
+    while version < FORMAT_VERSION:
+        try:
+            doc = MIGRATIONS[version](doc)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise corrupt(f"format {version} file: {type(exc).__name__}: {exc}") from None
+        version = doc["format_version"]
+    if not isinstance(doc.get("model"), dict) or not isinstance(doc.get("fitted"), dict):
+        raise corrupt("no 'model' or 'fitted' object")
+    return doc
 
 
-def model_from_header(cls, doc: dict):
-    """A ``cls`` with the header's parameters, classes and feature names set."""
-    model = cls(**doc["params"])
-    model.classes_ = np.array(doc["classes"], dtype=np.dtype(doc["classes_dtype"]))
-    model.n_features_in_ = int(doc["n_features_in"])
-    if doc["feature_names_in"] is not None:
-        model.feature_names_in_ = np.array(doc["feature_names_in"], dtype=object)
-    return model
+# ------------------------------------------------------------------ reading and writing
 
 
-def trees_to_dict(trees) -> dict:
-    return {
-        "depth": trees.depth,
-        "feature": trees.feature.tolist(),
-        "threshold": _floats(trees.threshold),
-        "missing_left": trees.missing_left.tolist(),
-        "leaf_value": trees.leaf_value.tolist(),
-    }
-
-
-def trees_from_dict(t: dict):
-    from .learners.tree import TreeArrays
-
-    depth = int(t["depth"])
-    n_trees = len(t["feature"])
-    feature = np.array(t["feature"], dtype=np.int64).reshape(n_trees, 2**depth - 1)
-    return TreeArrays(
-        feature.astype(np.int32),
-        _unfloats(t["threshold"], feature.shape),
-        np.array(t["missing_left"], dtype=bool).reshape(feature.shape),
-        np.array(t["leaf_value"], dtype=np.float64).reshape(n_trees, 2**depth),
-    )
-
-
-def _estimators() -> dict:
-    from . import ensemble
-
-    return {name: getattr(ensemble, name) for name in ensemble.__all__}
-
-
-def model_to_dict(model) -> dict:
-    """The JSON-ready description of a fitted ``RebelClassifier``."""
-    return {
-        **header(model),
-        "cost_matrix": model.cost_matrix_.tolist(),
-        **_learners_to_dict(model),
-        "vectors": model.vectors_.tolist(),
-        "init_loss": float(model.init_loss_),
-        "train_loss": model.train_loss_.tolist(),
-        "validation_loss": None
-        if model.validation_loss_ is None
-        else model.validation_loss_.tolist(),
-        "best_iteration": model.best_iteration_,
-        "feature_importances": model.feature_importances_.tolist(),
-    }
-
-
-def _learners_to_dict(model) -> dict:
-    from .learners.tree import TreeArrays
-
-    learners = model.learners_
-    if isinstance(learners, TreeArrays):
-        return {"trees": trees_to_dict(learners)}
-    offset, scale = model.scaling_
-    return {
-        "similarities": {
-            "kind": learners.kind.tolist(),
-            "first": learners.first.tolist(),
-            "second": learners.second.tolist(),
-            "tau": learners.tau.tolist(),
-            "first_index": learners.first_index.tolist(),
-            "second_index": learners.second_index.tolist(),
-            "first_class": learners.first_class.tolist(),
-            "second_class": learners.second_class.tolist(),
-        },
-        "scaling": {"offset": offset.tolist(), "scale": scale.tolist()},
-        "n_relabeled": int(model.n_relabeled_),
-    }
-
-
-def _learners_from_dict(doc: dict):
-    """(learners, scaling) of a RebelClassifier file: trees, or similarities and their scaling."""
-    from .learners.similarity import SimilarityArrays
-
-    if "trees" in doc:
-        return trees_from_dict(doc["trees"]), None
-    s, d = doc["similarities"], int(doc["n_features_in"])
-    n = len(s["kind"])
-    learners = SimilarityArrays(
-        np.array(s["kind"], dtype=np.int8).reshape(n),
-        np.array(s["first"], dtype=np.float64).reshape(n, d),
-        np.array(s["second"], dtype=np.float64).reshape(n, d),
-        np.array(s["tau"], dtype=np.float64).reshape(n),
-        np.array(s["first_index"], dtype=np.int64).reshape(n),
-        np.array(s["second_index"], dtype=np.int64).reshape(n),
-        np.array(s["first_class"], dtype=np.int64).reshape(n),
-        np.array(s["second_class"], dtype=np.int64).reshape(n),
-    )
-    scaling = doc["scaling"]
-    offset = np.array(scaling["offset"], dtype=np.float64).reshape(d)
-    scale = np.array(scaling["scale"], dtype=np.float64).reshape(d)
-    return learners, (offset, scale)
-
-
-def model_from_dict(doc: dict):
-    """Rebuild a fitted ``RebelClassifier`` from :func:`model_to_dict`'s output, checking it."""
-    from .ensemble import RebelClassifier
-
-    if check_header(doc) != "RebelClassifier":
-        raise ValueError(f"model file holds a {doc['estimator']}, not a RebelClassifier")
-    try:
-        model = model_from_header(RebelClassifier, doc)
-        model.cost_matrix_ = np.array(doc["cost_matrix"], dtype=np.float64)
-        model.learners_, model.scaling_ = _learners_from_dict(doc)
-        n_trees = len(model.learners_)
-        n_classes = len(model.classes_)
-        model.vectors_ = np.array(doc["vectors"], dtype=np.float64).reshape(n_trees, n_classes)
-        model.n_estimators_ = n_trees
-        model.init_loss_ = float(doc["init_loss"])
-        model.train_loss_ = np.array(doc["train_loss"], dtype=np.float64)
-        val = doc["validation_loss"]
-        model.validation_loss_ = None if val is None else np.array(val, dtype=np.float64)
-        model.best_iteration_ = doc["best_iteration"]
-        model.feature_importances_ = np.array(doc["feature_importances"], dtype=np.float64)
-        if "n_relabeled" in doc:
-            model.n_relabeled_ = int(doc["n_relabeled"])
-    except (KeyError, TypeError, ValueError, OverflowError) as exc:
-        raise ValueError(f"corrupt rebelboost model file: {type(exc).__name__}: {exc}") from None
-    _check_consistent(model)
-    return model
-
-
-def _check_consistent(model) -> None:
-    from .learners.tree import TreeArrays
-
-    learners, k, d = model.learners_, len(model.classes_), model.n_features_in_
-    problems = []
-    if model.cost_matrix_.shape != (k, k):
-        problems.append(f"cost matrix shape {model.cost_matrix_.shape} for {k} classes")
-    if not np.isfinite(model.vectors_).all():
-        problems.append("non-finite step vectors")
-    if isinstance(learners, TreeArrays):
-        if learners.feature.size and (learners.feature.max() >= d or learners.feature.min() < -1):
-            problems.append(f"split feature outside [-1, {d})")
-        if not np.isfinite(learners.leaf_value).all():
-            problems.append("non-finite leaf values")
-        if np.isnan(learners.threshold).any():
-            problems.append("NaN thresholds")
-    else:
-        arrays = (learners.first, learners.second, learners.tau, *model.scaling_)
-        if not all(np.isfinite(a).all() for a in arrays):
-            problems.append("non-finite support points, radii or scaling")
-        if np.any((learners.kind < 0) | (learners.kind > 2)):
-            problems.append("unknown similarity kind")
-        if np.any((learners.first_class < -1) | (learners.first_class >= k)) or np.any(
-            (learners.second_class < -1) | (learners.second_class >= k)
-        ):
-            problems.append("support class outside the classes")
-        if np.any(model.scaling_[1] <= 0):
-            problems.append("non-positive feature scale")
-    if model.feature_importances_.shape != (d,):
-        problems.append("feature_importances length differs from n_features_in")
-    if k < 2:
-        problems.append("fewer than 2 classes")
-    if problems:
-        raise ValueError("corrupt rebelboost model file: " + "; ".join(problems))
-
-
-def _to_dict(model) -> dict:
-    return model.to_dict() if hasattr(model, "to_dict") else model_to_dict(model)
-
-
-def save_model(model, path) -> None:
-    """Write ``model`` to ``path`` (gzip-compressed when it ends in ``.gz``)."""
-    text = json.dumps(_to_dict(model), allow_nan=False, separators=(",", ":"))
-    data = text.encode()
+def write_document(doc: dict, path) -> None:
+    """Write ``doc`` to ``path`` atomically (gzip-compressed when it ends in ``.gz``)."""
+    data = json.dumps(doc, allow_nan=False, separators=(",", ":")).encode()
     path = Path(path)
-    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+    if path.suffix == ".gz":
+        data = gzip.compress(data)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
-def load_model(path):
-    """Read any rebelboost model file; a bad file raises ``ValueError``."""
-    raw = Path(path).read_bytes()
+def read_document(path) -> dict:
+    """The current-format document of a model file; a bad file raises ``ValueError``."""
+    path = Path(path)
+    with path.open("rb") as fh:
+        raw = fh.read(MAX_BYTES + 1)
     try:
         if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        doc = json.loads(raw.decode("utf-8"))
-    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raw = _gunzip(raw)
+        if len(raw) > MAX_BYTES:
+            raise ValueError(f"larger than {MAX_BYTES} bytes")
+        doc = json.loads(raw.decode("utf-8"))  # too deep a nesting: RecursionError
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError,
+            RecursionError) as exc:
         raise ValueError(f"{path} is not a readable rebelboost model file: {exc}") from None
-    cls = _estimators()[check_header(doc)]
-    return cls.from_dict(doc) if hasattr(cls, "from_dict") else model_from_dict(doc)
+    return migrate(doc)
+
+
+def _gunzip(raw: bytes) -> bytes:
+    """Decompress at most :data:`MAX_BYTES` (a small file may expand enormously)."""
+    out = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    data = out.decompress(raw, MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"decompresses to more than {MAX_BYTES} bytes")
+    if not out.eof:
+        raise EOFError("truncated gzip stream")
+    return data
+

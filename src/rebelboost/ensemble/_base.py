@@ -1,67 +1,136 @@
-"""Shared machinery of the tree-ensemble classifiers whose leaves add class scores.
+"""What every rebelboost classifier shares: parameters of the boosting loop, ``fit`` around
+:func:`~rebelboost.engine.boost`, the one prediction path (:class:`~rebelboost.engine.
+AdditiveModel`, with iteration ranges), explanations and model files.
 
-Every booster here ends up as ``S(x) = sum_t leaf_scores[t, leaf_t(x)]``: tree ``t`` sends
-``x`` to a leaf and the leaf adds a K-vector of class scores (for a +-1 learner with step
-vector ``a``: ``+-a``; for a GD-MCBoost codeword leaf: ``alpha <y_k, y_leaf>``). The prediction
-is ``argmax_k S_k(x)``. Boosting stages may hold several trees (one-vs-all fits one tree per
-class per round); ``stage_ends_[s]`` is the number of trees in the first ``s + 1`` stages.
-
-This module holds input validation, staged predictions and the model-file dictionaries.
+A subclass names its booster (``_make_booster``), the per-iteration values it keeps as fitted
+attributes (``_records``), the fitted arrays its model file stores (``_fitted_fields``), and
+its class-probability link if it has one.
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.model_selection import train_test_split
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..binning import Binner
+from ..callbacks import EarlyStopping
+from ..engine import AdditiveModel, BoostResult, boost
+from ..engine.boosting import Validation
+from ..io import corrupt, float_array, header, read_document, read_header, write_document
 from ..learners.tree import TreeArrays
 from ..validation import check_fit_input
 
+# Parameters of the boosting loop, the same name and meaning in every estimator.
+LOOP_CONSTRAINTS: dict = {
+    "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+    "max_bins": [Interval(numbers.Integral, 2, 255, closed="both")],
+    "target_loss": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither"),
+                    None],
+    "early_stopping": ["boolean"],
+    "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+    "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
+    "tol": [Interval(numbers.Real, 0, None, closed="left")],
+    "random_state": ["random_state"],
+    "n_jobs": [numbers.Integral, None],
+    "verbose": ["verbose"],
+}
 
-class LeafScoreClassifier(ClassifierMixin, BaseEstimator):
-    """Base class: fitted attributes ``classes_``, ``trees_``, ``leaf_scores_``, ``stage_ends_``."""
+LOOP_PARAMETERS_DOC = """\
+    target_loss : 'auto', float or None, default=None
+        Stop once the training loss falls below this value ('auto': ``1 / n_samples``);
+        ``n_estimators`` stays the cap. Training also stops when the loss reaches 0.
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the training set (stratified), stop when the
+        validation loss has not improved by ``tol`` (relative) for ``n_iter_no_change``
+        iterations, and keep the model at its best iteration.
+    validation_fraction : float, default=0.1
+    n_iter_no_change : int, default=10
+    tol : float, default=1e-7
+    random_state : int, RandomState instance or None, default=None
+        Seeds the validation split and the binning subsample.
+    n_jobs : int or None, default=None
+        Threads for the kernels; None or -1 uses all cores.
+    verbose : int, default=0
+        Print the training (and validation) loss every ``verbose`` iterations.
+"""
+
+
+def document_loop(cls):
+    """Class decorator: the loop's parameters replace ``{loop}`` in the class docstring."""
+    cls.__doc__ = cls.__doc__.replace("{loop}\n", LOOP_PARAMETERS_DOC)
+    return cls
+
+
+class BoostedClassifier(ClassifierMixin, BaseEstimator):
+    """Base class. Fitted: ``classes_``, ``model_`` (the additive model), ``n_estimators_``,
+    ``init_loss_``, ``train_loss_``, ``validation_loss_``, ``best_iteration_``,
+    ``feature_importances_``."""
+
+    _fitted_fields: tuple[str, ...] = ()  # float arrays (or None) a subclass's file stores
+    _renamed_params: dict[str, str] = {}  # old parameter name -> new, for old model files
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
 
-    # ------------------------------------------------------------------ fitting helpers
+    # ------------------------------------------------------------------ fitting
 
-    def _fit_input(self, X, y, sample_weight):
-        """Validated (X, codes, sample_weight); sets ``classes_`` and ``n_features_in_``."""
-        return check_fit_input(self, X, y, sample_weight)
+    def fit(self, X, y, sample_weight=None, callbacks=None):
+        """Boost up to ``n_estimators`` iterations on (X, y).
 
-    def _bins(self, X, sample_weight, rng):
-        """Binner fitted on the rows that count, and the binned training matrix."""
-        binner = Binner(self.max_bins, random_state=rng.randint(2**31))
-        bins = binner.fit(X[sample_weight > 0]).transform(X)
-        return binner, bins
+        ``callbacks`` is a list of callables, each called with an
+        :class:`~rebelboost.callbacks.IterationInfo` after every iteration; one returning
+        ``True`` stops training there.
+        """
+        X, codes, sample_weight = check_fit_input(self, X, y, sample_weight)
+        rng = _rng(self.random_state)
+        cost_matrix = self._cost_matrix()
+        validation = None
+        if self.early_stopping:
+            X, X_val, codes, codes_val, sample_weight, w_val = _validation_split(
+                X, codes, sample_weight, self.validation_fraction, rng)
+            validation = Validation(X_val, codes_val, w_val, cost_matrix)
+        booster = self._make_booster(X, codes, sample_weight, rng, validation)
+        target = self.target_loss
+        if target == "auto":
+            target = 1.0 / X.shape[0]
+        result = boost(
+            booster, self.n_estimators, X.shape[1], validation=validation,
+            early_stopping=EarlyStopping(self.n_iter_no_change, self.tol)
+            if validation is not None else None,
+            callbacks=callbacks, target_loss=target, verbose=self.verbose, n_jobs=self.n_jobs,
+            estimator=self,
+        )
+        self._set_result(result)
+        self._set_records(result.records, result.n_kept, booster)
+        return self
 
-    @staticmethod
-    def _rng(random_state) -> np.random.RandomState:
-        if isinstance(random_state, np.random.RandomState):
-            return np.random.RandomState(random_state.randint(2**31))
-        return np.random.RandomState(random_state)
+    def _set_result(self, result: BoostResult) -> None:
+        self.model_ = result.model
+        self.n_estimators_ = result.model.n_stages
+        self.init_loss_ = result.init_loss
+        self.train_loss_ = result.train_loss
+        self.validation_loss_ = result.validation_loss
+        self.best_iteration_ = result.best_iteration
+        self.feature_importances_ = result.feature_importances
 
-    def _set_model(self, trees: list[TreeArrays], leaf_scores: list[np.ndarray], depth: int,
-                   stage_ends: list[int]) -> None:
+    def _cost_matrix(self) -> np.ndarray:
+        """The cost matrix decisions are scored with (the 0-1 cost unless a booster has one)."""
         k = len(self.classes_)
-        self.trees_ = TreeArrays.stack(trees, depth)
-        self.leaf_scores_ = (np.stack(leaf_scores) if leaf_scores
-                             else np.zeros((0, 2**depth, k)))
-        self.stage_ends_ = np.asarray(stage_ends, dtype=np.int64)
-        self.n_estimators_ = len(stage_ends)
+        return 1.0 - np.eye(k)
 
-    def _report(self, it: int, loss: float) -> None:
-        if self.verbose and (it + 1) % int(self.verbose) == 0:
-            import sys
+    def _make_booster(self, X, codes, sample_weight, rng, validation):
+        raise NotImplementedError
 
-            print(f"[{it + 1:5d}] train loss {loss:.6g}", file=sys.stderr)
+    def _set_records(self, records: list[dict], n_kept: int, booster) -> None:
+        """Set fitted attributes from the per-iteration records (kept ones: ``[:n_kept]``)."""
 
     # --------------------------------------------------------------- prediction
 
@@ -70,115 +139,184 @@ class LeafScoreClassifier(ClassifierMixin, BaseEstimator):
         return validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan",
                              reset=False)
 
-    def _staged_scores(self, X) -> Iterator[np.ndarray]:
+    def _scores(self, X, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Class scores ``H(x)`` of iterations ``[start, stop)``, shape (n_samples, K)."""
         X = self._check_X(X)
-        leaves = self.trees_.leaves(X)
-        scores = np.zeros((X.shape[0], len(self.classes_)))
-        start = 0
-        for end in self.stage_ends_:
-            for t in range(start, int(end)):
-                scores += self.leaf_scores_[t][leaves[:, t]]
-            start = int(end)
-            yield scores.copy()
+        return self.model_.scores(X, start, stop)
 
-    def _scores(self, X) -> np.ndarray:
-        """Class scores ``S(x)``, shape (n_samples, n_classes)."""
+    def _staged_scores(self, X, start: int = 0, stop: int | None = None) -> Iterator[np.ndarray]:
         X = self._check_X(X)
-        leaves = self.trees_.leaves(X)
-        scores = np.zeros((X.shape[0], len(self.classes_)))
-        for t in range(leaves.shape[1]):
-            scores += self.leaf_scores_[t][leaves[:, t]]
-        return scores
+        return self.model_.staged_scores(X, start, stop)
 
     @staticmethod
     def _decision(scores: np.ndarray) -> np.ndarray:
         return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
 
-    def decision_function(self, X) -> np.ndarray:
-        """Class scores (n_samples, n_classes); for two classes ``S_1 - S_0``."""
-        return self._decision(self._scores(X))
+    def decision_function(self, X, *, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Class scores (n_samples, n_classes); for two classes ``H_1 - H_0``.
 
-    def staged_decision_function(self, X) -> Iterator[np.ndarray]:
-        for scores in self._staged_scores(X):
+        ``start``/``stop`` restrict the sum to boosting iterations ``[start, stop)``.
+        """
+        return self._decision(self._scores(X, start, stop))
+
+    def staged_decision_function(self, X, *, start: int = 0,
+                                 stop: int | None = None) -> Iterator[np.ndarray]:
+        for scores in self._staged_scores(X, start, stop):
             yield self._decision(scores)
 
-    def predict(self, X) -> np.ndarray:
-        """``classes_[argmax_k S_k(x)]``."""
-        scores = self._scores(X)
+    def predict(self, X, *, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """``classes_[argmax_k H_k(x)]`` over iterations ``[start, stop)``."""
+        scores = self._scores(X, start, stop)
         return self.classes_[np.argmax(scores, axis=1)]
 
-    def staged_predict(self, X) -> Iterator[np.ndarray]:
-        for scores in self._staged_scores(X):
+    def staged_predict(self, X, *, start: int = 0, stop: int | None = None) -> Iterator:
+        for scores in self._staged_scores(X, start, stop):
             yield self.classes_[np.argmax(scores, axis=1)]
+
+    @property
+    def trees_(self) -> TreeArrays:
+        """The weak learners of a tree or stump model, stacked."""
+        check_is_fitted(self)
+        if not isinstance(self.model_.learners, TreeArrays):
+            raise AttributeError("a similarity model has no trees_; see learners_")
+        return self.model_.learners
+
+    @property
+    def learners_(self):
+        """The weak learners, stacked (trees or similarities)."""
+        check_is_fitted(self)
+        return self.model_.learners
+
+    @property
+    def leaf_scores_(self) -> np.ndarray:
+        """(n_learners, n_slots, n_classes): the class scores each learner's slots add."""
+        check_is_fitted(self)
+        return self.model_.values
+
+    @property
+    def stage_ends_(self) -> np.ndarray:
+        """Number of learners in the first s + 1 iterations."""
+        check_is_fitted(self)
+        return self.model_.stage_ends
+
+    def feature_names(self) -> list[str]:
+        """The feature names the model reads (``x0, x1, ...`` when fitted without names)."""
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None:
+            return [str(n) for n in names]
+        return [f"x{j}" for j in range(self.n_features_in_)]
+
+    def explain(self, x, top: int = 10, feature_names=None):
+        """The largest contributions of single learners to the prediction for one row."""
+        from ..explain import explain_prediction
+
+        return explain_prediction(self, x, top=top, feature_names=feature_names)
+
+    def cost_score(self, X, y) -> float:
+        """Mean cost of the predictions on (X, y) under the model's cost matrix."""
+        from ..metrics import mean_cost
+
+        return mean_cost(y, self.predict(X), self._cost_matrix(), self.classes_)
 
     # --------------------------------------------------------------- model files
 
-    _extra_arrays: tuple[str, ...] = ()  # fitted float arrays a subclass adds to the file
-
     def to_dict(self) -> dict:
-        """JSON-ready description of the fitted model (the envelope of :mod:`rebelboost.io`)."""
-        from ..io import header, trees_to_dict
-
-        return {
-            **header(self),
-            "trees": trees_to_dict(self.trees_),
-            "leaf_scores": self.leaf_scores_.tolist(),
-            "stage_ends": self.stage_ends_.tolist(),
-            "train_loss": np.asarray(self.train_loss_).tolist(),
-            **{name: np.asarray(getattr(self, name + "_")).tolist()
-               for name in self._extra_arrays},
+        """The JSON-ready model file (see :mod:`rebelboost.io`)."""
+        check_is_fitted(self)
+        fitted = {
+            "init_loss": float(self.init_loss_),
+            "train_loss": self.train_loss_.tolist(),
+            "validation_loss": None if self.validation_loss_ is None
+            else self.validation_loss_.tolist(),
+            "best_iteration": self.best_iteration_,
+            "feature_importances": self.feature_importances_.tolist(),
         }
+        for name in self._fitted_fields:
+            value = getattr(self, name + "_")
+            fitted[name] = None if value is None else np.asarray(value).tolist()
+        return {**header(self), "model": self.model_.to_dict(), "fitted": fitted}
 
     @classmethod
     def from_dict(cls, doc: dict):
-        """Rebuild a fitted estimator from :meth:`to_dict`'s output, checking it."""
-        from ..io import check_header, model_from_header, trees_from_dict
-
-        if check_header(doc) != cls.__name__:
-            raise ValueError(f"model file holds a {doc['estimator']!r}, not a {cls.__name__}")
+        """Rebuild and check a fitted estimator from a current-format document."""
+        if doc.get("estimator") != cls.__name__:
+            raise ValueError(f"model file holds a {doc.get('estimator')!r}, not a {cls.__name__}")
+        head = read_header(doc)
+        params = {cls._renamed_params.get(k, k): v for k, v in head["params"].items()}
+        known = cls._get_param_names()
+        model = cls(**{k: v for k, v in params.items() if k in known})
         try:
-            model = model_from_header(cls, doc)
-            model.trees_ = trees_from_dict(doc["trees"])
-            n_trees, depth = len(model.trees_), model.trees_.depth
-            feature = model.trees_.feature
-            k = len(model.classes_)
-            model.leaf_scores_ = np.array(doc["leaf_scores"], dtype=np.float64).reshape(
-                n_trees, 2**depth, k)
-            model.stage_ends_ = np.array(doc["stage_ends"], dtype=np.int64)
-            model.n_estimators_ = len(model.stage_ends_)
-            model.train_loss_ = np.array(doc["train_loss"], dtype=np.float64)
-            for name in cls._extra_arrays:
-                setattr(model, name + "_", np.array(doc[name], dtype=np.float64))
-        except (KeyError, TypeError, ValueError, OverflowError) as exc:
-            raise ValueError(
-                f"corrupt rebelboost model file: {type(exc).__name__}: {exc}") from None
-        problems = []
-        d = model.n_features_in_
-        if feature.size and (feature.max() >= d or feature.min() < -1):
-            problems.append(f"split feature outside [-1, {d})")
-        if not np.isfinite(model.leaf_scores_).all():
-            problems.append("non-finite leaf scores")
-        ends = model.stage_ends_
-        if ends.size and (np.any(np.diff(ends) < 0) or ends[-1] != n_trees or ends[0] < 0):
-            problems.append("stage_ends do not partition the trees")
-        if k < 2:
-            problems.append("fewer than 2 classes")
-        if problems:
-            raise ValueError("corrupt rebelboost model file: " + "; ".join(problems))
+            model._validate_params()
+        except ValueError as exc:
+            raise corrupt(f"parameters: {exc}") from None
+        model.classes_ = head["classes"]
+        model.n_features_in_ = head["n_features_in"]
+        if head["feature_names_in"] is not None:
+            model.feature_names_in_ = head["feature_names_in"]
+        k, d = len(model.classes_), model.n_features_in_
+        model.model_ = AdditiveModel.from_dict(doc["model"], d, k)
+        fitted = doc["fitted"]
+        try:
+            model._read_fitted(fitted, k, d)
+        except KeyError as exc:
+            raise corrupt(f"fitted values lack {exc}") from None
+        except (TypeError, OverflowError) as exc:
+            raise corrupt(f"fitted values: {type(exc).__name__}: {exc}") from None
         return model
+
+    def _read_fitted(self, fitted: dict, k: int, d: int) -> None:
+        """Set and check the fitted attributes from a model file's ``fitted`` section."""
+        n = self.model_.n_stages
+        self.n_estimators_ = n
+        init = fitted.get("init_loss")
+        self.init_loss_ = None if init is None else float(float_array(init, (), "init_loss"))
+        self.train_loss_ = float_array(fitted["train_loss"], (n,), "train_loss")
+        val = fitted.get("validation_loss")
+        self.validation_loss_ = None if val is None else float_array(
+            val, (len(val),) if isinstance(val, list) else None, "validation_loss")
+        best = fitted.get("best_iteration")
+        if best is not None and (type(best) is not int or best != n):
+            raise corrupt(f"best_iteration {best!r} differs from the {n} iterations kept")
+        self.best_iteration_ = best
+        self.feature_importances_ = float_array(fitted["feature_importances"], (d,),
+                                                "feature_importances")
+        if not np.isfinite(self.feature_importances_).all():
+            raise corrupt("non-finite feature importances")
 
     def save(self, path) -> None:
         """Write the fitted model as JSON (gzip-compressed when the name ends in ``.gz``)."""
-        from ..io import save_model
-
-        save_model(self, path)
+        write_document(self.to_dict(), path)
 
     @classmethod
     def load(cls, path):
         """Read a model file written by :meth:`save`."""
-        from ..io import load_model
+        doc = read_document(path)
+        if doc.get("estimator") != cls.__name__:
+            raise ValueError(f"{path} holds a {doc.get('estimator')}, not a {cls.__name__}")
+        return cls.from_dict(doc)
 
-        model = load_model(path)
-        if not isinstance(model, cls):
-            raise ValueError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
-        return model
+
+def bin_training_data(X, sample_weight, max_bins: int, rng):
+    """Binner fitted on the rows that count (a zero weight equals removal), and the bins."""
+    binner = Binner(max_bins, random_state=rng.randint(2**31))
+    return binner, binner.fit(X[sample_weight > 0]).transform(X)
+
+
+def _rng(random_state) -> np.random.RandomState:
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.RandomState(random_state.randint(2**31))
+    return np.random.RandomState(random_state)
+
+
+def _validation_split(X, codes, sample_weight, fraction, rng):
+    counts = np.bincount(codes)
+    n_val = int(np.ceil(fraction * len(codes)))
+    stratify = codes if counts.min() >= 2 and n_val >= len(counts) else None
+    X, X_val, codes, codes_val, w, w_val = train_test_split(
+        X, codes, sample_weight, test_size=fraction, stratify=stratify, random_state=rng,
+    )
+    if len(np.unique(codes)) < 2:
+        raise ValueError("the validation split left fewer than 2 classes for training")
+    if w_val.sum() <= 0:
+        raise ValueError("the validation split has zero total sample weight")
+    return X, X_val, codes, codes_val, w, w_val

@@ -13,13 +13,16 @@ import numbers
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..engine import Stage
+from ..io import corrupt, float_array
 from ..learners.hamming_tree import factorized_learner, unfactorized_learners
+from ..learners.tree import TreeArrays
 from ..losses.adaboost_mh import AdaBoostMHLoss
-from ._base import LeafScoreClassifier
-from ._threads import numba_threads
+from ._base import LOOP_CONSTRAINTS, BoostedClassifier, bin_training_data, document_loop
 
 
-class AdaBoostMHClassifier(LeafScoreClassifier):
+@document_loop
+class AdaBoostMHClassifier(BoostedClassifier):
     """AdaBoost.MH (Schapire and Singer 1999) with factorized base classifiers (Kégl 2014).
 
     Parameters
@@ -37,16 +40,11 @@ class AdaBoostMHClassifier(LeafScoreClassifier):
         iteration (one per class, free leaf signs) sharing one coefficient.
     max_bins : int, default=255
         Value bins per feature for the split search (plus one bin for missing values).
-    random_state : int, RandomState instance or None, default=None
-        Seeds the binning subsample.
-    n_jobs : int or None, default=None
-        Threads for the histogram kernels; None or -1 uses all cores.
-    verbose : int, default=0
-        Print the training risk every ``verbose`` iterations.
+{loop}
 
     Attributes
     ----------
-    classes_, n_features_in_
+    classes_, n_features_in_, model_, n_estimators_, validation_loss_, best_iteration_
     trees_ : TreeArrays
         The base classifiers' ``phi`` (K per iteration when ``factorized=False``).
     leaf_scores_ : ndarray of shape (n_trees, 2**depth, n_classes)
@@ -57,80 +55,102 @@ class AdaBoostMHClassifier(LeafScoreClassifier):
     alphas_ : ndarray of shape (n_estimators_,)
     edges_ : ndarray of shape (n_estimators_,)
         Edge ``gamma_t`` of each base classifier (weights summing to one).
+    init_loss_ : float
+        Weighted exponential risk (3) before the first iteration (1).
     train_loss_ : ndarray of shape (n_estimators_,)
-        Weighted exponential risk (3) after each iteration (1 before the first).
+        Weighted exponential risk (3) after each iteration.
     feature_importances_ : ndarray of shape (n_features_in_,)
     """
 
     _parameter_constraints: dict = {
-        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+        **LOOP_CONSTRAINTS,
         "weak_learner": [StrOptions({"tree", "stump"})],
         "max_depth": [Interval(numbers.Integral, 1, 16, closed="both")],
         "factorized": ["boolean"],
-        "max_bins": [Interval(numbers.Integral, 2, 255, closed="both")],
-        "random_state": ["random_state"],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
     }
-    _extra_arrays = ("votes", "alphas", "edges", "feature_importances")
+    _fitted_fields = ("votes", "alphas", "edges")
 
     def __init__(self, n_estimators: int = 100, *, weak_learner: str = "stump",
                  max_depth: int = 2, factorized: bool = True, max_bins: int = 255,
-                 random_state=None, n_jobs: int | None = None, verbose: int = 0):
+                 target_loss=None, early_stopping: bool = False,
+                 validation_fraction: float = 0.1, n_iter_no_change: int = 10,
+                 tol: float = 1e-7, random_state=None, n_jobs: int | None = None,
+                 verbose: int = 0):
         self.n_estimators = n_estimators
         self.weak_learner = weak_learner
         self.max_depth = max_depth
         self.factorized = factorized
         self.max_bins = max_bins
+        self.target_loss = target_loss
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def fit(self, X, y, sample_weight=None) -> AdaBoostMHClassifier:
-        """Run ``n_estimators`` iterations of AdaBoost.MH on (X, y)."""
-        X, codes, sample_weight = self._fit_input(X, y, sample_weight)
-        k = len(self.classes_)
+    def _make_booster(self, X, codes, sample_weight, rng, validation):
         depth = 1 if self.weak_learner == "stump" else int(self.max_depth)
-        binner, bins = self._bins(X, sample_weight, self._rng(self.random_state))
-        loss = AdaBoostMHLoss(codes, k, sample_weight)
-        scores = np.zeros((X.shape[0], k))
-        trees, leaf_scores, stage_ends = [], [], []
-        votes, alphas, edges, train_loss = [], [], [], []
-        importances = np.zeros(X.shape[1])
-        with numba_threads(self.n_jobs):
-            for it in range(self.n_estimators):
-                w = loss.weights(scores)
-                if self.factorized:
-                    learner = factorized_learner(bins, binner, loss, w, depth)
-                    trees.append(learner.tree)
-                    leaf_scores.append(learner.leaf_scores())
-                    scores += learner.alpha * learner.phi[:, None] * learner.votes
-                    votes.append(learner.votes)
-                    alphas.append(learner.alpha)
-                    edges.append(learner.edge)
-                    for f, gain in learner.gains:
-                        importances[f] += gain
-                else:
-                    class_trees, phis, alpha = unfactorized_learners(bins, binner, loss, w, depth)
-                    for c, tree in enumerate(class_trees):
-                        table = np.zeros((2**depth, k))
-                        table[:, c] = alpha * tree.leaf_value[0]
-                        trees.append(tree)
-                        leaf_scores.append(table)
-                        for f in tree.feature[0][tree.feature[0] >= 0]:
-                            importances[f] += 1.0
-                    scores += alpha * phis
-                    votes.append(np.ones(k))
-                    alphas.append(alpha)
-                    edges.append(float((w * loss.y * phis).sum()))
-                stage_ends.append(len(trees))
-                train_loss.append(loss.risk(scores))
-                self._report(it, train_loss[-1])
-        self._set_model(trees, leaf_scores, depth, stage_ends)
-        self.votes_ = np.asarray(votes).reshape(len(stage_ends), k)
-        self.alphas_ = np.asarray(alphas, dtype=np.float64)
-        self.edges_ = np.asarray(edges, dtype=np.float64)
-        self.train_loss_ = np.asarray(train_loss)
-        total = importances.sum()
-        self.feature_importances_ = importances / total if total > 0 else importances
-        return self
+        binner, bins = bin_training_data(X, sample_weight, self.max_bins, rng)
+        return _MHBooster(bins, binner, codes, len(self.classes_), sample_weight, depth,
+                          self.factorized, validation)
+
+    def _set_records(self, records, n_kept, booster) -> None:
+        k = len(self.classes_)
+        kept = records[:n_kept]
+        self.votes_ = np.asarray([r["votes"] for r in kept]).reshape(n_kept, k)
+        self.alphas_ = np.asarray([r["alpha"] for r in kept], dtype=np.float64)
+        self.edges_ = np.asarray([r["edge"] for r in kept], dtype=np.float64)
+
+    def _read_fitted(self, fitted: dict, k: int, d: int) -> None:
+        super()._read_fitted(fitted, k, d)
+        n = self.n_estimators_
+        self.votes_ = float_array(fitted["votes"], (n, k), "votes")
+        self.alphas_ = float_array(fitted["alphas"], (n,), "alphas")
+        self.edges_ = float_array(fitted["edges"], (n,), "edges")
+        if not all(np.isfinite(a).all() for a in (self.votes_, self.alphas_, self.edges_)):
+            raise corrupt("non-finite votes, alphas or edges")
+
+
+class _MHBooster:
+    """AdaBoost.MH's exponential risk with factorized (or per-class) +-1 trees."""
+
+    blas_threads = 1
+
+    def __init__(self, bins, binner, codes, k, sample_weight, depth, factorized, validation):
+        self.bins, self.binner, self.depth, self.factorized = bins, binner, depth, factorized
+        self.loss = AdaBoostMHLoss(codes, k, sample_weight)
+        self.val_loss = (AdaBoostMHLoss(validation.codes, k, validation.sample_weight)
+                         if validation is not None else None)
+        self.scores = np.zeros((len(codes), k))
+
+    def initial_loss(self) -> float:
+        return self.loss.risk(np.zeros_like(self.scores))
+
+    def fit_stage(self, iteration: int) -> Stage:
+        loss, k = self.loss, self.scores.shape[1]
+        w = loss.weights(self.scores)
+        if self.factorized:
+            learner = factorized_learner(self.bins, self.binner, loss, w, self.depth)
+            self.scores += learner.alpha * learner.phi[:, None] * learner.votes
+            return Stage(learner.tree, learner.leaf_scores()[None], loss.risk(self.scores),
+                         list(learner.gains),
+                         {"votes": learner.votes, "alpha": learner.alpha, "edge": learner.edge})
+        class_trees, phis, alpha = unfactorized_learners(self.bins, self.binner, loss, w,
+                                                         self.depth)
+        values = np.zeros((k, 2**self.depth, k))
+        gains = []
+        for c, tree in enumerate(class_trees):
+            values[c, :, c] = alpha * tree.leaf_value[0]
+            gains += [(int(f), 1.0) for f in tree.features_used(0)]
+        self.scores += alpha * phis
+        return Stage(TreeArrays.stack(class_trees, self.depth), values, loss.risk(self.scores),
+                     gains, {"votes": np.ones(k), "alpha": alpha,
+                             "edge": float((w * loss.y * phis).sum())})
+
+    def validation_loss(self, scores) -> float:
+        return self.val_loss.risk(scores)
+
+    def stack(self, pieces) -> TreeArrays:
+        return TreeArrays.stack(pieces, self.depth)

@@ -14,14 +14,17 @@ import numbers
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..engine import Stage
+from ..io import corrupt, float_array, int_array
 from ..learners.greedy_tree import TreeBuilder, signed_cost_channels
 from ..learners.hamming_tree import free_sign_tree
+from ..learners.tree import TreeArrays
 from ..losses.mcboost import MCBoostLoss, codeword_score, simplex_codewords
-from ._base import LeafScoreClassifier
-from ._threads import numba_threads
+from ._base import LOOP_CONSTRAINTS, BoostedClassifier, bin_training_data, document_loop
 
 
-class MCBoostClassifier(LeafScoreClassifier):
+@document_loop
+class MCBoostClassifier(BoostedClassifier):
     """Multi-class boosting with simplex codewords and the MCBoost margin loss.
 
     Parameters
@@ -37,100 +40,124 @@ class MCBoostClassifier(LeafScoreClassifier):
         Binary learners have free leaf signs, so depth 1 covers both stump polarities and the
         constant learners.
     max_bins : int, default=255
-    random_state : int, RandomState instance or None, default=None
-    n_jobs : int or None, default=None
-    verbose : int, default=0
+{loop}
 
     Attributes
     ----------
-    classes_, n_features_in_, trees_, leaf_scores_, stage_ends_, feature_importances_
+    classes_, n_features_in_, model_, n_estimators_, validation_loss_, best_iteration_
+    trees_, leaf_scores_, stage_ends_, feature_importances_
     codewords_ : ndarray of shape (n_classes, n_classes - 1)
         The simplex vertices; row k is class ``classes_[k]``'s codeword.
     components_ : ndarray of shape (n_estimators_,)
         CD: the component each iteration updated; GD: -1.
     alphas_ : ndarray of shape (n_estimators_,)
+    init_loss_ : float
+        Risk at f = 0 (``n_classes``).
     train_loss_ : ndarray of shape (n_estimators_,)
-        Risk (mean loss (15), ``n_classes`` at f = 0) after each iteration.
+        Risk (mean loss (15)) after each iteration.
     """
 
     _parameter_constraints: dict = {
-        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+        **LOOP_CONSTRAINTS,
         "algorithm": [StrOptions({"cd", "gd"})],
         "max_depth": [Interval(numbers.Integral, 1, 16, closed="both")],
-        "max_bins": [Interval(numbers.Integral, 2, 255, closed="both")],
-        "random_state": ["random_state"],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
     }
-    _extra_arrays = ("codewords", "components", "alphas", "feature_importances")
+    _fitted_fields = ("codewords", "components", "alphas")
 
     def __init__(self, n_estimators: int = 100, *, algorithm: str = "cd", max_depth: int = 1,
-                 max_bins: int = 255, random_state=None, n_jobs: int | None = None,
+                 max_bins: int = 255, target_loss=None, early_stopping: bool = False,
+                 validation_fraction: float = 0.1, n_iter_no_change: int = 10,
+                 tol: float = 1e-7, random_state=None, n_jobs: int | None = None,
                  verbose: int = 0):
         self.n_estimators = n_estimators
         self.algorithm = algorithm
         self.max_depth = max_depth
         self.max_bins = max_bins
+        self.target_loss = target_loss
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def fit(self, X, y, sample_weight=None) -> MCBoostClassifier:
-        """Run ``n_estimators`` iterations of CD- or GD-MCBoost on (X, y)."""
-        X, codes, sample_weight = self._fit_input(X, y, sample_weight)
-        k = len(self.classes_)
-        depth = int(self.max_depth)
-        binner, bins = self._bins(X, sample_weight, self._rng(self.random_state))
-        codewords = simplex_codewords(k)
-        gram = codewords @ codewords.T
-        loss = MCBoostLoss(codes, codewords, sample_weight)
-        n = X.shape[0]
-        scores = np.zeros((n, k))  # s_k = <f, y_k>
-        trees, leaf_scores, components, alphas, train_loss = [], [], [], [], []
-        importances = np.zeros(X.shape[1])
-        with numba_threads(self.n_jobs):
-            for it in range(self.n_estimators):
-                terms = loss.terms(scores)
-                grad = loss.gradient(terms)
-                if self.algorithm == "cd":
-                    j = it % (k - 1)
-                    channels = signed_cost_channels(grad[:, j])
-                    tree, g = free_sign_tree(bins, binner, channels, depth)
-                    alpha = loss.component_step(terms, g, j)
-                    table = alpha * tree.leaf_value[0][:, None] * codewords[:, j][None, :]
-                    scores += alpha * g[:, None] * codewords[:, j][None, :]
-                else:
-                    j = -1
-                    tree, leaf_class, row_class = _codeword_tree(bins, binner, grad, codewords,
-                                                                 depth)
-                    alpha = loss.codeword_step(terms, row_class)
-                    table = alpha * gram[leaf_class]  # leaf l adds alpha <y_k, y_leaf>
-                    scores += alpha * gram[row_class]
-                for f in tree.feature[0][tree.feature[0] >= 0]:
-                    importances[f] += abs(alpha)
-                trees.append(tree)
-                leaf_scores.append(table)
-                components.append(j)
-                alphas.append(alpha)
-                train_loss.append(loss.risk(scores))
-                self._report(it, train_loss[-1])
-        self._set_model(trees, leaf_scores, depth, list(range(1, len(trees) + 1)))
-        self.codewords_ = codewords
-        self.components_ = np.asarray(components, dtype=np.int64)
-        self.alphas_ = np.asarray(alphas, dtype=np.float64)
-        self.train_loss_ = np.asarray(train_loss)
-        total = importances.sum()
-        self.feature_importances_ = importances / total if total > 0 else importances
-        return self
+    def _make_booster(self, X, codes, sample_weight, rng, validation):
+        binner, bins = bin_training_data(X, sample_weight, self.max_bins, rng)
+        self.codewords_ = simplex_codewords(len(self.classes_))
+        return _MCBooster(bins, binner, codes, self.codewords_, sample_weight,
+                          int(self.max_depth), self.algorithm, validation)
 
-    def predict_proba(self, X) -> np.ndarray:
+    def _set_records(self, records, n_kept, booster) -> None:
+        self.components_ = np.asarray([r["component"] for r in records[:n_kept]], np.int64)
+        self.alphas_ = np.asarray([r["alpha"] for r in records[:n_kept]], np.float64)
+
+    def _read_fitted(self, fitted: dict, k: int, d: int) -> None:
+        super()._read_fitted(fitted, k, d)
+        n = self.n_estimators_
+        self.codewords_ = float_array(fitted["codewords"], (k, k - 1), "codewords")
+        if not np.allclose(self.codewords_, simplex_codewords(k), rtol=0, atol=1e-12):
+            raise corrupt("codewords are not the simplex vertices")
+        self.components_ = int_array(fitted["components"], (n,), "components", -1, k - 1)
+        self.alphas_ = float_array(fitted["alphas"], (n,), "alphas")
+        if not np.isfinite(self.alphas_).all():
+            raise corrupt("non-finite alphas")
+
+    def predict_proba(self, X, *, start: int = 0, stop: int | None = None) -> np.ndarray:
         """``softmax_k <f(x), y_k>``: the loss is Bayes consistent with
         ``<f*(x), y_k> = log P(y_k | x) + c`` (the paper's (17))."""
-        return _softmax(self._scores(X))
+        return _softmax(self._scores(X, start, stop))
 
-    def staged_predict_proba(self, X):
-        for scores in self._staged_scores(X):
+    def staged_predict_proba(self, X, *, start: int = 0, stop: int | None = None):
+        for scores in self._staged_scores(X, start, stop):
             yield _softmax(scores)
+
+
+class _MCBooster:
+    """The MCBoost risk with CD (one component, +-1 trees) or GD (codeword trees) steps."""
+
+    blas_threads = 1
+
+    def __init__(self, bins, binner, codes, codewords, sample_weight, depth, algorithm,
+                 validation):
+        self.bins, self.binner, self.depth, self.algorithm = bins, binner, depth, algorithm
+        self.codewords = codewords
+        self.gram = codewords @ codewords.T
+        self.loss = MCBoostLoss(codes, codewords, sample_weight)
+        self.val_loss = (MCBoostLoss(validation.codes, codewords, validation.sample_weight)
+                         if validation is not None else None)
+        self.scores = np.zeros((len(codes), codewords.shape[0]))  # s_k = <f, y_k>
+
+    def initial_loss(self) -> float:
+        return self.loss.risk(np.zeros_like(self.scores))
+
+    def fit_stage(self, iteration: int) -> Stage:
+        loss, k = self.loss, self.scores.shape[1]
+        terms = loss.terms(self.scores)
+        grad = loss.gradient(terms)
+        if self.algorithm == "cd":
+            j = iteration % (k - 1)
+            channels = signed_cost_channels(grad[:, j])
+            tree, g = free_sign_tree(self.bins, self.binner, channels, self.depth)
+            alpha = loss.component_step(terms, g, j)
+            table = alpha * tree.leaf_value[0][:, None] * self.codewords[:, j][None, :]
+            self.scores += alpha * g[:, None] * self.codewords[:, j][None, :]
+        else:
+            j = -1
+            tree, leaf_class, row_class = _codeword_tree(self.bins, self.binner, grad,
+                                                         self.codewords, self.depth)
+            alpha = loss.codeword_step(terms, row_class)
+            table = alpha * self.gram[leaf_class]  # leaf l adds alpha <y_k, y_leaf>
+            self.scores += alpha * self.gram[row_class]
+        gains = [(int(f), abs(alpha)) for f in tree.features_used(0)]
+        return Stage(tree, table[None], loss.risk(self.scores), gains,
+                     {"component": j, "alpha": alpha})
+
+    def validation_loss(self, scores) -> float:
+        return self.val_loss.risk(scores)
+
+    def stack(self, pieces) -> TreeArrays:
+        return TreeArrays.stack(pieces, self.depth)
 
 
 def _codeword_tree(bins, binner, grad, codewords, depth):

@@ -14,14 +14,17 @@ import numbers
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from ..engine import Stage
+from ..io import corrupt, float_array
 from ..learners.greedy_tree import signed_cost_channels
 from ..learners.hamming_tree import free_sign_tree
+from ..learners.tree import TreeArrays
 from ..losses.adaboost_mh import binary_alpha, sign_labels
-from ._base import LeafScoreClassifier
-from ._threads import numba_threads
+from ._base import LOOP_CONSTRAINTS, BoostedClassifier, bin_training_data, document_loop
 
 
-class OneVsAllAdaBoostClassifier(LeafScoreClassifier):
+@document_loop
+class OneVsAllAdaBoostClassifier(BoostedClassifier):
     """One-vs-all discrete AdaBoost with stumps (free leaf signs: both polarities and the
     constant learners are candidates), all K problems on the shared histogram engine.
 
@@ -32,80 +35,122 @@ class OneVsAllAdaBoostClassifier(LeafScoreClassifier):
     max_depth : int, default=1
         Depth of the +-1 weak learners (1: stumps).
     max_bins : int, default=255
-    random_state : int, RandomState instance or None, default=None
-    n_jobs : int or None, default=None
-    verbose : int, default=0
+{loop}
 
     Attributes
     ----------
-    classes_, n_features_in_, trees_, leaf_scores_, stage_ends_, feature_importances_
+    classes_, n_features_in_, model_, n_estimators_, validation_loss_, best_iteration_
+    trees_, leaf_scores_, stage_ends_, feature_importances_
     alphas_ : ndarray of shape (n_estimators_, n_classes)
+    init_loss_ : float
+        ``n_classes``: each binary problem's exponential loss starts at 1.
     train_loss_ : ndarray of shape (n_estimators_,)
-        Sum over classes of each binary problem's exponential loss (each starts at 1).
+        Sum over classes of each binary problem's exponential loss.
     class_train_loss_ : ndarray of shape (n_estimators_, n_classes)
     """
 
     _parameter_constraints: dict = {
-        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+        **LOOP_CONSTRAINTS,
         "max_depth": [Interval(numbers.Integral, 1, 16, closed="both")],
-        "max_bins": [Interval(numbers.Integral, 2, 255, closed="both")],
-        "random_state": ["random_state"],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
     }
-    _extra_arrays = ("alphas", "class_train_loss", "feature_importances")
+    _fitted_fields = ("alphas", "class_train_loss")
 
     def __init__(self, n_estimators: int = 20, *, max_depth: int = 1, max_bins: int = 255,
-                 random_state=None, n_jobs: int | None = None, verbose: int = 0):
+                 target_loss=None, early_stopping: bool = False,
+                 validation_fraction: float = 0.1, n_iter_no_change: int = 10,
+                 tol: float = 1e-7, random_state=None, n_jobs: int | None = None,
+                 verbose: int = 0):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.max_bins = max_bins
+        self.target_loss = target_loss
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def fit(self, X, y, sample_weight=None) -> OneVsAllAdaBoostClassifier:
-        """Boost one binary AdaBoost per class for ``n_estimators`` rounds."""
-        X, codes, sample_weight = self._fit_input(X, y, sample_weight)
+    def _make_booster(self, X, codes, sample_weight, rng, validation):
+        binner, bins = bin_training_data(X, sample_weight, self.max_bins, rng)
+        return _OneVsAllBooster(bins, binner, codes, len(self.classes_), sample_weight,
+                                int(self.max_depth), validation)
+
+    def _set_records(self, records, n_kept, booster) -> None:
         k = len(self.classes_)
-        depth = int(self.max_depth)
-        binner, bins = self._bins(X, sample_weight, self._rng(self.random_state))
-        ysign = sign_labels(codes, k)
-        sw = sample_weight / sample_weight.sum()
-        log_sw = np.log(np.maximum(sw, np.finfo(float).tiny))
-        scores = np.zeros((X.shape[0], k))
-        trees, leaf_scores, stage_ends, alphas, class_loss = [], [], [], [], []
-        importances = np.zeros(X.shape[1])
-        with numba_threads(self.n_jobs):
-            for it in range(self.n_estimators):
-                z = log_sw[:, None] - ysign * scores
-                z[sw == 0] = -np.inf
-                round_alpha = np.zeros(k)
-                for c in range(k):
-                    w = np.exp(z[:, c] - z[:, c].max())
-                    w /= w.sum()
-                    u = w * ysign[:, c]
-                    tree, phi = free_sign_tree(bins, binner, signed_cost_channels(u), depth)
-                    alpha = binary_alpha(float((u * phi).sum()), 1.0)
-                    table = np.zeros((2**depth, k))
-                    table[:, c] = alpha * tree.leaf_value[0]
-                    scores[:, c] += alpha * phi
-                    trees.append(tree)
-                    leaf_scores.append(table)
-                    round_alpha[c] = alpha
-                    for f in tree.feature[0][tree.feature[0] >= 0]:
-                        importances[f] += alpha
-                stage_ends.append(len(trees))
-                alphas.append(round_alpha)
-                z = log_sw[:, None] - ysign * scores
-                z[sw == 0] = -np.inf
-                m = z.max(axis=0)
-                class_loss.append(np.exp(m) * np.exp(z - m).sum(axis=0))
-                self._report(it, float(class_loss[-1].sum()))
-        self._set_model(trees, leaf_scores, depth, stage_ends)
-        self.alphas_ = np.asarray(alphas).reshape(len(stage_ends), k)
-        self.class_train_loss_ = np.asarray(class_loss).reshape(len(stage_ends), k)
-        self.train_loss_ = self.class_train_loss_.sum(axis=1)
-        total = importances.sum()
-        self.feature_importances_ = importances / total if total > 0 else importances
-        return self
+        kept = records[:n_kept]
+        self.alphas_ = np.asarray([r["alphas"] for r in kept]).reshape(n_kept, k)
+        self.class_train_loss_ = np.asarray([r["class_loss"] for r in kept]).reshape(n_kept, k)
+
+    def _read_fitted(self, fitted: dict, k: int, d: int) -> None:
+        super()._read_fitted(fitted, k, d)
+        n = self.n_estimators_
+        self.alphas_ = float_array(fitted["alphas"], (n, k), "alphas")
+        self.class_train_loss_ = float_array(fitted["class_train_loss"], (n, k),
+                                             "class_train_loss")
+        if not (np.isfinite(self.alphas_).all() and np.isfinite(self.class_train_loss_).all()):
+            raise corrupt("non-finite alphas or class losses")
+
+
+class _ClassLosses:
+    """Each class's binary exponential loss (normalised weights) at given scores."""
+
+    def __init__(self, codes, k, sample_weight):
+        self.ysign = sign_labels(codes, k)
+        self.sw = sample_weight / sample_weight.sum()
+        self.log_sw = np.log(np.maximum(self.sw, np.finfo(float).tiny))
+
+    def log_terms(self, scores):
+        z = self.log_sw[:, None] - self.ysign * scores
+        z[self.sw == 0] = -np.inf
+        return z
+
+    def __call__(self, scores) -> np.ndarray:
+        z = self.log_terms(scores)
+        m = z.max(axis=0)
+        return np.exp(m) * np.exp(z - m).sum(axis=0)
+
+
+class _OneVsAllBooster:
+    """K binary AdaBoosts, class k against the rest, one +-1 tree per class per round."""
+
+    blas_threads = 1
+
+    def __init__(self, bins, binner, codes, k, sample_weight, depth, validation):
+        self.bins, self.binner, self.depth = bins, binner, depth
+        self.losses = _ClassLosses(codes, k, sample_weight)
+        self.val_losses = (_ClassLosses(validation.codes, k, validation.sample_weight)
+                           if validation is not None else None)
+        self.scores = np.zeros((len(codes), k))
+
+    def initial_loss(self) -> float:
+        return float(self.losses(np.zeros_like(self.scores)).sum())
+
+    def fit_stage(self, iteration: int) -> Stage:
+        k = self.scores.shape[1]
+        z = self.losses.log_terms(self.scores)
+        ysign = self.losses.ysign
+        values = np.zeros((k, 2**self.depth, k))
+        trees, gains, round_alpha = [], [], np.zeros(k)
+        for c in range(k):
+            w = np.exp(z[:, c] - z[:, c].max())
+            w /= w.sum()
+            u = w * ysign[:, c]
+            tree, phi = free_sign_tree(self.bins, self.binner, signed_cost_channels(u),
+                                       self.depth)
+            alpha = binary_alpha(float((u * phi).sum()), 1.0)
+            values[c, :, c] = alpha * tree.leaf_value[0]
+            self.scores[:, c] += alpha * phi
+            trees.append(tree)
+            round_alpha[c] = alpha
+            gains += [(int(f), alpha) for f in tree.features_used(0)]
+        class_loss = self.losses(self.scores)
+        return Stage(TreeArrays.stack(trees, self.depth), values, float(class_loss.sum()),
+                     gains, {"alphas": round_alpha, "class_loss": class_loss})
+
+    def validation_loss(self, scores) -> float:
+        return float(self.val_losses(scores).sum())
+
+    def stack(self, pieces) -> TreeArrays:
+        return TreeArrays.stack(pieces, self.depth)

@@ -1,42 +1,29 @@
 """``RebelClassifier``: multi-class cost-sensitive boosting with binary weak learners.
 
 The model is ``H(x) = sum_t f_t(x) a_t`` with ``f_t`` a decision tree (or stump) emitting
-+-1 and ``a_t`` a free K-vector; the prediction is ``argmax_k H_k(x)``, which estimates the
-minimum-risk class under the cost matrix the model was trained with.
++-1, or a localized similarity, and ``a_t`` a free K-vector; the prediction is
+``argmax_k H_k(x)``. The booster here is REBEL's loss driving one of the weak learners of
+:mod:`rebelboost.learners.rebel_learners`; the loop, prediction and files are shared
+(:mod:`rebelboost.ensemble._base`).
 """
 
 from __future__ import annotations
 
 import numbers
-import sys
-import warnings
-from collections.abc import Iterator
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..binning import Binner
-from ..callbacks import IterationInfo, run_callbacks
-from ..learners.rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
-from ..learners.similarity import (
-    SimilarityArrays,
-    fit_follow_up,
-    fit_similarity,
-    resolve_coincident,
-)
-from ..learners.tree import TreeArrays
+from ..engine import Stage
+from ..io import corrupt, float_array
+from ..learners.rebel_learners import REBEL_LEARNERS, LearnerOptions
 from ..losses.rebel import RebelLoss
-from ..search.columns import bin_columns
-from ..search.histogram import HistogramPool, sparse_bins
-from ..search.splits import is_better
-from ..validation import check_cost_matrix, check_fit_input
-from ._threads import numba_threads
+from ..validation import check_cost_matrix
+from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
 
 
-class RebelClassifier(ClassifierMixin, BaseEstimator):
+@document_loop
+class RebelClassifier(BoostedClassifier):
     """REBEL boosting (Appel, Burgos-Artizzu and Perona, 2016) with stumps or trees.
 
     Parameters
@@ -61,39 +48,26 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         zero mean and unit variance, or [0, 1] ranges, or raw (best when all features share
         a unit, such as pixels). Training sets of 10 million entries or more are searched in
         float32.
-    target_loss : 'auto', float or None, default=None
-        Stop once the training loss falls below this value ('auto': ``1 / n_samples``, the
-        similarity paper's rule, below which the training error is zero); ``n_estimators``
-        stays the cap.
     quickboost : bool, default=False
         Prune features early in each split search (QuickBoost, Appel 2017). The model is the
         same bit for bit either way; only the work (``histogram_updates_``) differs. Off by
         default: after a few dozen iterations the features' scores differ by less than the
         bound can resolve without ~99% of the weight, so on the data measured it costs
         0.96-1.63x the histogram updates and 3-10x the time per iteration (BENCHMARKS.md).
-    early_stopping : bool, default=False
-        Hold out ``validation_fraction`` of the training set (stratified), stop when the
-        validation loss has not improved by ``tol`` (relative) for ``n_iter_no_change``
-        iterations, and keep the model at its best iteration.
-    validation_fraction : float, default=0.1
-    n_iter_no_change : int, default=10
-    tol : float, default=1e-7
-    random_state : int, RandomState instance or None, default=None
-        Seeds the validation split and the binning subsample.
-    n_jobs : int or None, default=None
-        Threads for the histogram kernels; None or -1 uses all cores.
-    verbose : int, default=0
-        Print progress every ``verbose`` iterations.
-
+{loop}
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
     cost_matrix_ : ndarray of shape (n_classes, n_classes)
-    trees_ : TreeArrays
-        The weak learners, stacked.
+    model_ : AdditiveModel
+        The fitted model (learners, their slots' class scores, iteration ends).
+    learners_ : TreeArrays or SimilarityArrays
+        The weak learners, stacked (``trees_`` for tree and stump models).
     vectors_ : ndarray of shape (n_estimators_, n_classes)
         The step vector ``a_t`` of each learner.
     n_estimators_ : int
+    init_loss_ : float
+        Training loss before the first iteration.
     train_loss_ : ndarray of shape (n_estimators_,)
         Training loss after each iteration (``init_loss_`` before the first).
     validation_loss_ : ndarray or None
@@ -105,27 +79,21 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
     histogram_updates_ : ndarray of shape (n_iterations,)
         Row x feature histogram accumulations spent by each iteration's split searches (every
         iteration run, including those dropped by early stopping).
+    n_relabeled_ : int
+        Similarity models: coincident training rows relabelled to their least-cost class.
     """
 
+
     _parameter_constraints: dict = {
-        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
-        "weak_learner": [StrOptions({"tree", "stump", "similarity"})],
+        **LOOP_CONSTRAINTS,
+        "weak_learner": [StrOptions(set(REBEL_LEARNERS))],
         "similarity_mode": [StrOptions({"two-point", "one-point"})],
         "scaling": [StrOptions({"standard", "minmax"}), None],
-        "target_loss": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither"),
-                        None],
         "max_depth": [Interval(numbers.Integral, 1, 16, closed="both")],
         "cost_matrix": ["array-like", None],
-        "max_bins": [Interval(numbers.Integral, 2, 255, closed="both")],
         "quickboost": ["boolean"],
-        "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "random_state": ["random_state"],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
     }
+    _fitted_fields = ("cost_matrix", "vectors")
 
     def __init__(
         self,
@@ -171,337 +139,110 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
 
-    def fit(self, X, y, sample_weight=None, callbacks=None) -> RebelClassifier:
-        """Boost ``n_estimators`` weak learners on (X, y).
+    def _cost_matrix(self) -> np.ndarray:
+        if not hasattr(self, "cost_matrix_") or len(self.cost_matrix_) != len(self.classes_):
+            self.cost_matrix_ = check_cost_matrix(self.cost_matrix, len(self.classes_))
+        return self.cost_matrix_
 
-        ``callbacks`` is a list of callables, each called with an
-        :class:`~rebelboost.callbacks.IterationInfo` after every iteration; one returning
-        ``True`` stops training there.
-        """
-        X, codes, sample_weight = check_fit_input(self, X, y, sample_weight)
-        n_classes = len(self.classes_)
-        self.cost_matrix_ = check_cost_matrix(self.cost_matrix, n_classes)
-
-        rng = np.random.RandomState(
-            self.random_state if not isinstance(self.random_state, np.random.RandomState)
-            else self.random_state.randint(2**31)
+    def _make_booster(self, X, codes, sample_weight, rng, validation):
+        self.cost_matrix_ = check_cost_matrix(self.cost_matrix, len(self.classes_))
+        options = LearnerOptions(
+            depth=1 if self.weak_learner == "stump" else int(self.max_depth),
+            max_bins=self.max_bins, quickboost=bool(self.quickboost),
+            similarity_mode=self.similarity_mode, scaling=self.scaling,
         )
-        X_val = codes_val = w_val = None
-        if self.early_stopping:
-            X, X_val, codes, codes_val, sample_weight, w_val = self._validation_split(
-                X, codes, sample_weight, rng
-            )
+        family = REBEL_LEARNERS[self.weak_learner](X, codes, sample_weight, self.cost_matrix_,
+                                                   options, rng)
+        return _RebelBooster(family, self.cost_matrix_, sample_weight, validation)
 
+    def _set_records(self, records, n_kept, booster) -> None:
+        k = len(self.classes_)
+        self.vectors_ = np.asarray([r["vector"] for r in records[:n_kept]]).reshape(n_kept, k)
+        self.histogram_updates_ = np.asarray([r["work"] for r in records], dtype=np.int64)
         if self.weak_learner == "similarity":
-            family = _SimilarityFamily(self, X, codes, sample_weight)
-            codes = family.codes
-        else:
-            family = _TreeFamily(self, X, sample_weight, rng)
-        X_val = family.features(X_val) if X_val is not None else None
-        loss = RebelLoss(self.cost_matrix_, codes, sample_weight)
-        val_loss = RebelLoss(self.cost_matrix_, codes_val, w_val) if X_val is not None else None
-        target = self.target_loss
-        if target == "auto":
-            target = 1.0 / X.shape[0]
-
-        scores = np.zeros((X.shape[0], n_classes))
-        val_scores = np.zeros((X_val.shape[0], n_classes)) if X_val is not None else None
-        self.init_loss_ = loss.loss(scores)
-        learners, vectors, train_loss, val_losses, updates = [], [], [], [], []
-        importances = np.zeros(X.shape[1])
-        best, best_val, since_best = 0, np.inf, 0
-        channels, scale, _ = loss.weights_and_loss(scores)
-        with numba_threads(self.n_jobs, blas_threads=family.blas_threads):
-            for it in range(self.n_estimators):
-                learner, work = family.fit(channels)
-                updates.append(work)
-                scores += learner.output[:, None] * learner.vector
-                learners.append(learner.arrays)
-                vectors.append(learner.vector)
-                for f, gain in learner.gains:
-                    importances[f] += gain * scale
-                channels, scale, new_loss = loss.weights_and_loss(scores)  # the next iteration's
-                train_loss.append(new_loss)
-                val_cost = None
-                if val_loss is not None:
-                    val_scores += learner.arrays.outputs(X_val)[:, :1] * learner.vector
-                    val_losses.append(val_loss.loss(val_scores))
-                    if val_losses[-1] < best_val * (1 - self.tol):
-                        best, best_val, since_best = it + 1, val_losses[-1], 0
-                    else:
-                        since_best += 1
-                    val_cost = _mean_cost(self.cost_matrix_, codes_val, w_val,
-                                          np.argmax(val_scores, axis=1))
-                self._report(it, train_loss, val_losses)
-                info = IterationInfo(it + 1, self.n_estimators, train_loss[-1],
-                                     val_losses[-1] if val_losses else None, val_cost)
-                if run_callbacks(callbacks, info):
-                    if val_loss is None:
-                        best = it + 1
-                    break
-                if val_loss is not None and since_best >= self.n_iter_no_change:
-                    break
-                if target is not None and train_loss[-1] < target:
-                    break
-
-        keep = best if val_loss is not None else len(learners)
-        self.learners_ = family.stack(learners[:keep])
-        self.vectors_ = np.asarray(vectors[:keep]).reshape(keep, n_classes)
-        self.n_estimators_ = keep
-        self.train_loss_ = np.asarray(train_loss[:keep])
-        self.validation_loss_ = np.asarray(val_losses) if val_loss is not None else None
-        self.best_iteration_ = best if val_loss is not None else None
-        total = importances.sum()
-        self.feature_importances_ = importances / total if total > 0 else importances
-        self.histogram_updates_ = np.asarray(updates, dtype=np.int64)
-        return self
-
-    @property
-    def trees_(self) -> TreeArrays:
-        """The weak learners of a tree or stump model, stacked."""
-        check_is_fitted(self)
-        if not isinstance(self.learners_, TreeArrays):
-            raise AttributeError("a similarity model has no trees_; see learners_")
-        return self.learners_
-
-    def _validation_split(self, X, codes, sample_weight, rng):
-        counts = np.bincount(codes)
-        n_val = int(np.ceil(self.validation_fraction * len(codes)))
-        stratify = codes if counts.min() >= 2 and n_val >= len(counts) else None
-        X, X_val, codes, codes_val, w, w_val = train_test_split(
-            X, codes, sample_weight, test_size=self.validation_fraction, stratify=stratify,
-            random_state=rng,
-        )
-        if len(np.unique(codes)) < 2:
-            raise ValueError("the validation split left fewer than 2 classes for training")
-        if w_val.sum() <= 0:
-            raise ValueError("the validation split has zero total sample weight")
-        return X, X_val, codes, codes_val, w, w_val
-
-    def _report(self, it, train_loss, val_losses) -> None:
-        if not self.verbose or (it + 1) % int(self.verbose):
-            return
-        line = f"[{it + 1:5d}] train loss {train_loss[-1]:.6g}"
-        if val_losses:
-            line += f"  validation loss {val_losses[-1]:.6g}"
-        print(line, file=sys.stderr)
+            self.n_relabeled_ = booster.family.state["n_relabeled"]
 
     # --------------------------------------------------------------- prediction
 
-    def _check_X(self, X) -> np.ndarray:
-        check_is_fitted(self)
-        return validate_data(
-            self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=False
-        )
-
-    def _features(self, X: np.ndarray) -> np.ndarray:
-        """The inputs the weak learners read: scaled for similarities, raw for trees."""
-        if getattr(self, "scaling_", None) is None:
-            return X
-        if np.isnan(X).any():
-            raise ValueError("X contains NaN; similarity models need complete rows (impute first)")
-        offset, scale = self.scaling_
-        return (X - offset) / scale
-
-    def _raw_scores(self, X) -> np.ndarray:
-        """``H(x)``, shape (n_samples, n_classes)."""
-        scores = None
-        for outputs, vectors in self._output_blocks(X):
-            part = outputs @ vectors
-            scores = part if scores is None else scores + part
-        return scores
-
-    def _staged_raw_scores(self, X) -> Iterator[np.ndarray]:
-        scores = None
-        for outputs, vectors in self._output_blocks(X):
-            if scores is None:
-                scores = np.zeros((outputs.shape[0], len(self.classes_)))
-            for t in range(outputs.shape[1]):
-                scores += outputs[:, t : t + 1] * vectors[t]
-                yield scores.copy()
-
-    def _output_blocks(self, X) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """``(f_t(X) for a block of learners, their vectors)``, in order.
-
-        Blocks keep the (n_samples x learners) output matrix near 2**22 entries, so a model
-        of 20,000 similarities scores MNIST's test set in ~100 MB instead of gigabytes.
-        """
-        X = self._features(self._check_X(X))
-        size = max(1, _OUTPUT_BLOCK_ENTRIES // max(X.shape[0], 1))
-        for start in range(0, max(self.n_estimators_, 1), size):
-            stop = min(start + size, self.n_estimators_)
-            block = self.learners_.take(slice(start, stop))
-            yield block.outputs(X), self.vectors_[start:stop]
-
-    def _decision(self, scores: np.ndarray) -> np.ndarray:
-        return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
-
-    def decision_function(self, X) -> np.ndarray:
-        """Scores ``H(x)`` (n_samples, n_classes); for two classes ``H_1 - H_0``."""
-        return self._decision(self._raw_scores(X))
-
-    def staged_decision_function(self, X) -> Iterator[np.ndarray]:
-        for scores in self._staged_raw_scores(X):
-            yield self._decision(scores)
-
-    def predict(self, X) -> np.ndarray:
-        """Minimum-risk class ``argmax_k H_k(x)``."""
-        scores = self._raw_scores(X)
-        return self.classes_[np.argmax(scores, axis=1)]
-
-    def staged_predict(self, X) -> Iterator[np.ndarray]:
-        for scores in self._staged_raw_scores(X):
-            yield self.classes_[np.argmax(scores, axis=1)]
-
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X, *, start: int = 0, stop: int | None = None) -> np.ndarray:
         """``sigmoid(2 H)`` renormalised over classes.
 
         For the 0-1 cost this is the population minimiser's posterior; under other cost
         matrices it is a calibrated-looking score, not a posterior.
         """
-        return _proba(self._raw_scores(X))
+        return _proba(self._scores(X, start, stop))
 
-    def staged_predict_proba(self, X) -> Iterator[np.ndarray]:
-        for scores in self._staged_raw_scores(X):
+    def staged_predict_proba(self, X, *, start: int = 0, stop: int | None = None):
+        for scores in self._staged_scores(X, start, stop):
             yield _proba(scores)
 
     def expected_cost(self, X) -> np.ndarray:
         """Expected cost of predicting each class, ``predict_proba(X) @ cost_matrix_``."""
         return self.predict_proba(X) @ self.cost_matrix_
 
-    def cost_score(self, X, y) -> float:
-        """Mean cost of the predictions on (X, y) under ``cost_matrix_`` (lower is better)."""
-        from ..metrics import mean_cost
-
-        return mean_cost(y, self.predict(X), self.cost_matrix_, self.classes_)
-
     # --------------------------------------------------------------- model files
 
-    def save(self, path) -> None:
-        """Write the fitted model to a JSON model file (see :mod:`rebelboost.io`)."""
-        from ..io import save_model
+    def to_dict(self) -> dict:
+        doc = super().to_dict()
+        if hasattr(self, "n_relabeled_"):
+            doc["fitted"]["n_relabeled"] = int(self.n_relabeled_)
+        return doc
 
-        save_model(self, path)
+    def _read_fitted(self, fitted: dict, k: int, d: int) -> None:
+        super()._read_fitted(fitted, k, d)
+        cost = float_array(fitted["cost_matrix"], None, "cost matrix")
+        if cost.shape != (k, k):
+            raise corrupt(f"cost matrix shape {cost.shape} for {k} classes")
+        try:
+            self.cost_matrix_ = check_cost_matrix(cost, k)
+        except ValueError as exc:
+            raise corrupt(str(exc)) from None
+        n = len(self.model_.learners)
+        self.vectors_ = float_array(fitted["vectors"], (n, k), "step vectors")
+        expected = self.model_.learners.slot_outputs()[:, :, None] * self.vectors_[:, None, :]
+        if not np.array_equal(expected, self.model_.values):
+            raise corrupt("learner values differ from the step vectors")
+        if self.model_.n_stages != n:
+            raise corrupt("a REBEL iteration holds one learner")
+        if "n_relabeled" in fitted:
+            relabeled = fitted["n_relabeled"]
+            if type(relabeled) is not int or relabeled < 0:
+                raise corrupt(f"n_relabeled {relabeled!r} is not a count")
+            self.n_relabeled_ = relabeled
 
-    @classmethod
-    def load(cls, path) -> RebelClassifier:
-        """Read a model file written by :meth:`save`."""
-        from ..io import load_model
 
-        model = load_model(path)
-        if not isinstance(model, cls):
-            raise ValueError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
-        return model
+class _RebelBooster:
+    """REBEL's loss (2K weight channels, closed-form steps) driving one weak-learner family."""
 
-    def explain(self, x, top: int = 10, feature_names=None):
-        """The largest contributions of single learners to the prediction for one row."""
-        from ..explain import explain_prediction
+    def __init__(self, family, cost_matrix, sample_weight, validation):
+        self.family = family
+        self.blas_threads = family.blas_threads
+        self.loss = RebelLoss(cost_matrix, family.codes, sample_weight)
+        self.val_loss = (RebelLoss(cost_matrix, validation.codes, validation.sample_weight)
+                         if validation is not None else None)
+        self.scores = np.zeros((len(family.codes), cost_matrix.shape[0]))
+        self.channels, self.scale, _ = self.loss.weights_and_loss(self.scores)
 
-        return explain_prediction(self, x, top=top, feature_names=feature_names)
+    def initial_loss(self) -> float:
+        return self.loss.loss(np.zeros_like(self.scores))
 
+    def fit_stage(self, iteration: int) -> Stage:
+        learner, work = self.family.fit(self.channels)
+        self.scores += learner.output[:, None] * learner.vector
+        gains = [(f, gain * self.scale) for f, gain in learner.gains]
+        self.channels, self.scale, loss = self.loss.weights_and_loss(self.scores)
+        values = learner.arrays.slot_outputs()[:, :, None] * learner.vector
+        return Stage(learner.arrays, values, loss, gains,
+                     {"vector": learner.vector, "work": work})
 
-def _mean_cost(cost_matrix, codes, sample_weight, predicted_codes) -> float:
-    """Weighted mean of ``cost_matrix[true, predicted]`` over class codes."""
-    costs = cost_matrix[codes, predicted_codes]
-    return float(np.average(costs, weights=sample_weight))
+    def validation_loss(self, scores) -> float:
+        return self.val_loss.loss(scores)
+
+    def stack(self, pieces):
+        return self.family.stack(pieces)
 
 
 def _proba(scores: np.ndarray) -> np.ndarray:
     p = 0.5 * (1.0 + np.tanh(scores))  # sigmoid(2 H) without overflow
     p = np.maximum(p, np.finfo(float).tiny)
     return p / p.sum(axis=1, keepdims=True)
-
-
-class _TreeFamily:
-    """Trees or stumps on binned features; each iteration also tries the constant learner."""
-
-    blas_threads = 1  # the histogram kernels do the parallel work
-
-    def __init__(self, model: RebelClassifier, X, sample_weight, rng):
-        self.depth = 1 if model.weak_learner == "stump" else int(model.max_depth)
-        self.quickboost = bool(model.quickboost)
-        self.binner = Binner(model.max_bins, random_state=rng.randint(2**31))
-        # Thresholds come from the samples that count, so a zero weight equals removal.
-        self.bins = self.binner.fit(X[sample_weight > 0]).transform(X)
-        self.columns = bin_columns(self.bins)
-        # QuickBoost's prefixes read rows: a row-wise copy of the sparse entries speeds them up.
-        self.sparse = sparse_bins(self.bins) if self.quickboost else None
-        self.pool = HistogramPool()
-        model.scaling_ = None
-
-    def features(self, X):
-        return X
-
-    def fit(self, channels) -> tuple[FittedLearner, int]:
-        """The tree or the constant learner, whichever leaves the lower loss; and the work."""
-        bias = constant_learner(channels.sum(axis=0), channels.shape[0], self.depth)
-        tree = grow_rebel_tree(self.bins, channels, self.binner, self.depth,
-                               quickboost=self.quickboost, columns=self.columns,
-                               sparse=self.sparse, pool=self.pool)
-        work = tree.histogram_updates if tree is not None else 0
-        return (bias if tree is None or is_better(bias.loss, tree.loss) else tree), work
-
-    def stack(self, learners) -> TreeArrays:
-        return TreeArrays.stack(learners, self.depth)
-
-
-_OUTPUT_BLOCK_ENTRIES = 2**22  # weak-learner outputs held at once when scoring
-_FLOAT32_ENTRIES = 10_000_000  # training matrices this large are searched in float32
-
-
-class _SimilarityFamily:
-    """Localized similarities on scaled features (the constant learner is in their search)."""
-
-    blas_threads = None  # the search's matrix products are BLAS's parallel work
-
-    def __init__(self, model: RebelClassifier, X, codes, sample_weight):
-        if np.isnan(X).any():
-            raise ValueError(
-                "X contains NaN; localized similarities need complete rows (impute first, or "
-                "use weak_learner='tree', which learns where missing values go)"
-            )
-        if model.scaling == "standard":
-            offset, scale = X.mean(axis=0), X.std(axis=0)
-        elif model.scaling == "minmax":
-            offset, scale = X.min(axis=0), X.max(axis=0) - X.min(axis=0)
-        else:
-            offset, scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
-        scale = np.where(scale > 0, scale, 1.0)
-        model.scaling_ = self.scaling = (offset, scale)
-        # Large data is searched in float32: the matrix products that dominate the search then
-        # move half the bytes (MNIST: ~2x faster). Coincidence and norms are taken on the very
-        # array the search reads, so rows that float32 merges are treated as coincident.
-        dtype = np.float32 if X.size >= _FLOAT32_ENTRIES else np.float64
-        self.X = np.ascontiguousarray((X - offset) / scale, dtype=dtype)
-        self.sq_norms = np.einsum("ij,ij->i", self.X, self.X, dtype=np.float64)
-        self.one_point_only = model.similarity_mode == "one-point"
-        self.follow_up = None  # see fit
-        self.codes, changed = resolve_coincident(self.X, codes, model.cost_matrix_, sample_weight)
-        model.n_relabeled_ = changed
-        if changed:
-            warnings.warn(
-                f"{changed} training rows coincide with rows of another class; they were "
-                "relabelled to their group's least-cost class so that the training error can "
-                "reach zero (n_relabeled_)", UserWarning, stacklevel=3,
-            )
-
-    def features(self, X):
-        offset, scale = self.scaling
-        return (X - offset) / scale
-
-    def fit(self, channels):
-        """This iteration's learner. After a constant step, the learner its search ranked best
-        for the weights that step leaves is taken without a new search (fit_follow_up)."""
-        fit = fit_follow_up(self.follow_up, channels) if self.follow_up is not None else None
-        if fit is None:
-            fit = fit_similarity(self.X, self.sq_norms, channels,
-                                 one_point_only=self.one_point_only)
-        self.follow_up = fit.follow_up
-        arrays = fit.arrays
-        for index, label in ((arrays.first_index, arrays.first_class),
-                             (arrays.second_index, arrays.second_class)):
-            label[:] = np.where(index >= 0, self.codes[np.maximum(index, 0)], -1)
-        return fit, 0
-
-    def stack(self, learners) -> SimilarityArrays:
-        return SimilarityArrays.stack(learners, self.X.shape[1])

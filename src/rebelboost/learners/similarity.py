@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from ..io import corrupt, float_array, int_array
 from ..losses.rebel import STEP_EPS, step_vector
 
 CONSTANT, ONE_POINT, TWO_POINT = 0, 1, 2
@@ -57,7 +58,16 @@ _MAX_STEP = 0.5 * np.log(1.0 / STEP_EPS)  # the closed form's own cap on |a_k|
 
 @dataclass
 class SimilarityArrays:
-    """A stack of T localized similarities over (scaled) features."""
+    """A stack of T localized similarities over scaled features ``(x - offset) / scale``.
+
+    As a learner kind (:mod:`rebelboost.learners`), a similarity routes every row to its one
+    slot with weight ``f_t(x)`` in [-1, 1]; a model adds ``f_t(x)`` times the slot's vector.
+    Support points are stored in scaled units; ``offset`` and ``scale`` (the stack's, not one
+    learner's) turn raw rows into them (None: rows are already scaled).
+    """
+
+    kind_name = "similarities"
+    weighted_output = True  # the output f_t(x) in [-1, 1] is the routing weight
 
     kind: np.ndarray  # (T,) CONSTANT, ONE_POINT or TWO_POINT
     first: np.ndarray  # (T, d) x_i (zeros for the constant learner)
@@ -67,6 +77,8 @@ class SimilarityArrays:
     second_index: np.ndarray  # (T,) training row of x_j (-1: none)
     first_class: np.ndarray | None = None  # (T,) class code of x_i (-1: none)
     second_class: np.ndarray | None = None  # (T,) class code of x_j (-1: none)
+    offset: np.ndarray | None = None  # (d,) feature offsets of the scaling
+    scale: np.ndarray | None = None  # (d,) feature scales of the scaling
 
     def __post_init__(self):
         n = self.kind.shape[0]
@@ -112,18 +124,99 @@ class SimilarityArrays:
         return out
 
     def take(self, index) -> SimilarityArrays:
-        return SimilarityArrays(*(a[index] for a in self._fields()))
+        return SimilarityArrays(*(a[index] for a in self._fields()), self.offset, self.scale)
 
-    def _fields(self):
-        return (self.kind, self.first, self.second, self.tau, self.first_index,
-                self.second_index, self.first_class, self.second_class)
+    @property
+    def n_slots(self) -> int:
+        return 1
+
+    def scaled(self, X: np.ndarray) -> np.ndarray:
+        """Raw rows in the learners' units."""
+        X = np.asarray(X, dtype=np.float64)
+        if np.isnan(X).any():
+            raise ValueError("X contains NaN; similarity models need complete rows (impute first)")
+        return X if self.offset is None else (X - self.offset) / self.scale
+
+    def route(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(slot 0 for every row and learner, the outputs ``f_t(x)`` as weights)."""
+        weights = self.outputs(self.scaled(X))
+        return np.zeros(weights.shape, np.int32), weights
+
+    def accumulate(self, X: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
+        """``out += sum_t f_t(x) values[t, 0]``, in blocks of learners (bounded memory)."""
+        Z = self.scaled(X)
+        size = max(1, _OUTPUT_BLOCK_ENTRIES // max(Z.shape[0], 1))
+        for start in range(0, len(self), size):
+            block = self.take(slice(start, start + size))
+            out += block.outputs(Z) @ values[start:start + size, 0, :]
+
+    def rule(self, t: int, x: np.ndarray, names: list[str], classes) -> tuple[str, list[int]]:
+        """What learner ``t`` compares a row with (it reads whole rows: no single feature)."""
+        return self.describe(t, list(classes)), []
+
+    def regions(self, t: int, names: list[str], classes, output=int):
+        """One region, everywhere: the output varies continuously with the row."""
+        return [(self.describe(t, list(classes)), output(0))]
+
+    def features_used(self, t: int) -> np.ndarray:
+        return np.zeros(0, np.int64)
+
+    def slot_outputs(self) -> np.ndarray:
+        """(T, 1) ones: the output ``f_t(x)`` is the routing weight."""
+        return np.ones((len(self), 1))
+
+    # ------------------------------------------------------------------ model files
+
+    def to_dict(self) -> dict:
+        return {
+            "type": self.kind_name,
+            **{name: getattr(self, name).tolist() for name in _FIELDS},
+            "offset": self.offset.tolist(), "scale": self.scale.tolist(),
+        }
 
     @classmethod
-    def stack(cls, items: list[SimilarityArrays], n_features: int) -> SimilarityArrays:
+    def from_dict(cls, doc: dict, n_features: int, n_classes: int) -> SimilarityArrays:
+        """Rebuild and check a stack written by :meth:`to_dict` (ValueError if corrupt)."""
+        if not isinstance(doc["kind"], list):
+            raise corrupt("similarities' kind is not a list")
+        n, d = len(doc["kind"]), n_features
+        kind = int_array(doc["kind"], (n,), "similarity kind", 0, 3).astype(np.int8)
+        first = float_array(doc["first"], (n, d), "support points")
+        second = float_array(doc["second"], (n, d), "support points")
+        tau = float_array(doc["tau"], (n,), "radii")
+        big = np.iinfo(np.int64).max
+        indices = [int_array(doc[name], (n,), name, -1, big)
+                   for name in ("first_index", "second_index")]
+        labels = [int_array(doc[name], (n,), name, -1, n_classes)
+                  for name in ("first_class", "second_class")]
+        offset = float_array(doc["offset"], (d,), "scaling offset")
+        scale = float_array(doc["scale"], (d,), "scaling scale")
+        if not all(np.isfinite(a).all() for a in (first, second, tau, offset, scale)):
+            raise corrupt("non-finite support points, radii or scaling")
+        if np.any(tau[kind == ONE_POINT] <= 0):
+            raise corrupt("non-positive similarity radius")
+        if np.any(scale <= 0):
+            raise corrupt("non-positive feature scale")
+        return cls(kind, first, second, tau, *indices, *labels, offset, scale)
+
+    def _fields(self):
+        return tuple(getattr(self, name) for name in _FIELDS)
+
+    @classmethod
+    def stack(cls, items: list[SimilarityArrays], n_features: int, offset=None,
+              scale=None) -> SimilarityArrays:
+        """One stack of ``items`` (stacks themselves), with the given scaling."""
         if not items:
             return cls(np.zeros(0, np.int8), np.zeros((0, n_features)), np.zeros((0, n_features)),
-                       np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))  # classes: -1
-        return cls(*(np.concatenate(p) for p in zip(*(s._fields() for s in items), strict=True)))
+                       np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                       offset=offset, scale=scale)  # classes: -1
+        return cls(*(np.concatenate(p) for p in zip(*(s._fields() for s in items), strict=True)),
+                   offset, scale)
+
+
+_FIELDS = ("kind", "first", "second", "tau", "first_index", "second_index", "first_class",
+           "second_class")
+_OUTPUT_BLOCK_ENTRIES = 2**22  # learner outputs held at once when scoring (~32 MB)
 
 
 @numba.vectorize(["float64(float64, float64, float64, float64, float64, float64)"], cache=True)

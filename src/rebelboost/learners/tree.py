@@ -8,15 +8,25 @@ is also how the constant learner is written: all nodes pass, all leaves +1.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 
+from ..io import bool_array, corrupt, float_array, floats_to_json, int_array
+
 
 @dataclass
 class TreeArrays:
-    """A stack of T trees of one depth, ready for vectorised prediction."""
+    """A stack of T trees of one depth, ready for vectorised prediction.
+
+    As a learner kind (:mod:`rebelboost.learners`), a tree routes a row to the leaf it reaches
+    (slot = leaf, weight 1); a model adds that leaf's class scores.
+    """
+
+    kind_name = "trees"
+    weighted_output = False  # a leaf's output is its value; rows carry weight 1
 
     feature: np.ndarray  # (T, 2**D - 1) int32, -1 = pass left
     threshold: np.ndarray  # (T, 2**D - 1) float64, go left when x <= threshold
@@ -29,6 +39,104 @@ class TreeArrays:
 
     def __len__(self) -> int:
         return self.feature.shape[0]
+
+    @property
+    def n_slots(self) -> int:
+        return self.leaf_value.shape[1]
+
+    def route(self, X: np.ndarray) -> tuple[np.ndarray, None]:
+        """(leaf of every row in every tree (n_samples, T), None: every weight is 1)."""
+        return self.leaves(X), None
+
+    def accumulate(self, X: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
+        """``out += sum_t values[t, leaf_t(x)]``, tree by tree in order, for every row."""
+        if len(self):
+            _tree_scores(np.ascontiguousarray(X, dtype=np.float64), self.feature,
+                         self.threshold, self.missing_left,
+                         np.ascontiguousarray(values, dtype=np.float64), out)
+
+    def rule(self, t: int, x: np.ndarray, names: list[str], classes) -> tuple[str, list[int]]:
+        """The tests row ``x`` passes in tree ``t``, as text, and the features they read."""
+        feature, threshold, missing_left = self.feature[t], self.threshold[t], self.missing_left[t]
+        node, tests, used = 0, [], []
+        while node < feature.shape[0]:
+            f = int(feature[node])
+            if f < 0:
+                node = 2 * node + 1
+                continue
+            v = x[f]
+            if np.isnan(v):
+                left = bool(missing_left[node])
+                tests.append(f"{names[f]} is missing")
+            else:
+                left = bool(v <= threshold[node])
+                tests.append(f"{names[f]} {'<=' if left else '>'} {threshold[node]:.6g}")
+            used.append(f)
+            node = 2 * node + 1 if left else 2 * node + 2
+        return (" and ".join(tests) if tests else "always (bias)"), used
+
+    def regions(self, t: int, names: list[str], classes,
+                output: Callable[[int], object] = int) -> list[tuple[str, object]]:
+        """(tests in words, ``output(leaf)``) for the reachable regions of tree ``t``, left to
+        right; sibling regions with equal outputs merge (a constant learner reads "always")."""
+        feature, threshold, missing_left = self.feature[t], self.threshold[t], self.missing_left[t]
+        n_internal = feature.shape[0]
+
+        def walk(node: int, tests: list[str]) -> list[tuple[list[str], object]]:
+            if node >= n_internal:
+                return [(tests, output(node - n_internal))]
+            f = int(feature[node])
+            if f < 0:  # passes everything left
+                return walk(2 * node + 1, tests)
+            name, thr = names[f], f"{threshold[node]:.6g}"
+            left = walk(2 * node + 1, [*tests, f"{name} <= {thr}"
+                                       + (" (or missing)" if missing_left[node] else "")])
+            right = walk(2 * node + 2, [*tests, f"{name} > {thr}"
+                                        + ("" if missing_left[node] else " (or missing)")])
+            if len(left) == len(right) == 1 and left[0][1] == right[0][1]:
+                return [(tests, left[0][1])]
+            return left + right
+
+        return [(" and ".join(tests) if tests else "always", out) for tests, out in walk(0, [])]
+
+    def features_used(self, t: int) -> np.ndarray:
+        return self.feature[t][self.feature[t] >= 0]
+
+    def slot_outputs(self) -> np.ndarray:
+        """(T, 2**D): each leaf's output ``f_t``."""
+        return self.leaf_value
+
+    # ------------------------------------------------------------------ model files
+
+    def to_dict(self) -> dict:
+        return {
+            "type": self.kind_name,
+            "depth": self.depth,
+            "feature": self.feature.tolist(),
+            "threshold": floats_to_json(self.threshold),
+            "missing_left": self.missing_left.tolist(),
+            "leaf_value": self.leaf_value.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, doc: dict, n_features: int, n_classes: int) -> TreeArrays:
+        """Rebuild and check a stack written by :meth:`to_dict` (ValueError if corrupt)."""
+        depth = doc["depth"]
+        if type(depth) is not int or not 1 <= depth <= 16:
+            raise corrupt(f"tree depth {depth!r} is not an integer in [1, 16]")
+        if not isinstance(doc["feature"], list):
+            raise corrupt("trees' feature is not a list")
+        n_trees = len(doc["feature"])
+        shape = (n_trees, 2**depth - 1)
+        feature = int_array(doc["feature"], shape, "split feature", -1, n_features)
+        threshold = float_array(doc["threshold"], shape, "thresholds", null=np.inf)
+        if np.isnan(threshold).any() or np.any(threshold == -np.inf):
+            raise corrupt("NaN or -inf thresholds")
+        missing_left = bool_array(doc["missing_left"], shape, "missing_left")
+        leaf_value = float_array(doc["leaf_value"], (n_trees, 2**depth), "leaf values")
+        if not np.isfinite(leaf_value).all():
+            raise corrupt("non-finite leaf values")
+        return cls(feature.astype(np.int32), threshold, missing_left, leaf_value)
 
     def outputs(self, X: np.ndarray) -> np.ndarray:
         """Learner outputs ``f_t(x)`` for every row and tree, shape (n_samples, T)."""
@@ -106,6 +214,16 @@ def _tree_leaves(X, feature, threshold, missing_left):
         for t in range(n_trees):
             out[i, t] = _leaf_of(X[i], feature[t], threshold[t], missing_left[t])
     return out
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _tree_scores(X, feature, threshold, missing_left, values, out):
+    n, n_trees, k = X.shape[0], feature.shape[0], values.shape[2]
+    for i in numba.prange(n):
+        for t in range(n_trees):
+            leaf = _leaf_of(X[i], feature[t], threshold[t], missing_left[t])
+            for c in range(k):
+                out[i, c] += values[t, leaf, c]
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

@@ -7,7 +7,6 @@ from html import escape
 
 import numpy as np
 
-from ..explain import _feature_names
 from . import figures
 from .evaluation import Evaluation, evaluate
 from .model_view import LearnerView, cost_matrix_of, learner_views, summary_facts
@@ -207,7 +206,7 @@ def _importances(model) -> str:
     if not np.any(values > 0):
         return ('<p class="note">No feature importances: this model\'s weak learners do not '
                 "split on single features (localized similarities compare whole rows).</p>")
-    names = _feature_names(model)
+    names = model.feature_names()
     order = np.argsort(-values, kind="stable")[:TOP_FEATURES]
     table = _table(["feature", "importance"], [[names[j], _num(values[j])] for j in order],
                    table_id="importance-table")
@@ -223,17 +222,12 @@ def _learners(model, labels: list[str]) -> str:
     scale = max((float(np.abs(v.vectors).max()) for v in views), default=0.0) or 1.0
     head = "".join(f"<th>{escape(label)}</th>" for label in labels)
     rows = "".join(_learner_row(v, scale) for v in views)
-    if hasattr(model, "vectors_"):
-        intro = ("The model's scores are H(x) = sum over t of f_t(x) a_t and it predicts the "
-                 "class with the largest score. Each row is one weak learner: the regions of "
-                 "the input space it tells apart with its output f_t(x) there, and its vector "
-                 "a_t (one entry per class; green adds to a class's score when f_t(x) > 0, red "
-                 "subtracts).")
-    else:
-        intro = ("The model's scores are the sum over trees of the class scores of the leaf "
-                 "each row reaches. Each row is one tree: its regions with the output there, "
-                 "times the vector on the right (or, where the leaves' scores are unrelated, "
-                 "one line of scores per leaf).")
+    intro = ("The model's scores are the sum over weak learners of the class scores each "
+             "adds, and it predicts the class with the largest score. Each row is one weak "
+             "learner: the regions of the input space it tells apart with its output f(x) "
+             "there, times the vector on the right (one entry per class; green adds to a "
+             "class's score when f(x) > 0, red subtracts), or, where its regions add unrelated "
+             "class scores, one line of scores per region.")
     return (
         f'<p class="note">{escape(intro)}</p>'
         '<div class="controls"><input type="search" id="learner-filter" '

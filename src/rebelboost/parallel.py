@@ -1,4 +1,4 @@
-"""Run numba kernels on a chosen number of threads, with BLAS out of their way."""
+"""Thread counts for the numba kernels, with BLAS out of their way."""
 
 from __future__ import annotations
 

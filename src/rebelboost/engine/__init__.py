@@ -1,0 +1,6 @@
+"""The boosting engine: one additive model (the prediction path) and one boosting loop."""
+
+from .boosting import Booster, BoostResult, Stage, boost
+from .model import AdditiveModel
+
+__all__ = ["AdditiveModel", "BoostResult", "Booster", "Stage", "boost"]

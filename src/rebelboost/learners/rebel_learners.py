@@ -1,0 +1,131 @@
+"""REBEL's weak learners by name: each fits one iteration's learner from REBEL's 2K channels.
+
+The contract (what :class:`~rebelboost.ensemble.RebelClassifier` needs of a weak learner):
+``family = FAMILY(X, codes, sample_weight, cost_matrix, options, rng)`` prepares the training
+data once; ``family.fit(channels)`` returns the iteration's :class:`FittedLearner`-like fit
+(``arrays``: a learner stack of one, ``output`` on the training rows, ``vector``, ``loss``,
+``gains``) and the work it spent; ``family.stack(pieces)`` joins the pieces into the model's
+learner stack; ``family.codes`` are the training labels it fitted (a family may relabel);
+``family.state`` holds what it learnt about the data for the fitted estimator. A new weak
+learner is one class here (or in its own module) and an entry in :data:`REBEL_LEARNERS`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..binning import Binner
+from ..search.columns import bin_columns
+from ..search.histogram import HistogramPool, sparse_bins
+from ..search.splits import is_better
+from .rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
+from .similarity import SimilarityArrays, fit_follow_up, fit_similarity, resolve_coincident
+from .tree import TreeArrays
+
+_FLOAT32_ENTRIES = 10_000_000  # training matrices this large are searched in float32
+
+
+@dataclass
+class LearnerOptions:
+    """The estimator parameters weak learners read."""
+
+    depth: int
+    max_bins: int
+    quickboost: bool
+    similarity_mode: str
+    scaling: str | None
+
+
+class TreeFamily:
+    """Trees or stumps on binned features; each iteration also tries the constant learner."""
+
+    blas_threads = 1  # the histogram kernels do the parallel work
+
+    def __init__(self, X, codes, sample_weight, cost_matrix, options: LearnerOptions, rng):
+        self.depth = options.depth
+        self.quickboost = options.quickboost
+        self.binner = Binner(options.max_bins, random_state=rng.randint(2**31))
+        # Thresholds come from the samples that count, so a zero weight equals removal.
+        self.bins = self.binner.fit(X[sample_weight > 0]).transform(X)
+        self.columns = bin_columns(self.bins)
+        # QuickBoost's prefixes read rows: a row-wise copy of the sparse entries speeds them up.
+        self.sparse = sparse_bins(self.bins) if self.quickboost else None
+        self.pool = HistogramPool()
+        self.codes = codes
+        self.state: dict = {}
+
+    def fit(self, channels) -> tuple[FittedLearner, int]:
+        """The tree or the constant learner, whichever leaves the lower loss; and the work."""
+        bias = constant_learner(channels.sum(axis=0), channels.shape[0], self.depth)
+        tree = grow_rebel_tree(self.bins, channels, self.binner, self.depth,
+                               quickboost=self.quickboost, columns=self.columns,
+                               sparse=self.sparse, pool=self.pool)
+        work = tree.histogram_updates if tree is not None else 0
+        return (bias if tree is None or is_better(bias.loss, tree.loss) else tree), work
+
+    def stack(self, pieces) -> TreeArrays:
+        return TreeArrays.stack(pieces, self.depth)
+
+
+class SimilarityFamily:
+    """Localized similarities on scaled features (the constant learner is in their search)."""
+
+    blas_threads = None  # the search's matrix products are BLAS's parallel work
+
+    def __init__(self, X, codes, sample_weight, cost_matrix, options: LearnerOptions, rng):
+        if np.isnan(X).any():
+            raise ValueError(
+                "X contains NaN; localized similarities need complete rows (impute first, or "
+                "use weak_learner='tree', which learns where missing values go)"
+            )
+        if options.scaling == "standard":
+            offset, scale = X.mean(axis=0), X.std(axis=0)
+        elif options.scaling == "minmax":
+            offset, scale = X.min(axis=0), X.max(axis=0) - X.min(axis=0)
+        else:
+            offset, scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
+        self.offset, self.scale = offset, np.where(scale > 0, scale, 1.0)
+        # Large data is searched in float32: the matrix products that dominate the search then
+        # move half the bytes. Coincidence and norms are taken on the very array the search
+        # reads, so rows that float32 merges are treated as coincident.
+        dtype = np.float32 if X.size >= _FLOAT32_ENTRIES else np.float64
+        self.X = np.ascontiguousarray((X - self.offset) / self.scale, dtype=dtype)
+        self.sq_norms = np.einsum("ij,ij->i", self.X, self.X, dtype=np.float64)
+        self.one_point_only = options.similarity_mode == "one-point"
+        self.follow_up = None  # see fit
+        self.codes, changed = resolve_coincident(self.X, codes, cost_matrix, sample_weight)
+        self.state = {"n_relabeled": changed}
+        if changed:
+            warnings.warn(
+                f"{changed} training rows coincide with rows of another class; they were "
+                "relabelled to their group's least-cost class so that the training error can "
+                "reach zero (n_relabeled_)", UserWarning, stacklevel=4,
+            )
+
+    def fit(self, channels):
+        """This iteration's learner. After a constant step, the learner its search ranked best
+        for the weights that step leaves is taken without a new search (fit_follow_up)."""
+        fit = fit_follow_up(self.follow_up, channels) if self.follow_up is not None else None
+        if fit is None:
+            fit = fit_similarity(self.X, self.sq_norms, channels,
+                                 one_point_only=self.one_point_only)
+        self.follow_up = fit.follow_up
+        arrays = fit.arrays
+        for index, label in ((arrays.first_index, arrays.first_class),
+                             (arrays.second_index, arrays.second_class)):
+            label[:] = np.where(index >= 0, self.codes[np.maximum(index, 0)], -1)
+        arrays.offset, arrays.scale = self.offset, self.scale
+        return fit, 0
+
+    def stack(self, pieces) -> SimilarityArrays:
+        return SimilarityArrays.stack(pieces, self.X.shape[1], self.offset, self.scale)
+
+
+REBEL_LEARNERS: dict[str, type] = {
+    "tree": TreeFamily,
+    "stump": TreeFamily,
+    "similarity": SimilarityFamily,
+}
