@@ -292,7 +292,7 @@ def test_estimator_float32_path_and_blocked_scoring(monkeypatch):
 
     X, y, X_test, y_test = _spiral_split()
     reference = RebelClassifier(1000, weak_learner="similarity").fit(X, y)
-    monkeypatch.setattr(rebel_learners, "_FLOAT32_ENTRIES", 0)  # search every training set in float32
+    monkeypatch.setattr(rebel_learners, "_FLOAT32_ENTRIES", 0)  # every training set in float32
     model = RebelClassifier(1000, weak_learner="similarity").fit(X, y)
     points = model.learners_.first  # support points come from the searched array
     assert np.array_equal(points.astype(np.float32), points)
@@ -302,7 +302,7 @@ def test_estimator_float32_path_and_blocked_scoring(monkeypatch):
     assert abs(model.score(X_test, y_test) - reference.score(X_test, y_test)) <= 0.03
 
     whole = model.decision_function(X_test)
-    monkeypatch.setattr(similarity, "_OUTPUT_BLOCK_ENTRIES", 7 * len(X_test))  # blocks of 7 learners
+    monkeypatch.setattr(similarity, "_OUTPUT_BLOCK_ENTRIES", 7 * len(X_test))  # 7 learners
     assert np.allclose(model.decision_function(X_test), whole, atol=1e-12)
     staged = list(model.staged_decision_function(X_test))
     assert len(staged) == model.n_estimators_
