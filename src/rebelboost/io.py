@@ -44,6 +44,8 @@ def corrupt(message: str) -> ValueError:
 
 
 def _array(values, shape, name: str) -> np.ndarray:
+    if _holds_bool(values):  # numpy would read true/false as 1/0
+        raise corrupt(f"{name} holds booleans")
     try:
         a = np.asarray(values)
     except ValueError:  # ragged lists
@@ -78,10 +80,26 @@ def int_array(values, shape, name: str, low: int, high: int) -> np.ndarray:
 
 
 def bool_array(values, shape, name: str) -> np.ndarray:
-    a = _array(values, shape, name)
+    try:
+        a = np.asarray(values)
+    except ValueError:
+        raise corrupt(f"{name} is not a regular array") from None
+    if a.size != int(np.prod(shape)):
+        raise corrupt(f"{name} has shape {a.shape}, expected {tuple(shape)}")
+    a = a.reshape(shape)
     if a.size and a.dtype.kind != "b":
         raise corrupt(f"{name} holds non-booleans")
     return a.astype(bool)
+
+
+def _holds_bool(values) -> bool:
+    if isinstance(values, bool):
+        return True
+    if not isinstance(values, list):
+        return False
+    if values and isinstance(values[0], list):
+        return any(_holds_bool(v) for v in values)
+    return any(type(v) is bool for v in values)
 
 
 def _replace_null(values, null):
@@ -150,6 +168,8 @@ def read_header(doc: dict) -> dict:
         raise corrupt("fewer than 2 classes")
     if len(np.unique(classes)) != len(classes):
         raise corrupt("duplicated classes")
+    if not np.array_equal(np.unique(classes), classes):
+        raise corrupt("classes are not in sorted order")
     if dtype.kind == "f" and not np.isfinite(classes).all():
         raise corrupt("non-finite class labels")
     d = doc.get("n_features_in")
@@ -264,11 +284,16 @@ def read_document(path) -> dict:
             raw = _gunzip(raw)
         if len(raw) > MAX_BYTES:
             raise ValueError(f"larger than {MAX_BYTES} bytes")
-        doc = json.loads(raw.decode("utf-8"))  # too deep a nesting: RecursionError
+        # NaN and Infinity are not JSON; too deep a nesting raises RecursionError.
+        doc = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
     except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError,
             RecursionError) as exc:
         raise ValueError(f"{path} is not a readable rebelboost model file: {exc}") from None
     return migrate(doc)
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _gunzip(raw: bytes) -> bytes:

@@ -20,7 +20,8 @@ def load_model(path) -> BoostedClassifier:
     """Read any rebelboost model file (every released format version); a bad file raises
     ``ValueError``."""
     doc = read_document(path)
-    cls = ESTIMATORS.get(doc.get("estimator"))
+    name = doc.get("estimator")
+    cls = ESTIMATORS.get(name) if isinstance(name, str) else None
     if cls is None:
         raise ValueError(f"model file holds an unknown estimator {doc.get('estimator')!r}")
     return cls.from_dict(doc)
