@@ -1,0 +1,101 @@
+"""The shared engine: one loop and one prediction path give every booster the same features."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import make_classification
+
+from rebelboost import (
+    AdaBoostMHClassifier,
+    MCBoostClassifier,
+    OneVsAllAdaBoostClassifier,
+    RebelClassifier,
+)
+from rebelboost.callbacks import IterationInfo
+
+BOOSTERS = [
+    RebelClassifier(12, random_state=0),
+    RebelClassifier(12, weak_learner="similarity"),
+    AdaBoostMHClassifier(12, weak_learner="tree"),
+    AdaBoostMHClassifier(6, factorized=False),
+    MCBoostClassifier(12),
+    MCBoostClassifier(6, algorithm="gd", max_depth=2),
+    OneVsAllAdaBoostClassifier(5, max_depth=2),
+]
+IDS = ["rebel", "rebel-similarity", "mh", "mh-unfactorized", "mcboost-cd", "mcboost-gd", "ova"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(300, 6, n_informative=4, n_classes=3, random_state=0)
+    return X[:200], y[:200], X[200:]
+
+
+@pytest.mark.parametrize("estimator", BOOSTERS, ids=IDS)
+def test_iteration_ranges_add_up(data, estimator):
+    X, y, X_test = data
+    model = estimator.fit(X, y)
+    n = model.n_estimators_
+    whole = model.decision_function(X_test)
+    parts = model.decision_function(X_test, stop=n // 2) + model.decision_function(
+        X_test, start=n // 2)
+    np.testing.assert_allclose(parts, whole, rtol=1e-10, atol=1e-10)
+    staged = list(model.staged_decision_function(X_test, start=2, stop=n - 1))
+    assert len(staged) == n - 3
+    np.testing.assert_allclose(staged[-1], model.decision_function(X_test, start=2, stop=n - 1),
+                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(model.predict(X_test, stop=3), list(model.staged_predict(
+        X_test))[2])
+    with pytest.raises(ValueError, match="iteration range"):
+        model.decision_function(X_test, start=n + 1)
+
+
+@pytest.mark.parametrize("estimator", BOOSTERS, ids=IDS)
+def test_callbacks_and_early_stopping_for_every_booster(data, estimator):
+    X, y, _ = data
+    seen: list[IterationInfo] = []
+    model = estimator.set_params(early_stopping=True, n_iter_no_change=3).fit(
+        X, y, callbacks=[seen.append])
+    assert [i.iteration for i in seen] == list(range(1, len(seen) + 1))
+    assert all(i.model is model for i in seen)
+    assert [i.validation_loss for i in seen] == model.validation_loss_.tolist()
+    assert model.best_iteration_ == model.n_estimators_ <= len(seen)
+    best = int(np.argmin(model.validation_loss_))  # kept: the best iteration (ties: first)
+    assert model.n_estimators_ == best + 1 or len(seen) == estimator.n_estimators
+    stopped = estimator.set_params(early_stopping=False).fit(X, y, callbacks=[
+        lambda info: info.iteration == 4])
+    assert stopped.n_estimators_ == 4 and len(stopped.train_loss_) == 4
+    estimator.set_params(early_stopping=False)
+
+
+def test_importances_count_only_the_kept_iterations(data):
+    X, y, _ = data
+    stopped = RebelClassifier(40, early_stopping=True, n_iter_no_change=2, random_state=0)
+    stopped.fit(X, y)
+    assert stopped.n_estimators_ < len(stopped.validation_loss_)  # some iterations dropped
+    features = np.unique(stopped.trees_.feature[stopped.trees_.feature >= 0])
+    assert set(np.flatnonzero(stopped.feature_importances_)) == set(features)
+
+
+def test_training_stops_when_the_loss_reaches_zero():
+    X = np.array([[0.0], [1.0]] * 10)
+    y = np.array([0, 1] * 10)
+    model = AdaBoostMHClassifier(50).fit(X, y)
+    assert model.train_loss_[-1] == 0.0 or model.n_estimators_ == 50
+    if model.train_loss_[-1] == 0.0:
+        assert model.n_estimators_ < 50 and np.all(model.train_loss_[:-1] > 0)
+
+
+def test_explain_reads_dataframe_rows_and_every_booster(data):
+    X, y, X_test = data
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    for estimator in (RebelClassifier(6, random_state=0), MCBoostClassifier(6, algorithm="gd",
+                                                                          max_depth=2)):
+        model = estimator.fit(frame, y)
+        exp = model.explain(frame.iloc[0], top=100)
+        assert exp.predicted == model.predict(frame.iloc[:1])[0]
+        assert sum(t.margin for t in exp.terms) == pytest.approx(exp.margin)
+        assert all(1 <= t.learner <= len(model.learners_) for t in exp.terms)
+        assert any(name.startswith("f") for name in exp.feature_margins)
