@@ -22,7 +22,8 @@ from ..search.columns import bin_columns
 from ..search.histogram import HistogramPool, sparse_bins
 from ..search.splits import is_better
 from .rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
-from .similarity import SimilarityArrays, fit_follow_up, fit_similarity, resolve_coincident
+from .similarity import SimilarityArrays, resolve_coincident
+from .similarity_search import fit_follow_up, fit_similarity
 from .tree import TreeArrays
 
 _FLOAT32_ENTRIES = 10_000_000  # training matrices this large are searched in float32
