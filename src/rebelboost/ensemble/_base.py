@@ -29,6 +29,8 @@ from ..validation import check_fit_input
 # Parameters of the boosting loop, the same name and meaning in every estimator.
 LOOP_CONSTRAINTS: dict = {
     "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+    "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+    "validation_metric": [StrOptions({"loss", "cost"})],
     "max_bins": [Interval(numbers.Integral, 2, 255, closed="both")],
     "target_loss": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither"),
                     None],
@@ -42,13 +44,19 @@ LOOP_CONSTRAINTS: dict = {
 }
 
 LOOP_PARAMETERS_DOC = """\
+    learning_rate : float, default=1.0
+        Shrinkage: every iteration's step (step vector, alpha) is multiplied by it (LightGBM's
+        ``learning_rate``). 1 takes the booster's own closed-form or line-search step.
     target_loss : 'auto', float or None, default=None
         Stop once the training loss falls below this value ('auto': ``1 / n_samples``);
         ``n_estimators`` stays the cap. Training also stops when the loss reaches 0.
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the training set (stratified), stop when the
-        validation loss has not improved by ``tol`` (relative) for ``n_iter_no_change``
+        ``validation_metric`` has not improved by ``tol`` (relative) for ``n_iter_no_change``
         iterations, and keep the model at its best iteration.
+    validation_metric : {'loss', 'cost'}, default='loss'
+        What early stopping watches: the booster's loss on the validation split, or the mean
+        cost of its predictions there (the error rate under 0-1 costs).
     validation_fraction : float, default=0.1
     n_iter_no_change : int, default=10
     tol : float, default=1e-7
@@ -103,7 +111,8 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
             target = 1.0 / X.shape[0]
         result = boost(
             booster, self.n_estimators, X.shape[1], validation=validation,
-            early_stopping=EarlyStopping(self.n_iter_no_change, self.tol)
+            early_stopping=EarlyStopping(self.n_iter_no_change, self.tol,
+                                         metric=self.validation_metric)
             if validation is not None else None,
             callbacks=callbacks, target_loss=target, verbose=self.verbose, n_jobs=self.n_jobs,
             estimator=self,

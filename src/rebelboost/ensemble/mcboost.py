@@ -65,7 +65,8 @@ class MCBoostClassifier(BoostedClassifier):
     _fitted_fields = ("codewords", "components", "alphas")
 
     def __init__(self, n_estimators: int = 100, *, algorithm: str = "cd", max_depth: int = 1,
-                 max_bins: int = 255, target_loss=None, early_stopping: bool = False,
+                 max_bins: int = 255, learning_rate: float = 1.0, target_loss=None,
+                 early_stopping: bool = False, validation_metric: str = "loss",
                  validation_fraction: float = 0.1, n_iter_no_change: int = 10,
                  tol: float = 1e-7, random_state=None, n_jobs: int | None = None,
                  verbose: int = 0):
@@ -73,8 +74,10 @@ class MCBoostClassifier(BoostedClassifier):
         self.algorithm = algorithm
         self.max_depth = max_depth
         self.max_bins = max_bins
+        self.learning_rate = learning_rate
         self.target_loss = target_loss
         self.early_stopping = early_stopping
+        self.validation_metric = validation_metric
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
@@ -86,7 +89,7 @@ class MCBoostClassifier(BoostedClassifier):
         binner, bins = bin_training_data(X, sample_weight, self.max_bins, rng)
         self.codewords_ = simplex_codewords(len(self.classes_))
         return _MCBooster(bins, binner, codes, self.codewords_, sample_weight,
-                          int(self.max_depth), self.algorithm, validation)
+                          int(self.max_depth), self.algorithm, validation, self.learning_rate)
 
     def _set_records(self, records, n_kept, booster) -> None:
         self.components_ = np.asarray([r["component"] for r in records[:n_kept]], np.int64)
@@ -119,8 +122,9 @@ class _MCBooster:
     blas_threads = 1
 
     def __init__(self, bins, binner, codes, codewords, sample_weight, depth, algorithm,
-                 validation):
+                 validation, learning_rate):
         self.bins, self.binner, self.depth, self.algorithm = bins, binner, depth, algorithm
+        self.learning_rate = learning_rate
         self.codewords = codewords
         self.gram = codewords @ codewords.T
         self.loss = MCBoostLoss(codes, codewords, sample_weight)
@@ -139,14 +143,14 @@ class _MCBooster:
             j = iteration % (k - 1)
             channels = signed_cost_channels(grad[:, j])
             tree, g = free_sign_tree(self.bins, self.binner, channels, self.depth)
-            alpha = loss.component_step(terms, g, j)
+            alpha = self.learning_rate * loss.component_step(terms, g, j)
             table = alpha * tree.leaf_value[0][:, None] * self.codewords[:, j][None, :]
             self.scores += alpha * g[:, None] * self.codewords[:, j][None, :]
         else:
             j = -1
             tree, leaf_class, row_class = _codeword_tree(self.bins, self.binner, grad,
                                                          self.codewords, self.depth)
-            alpha = loss.codeword_step(terms, row_class)
+            alpha = self.learning_rate * loss.codeword_step(terms, row_class)
             table = alpha * self.gram[leaf_class]  # leaf l adds alpha <y_k, y_leaf>
             self.scores += alpha * self.gram[row_class]
         gains = [(int(f), abs(alpha)) for f in tree.features_used(0)]

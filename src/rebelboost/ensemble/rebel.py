@@ -103,11 +103,13 @@ class RebelClassifier(BoostedClassifier):
         max_depth: int = 2,
         cost_matrix=None,
         max_bins: int = 255,
+        learning_rate: float = 1.0,
         similarity_mode: str = "two-point",
         scaling: str | None = "standard",
         target_loss=None,
         quickboost: bool = False,
         early_stopping: bool = False,
+        validation_metric: str = "loss",
         validation_fraction: float = 0.1,
         n_iter_no_change: int = 10,
         tol: float = 1e-7,
@@ -120,11 +122,13 @@ class RebelClassifier(BoostedClassifier):
         self.max_depth = max_depth
         self.cost_matrix = cost_matrix
         self.max_bins = max_bins
+        self.learning_rate = learning_rate
         self.similarity_mode = similarity_mode
         self.scaling = scaling
         self.target_loss = target_loss
         self.quickboost = quickboost
         self.early_stopping = early_stopping
+        self.validation_metric = validation_metric
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
@@ -153,7 +157,8 @@ class RebelClassifier(BoostedClassifier):
         )
         family = REBEL_LEARNERS[self.weak_learner](X, codes, sample_weight, self.cost_matrix_,
                                                    options, rng)
-        return _RebelBooster(family, self.cost_matrix_, sample_weight, validation)
+        return _RebelBooster(family, self.cost_matrix_, sample_weight, validation,
+                             self.learning_rate)
 
     def _set_records(self, records, n_kept, booster) -> None:
         k = len(self.classes_)
@@ -214,8 +219,9 @@ class RebelClassifier(BoostedClassifier):
 class _RebelBooster:
     """REBEL's loss (2K weight channels, closed-form steps) driving one weak-learner family."""
 
-    def __init__(self, family, cost_matrix, sample_weight, validation):
+    def __init__(self, family, cost_matrix, sample_weight, validation, learning_rate):
         self.family = family
+        self.learning_rate = learning_rate
         self.blas_threads = family.blas_threads
         self.loss = RebelLoss(cost_matrix, family.codes, sample_weight)
         self.val_loss = (RebelLoss(cost_matrix, validation.codes, validation.sample_weight)
@@ -228,12 +234,12 @@ class _RebelBooster:
 
     def fit_stage(self, iteration: int) -> Stage:
         learner, work = self.family.fit(self.channels)
-        self.scores += learner.output[:, None] * learner.vector
+        vector = self.learning_rate * learner.vector
+        self.scores += learner.output[:, None] * vector
         gains = [(f, gain * self.scale) for f, gain in learner.gains]
         self.channels, self.scale, loss = self.loss.weights_and_loss(self.scores)
-        values = learner.arrays.slot_outputs()[:, :, None] * learner.vector
-        return Stage(learner.arrays, values, loss, gains,
-                     {"vector": learner.vector, "work": work})
+        values = learner.arrays.slot_outputs()[:, :, None] * vector
+        return Stage(learner.arrays, values, loss, gains, {"vector": vector, "work": work})
 
     def validation_loss(self, scores) -> float:
         return self.val_loss.loss(scores)
