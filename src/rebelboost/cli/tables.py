@@ -202,19 +202,17 @@ def read_cost_matrix(path: str, classes: np.ndarray) -> np.ndarray:
     header, index = shape[0] == k + 1, shape[1] == k + 1
     col_labels = rows[0][int(index):] if header else None
     body = [row[int(index):] for row in rows[int(header):]]
-    row_labels = [row[0] for row in rows[int(header):]] if index else col_labels
+    row_labels = [row[0] for row in rows[int(header):]] if index else None
     try:
         cost = np.array([[float(cell) for cell in row] for row in body])
     except ValueError as exc:
         raise click.ClickException(f"cost matrix {path!r}: {one_line(exc)}") from None
-    if row_labels is None:
+    if row_labels is None and col_labels is None:
         return cost
+    from ..validation import order_by_labels
+
     names = [str(c) for c in classes.tolist()]
-    order = []
-    for axis, given in (("rows", row_labels), ("columns", col_labels or row_labels)):
-        if sorted(given) != sorted(names):
-            raise click.ClickException(
-                f"cost matrix {path!r}: the labels of its {axis} {given} do not match the "
-                f"classes in the target {names}")
-        order.append([given.index(n) for n in names])
-    return cost[np.ix_(order[0], order[1])]
+    try:
+        return order_by_labels(cost, row_labels, col_labels, names, f"cost matrix {path!r}")
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None

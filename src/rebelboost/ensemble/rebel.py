@@ -180,7 +180,7 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         """
         X, codes, sample_weight = check_fit_input(self, X, y, sample_weight)
         n_classes = len(self.classes_)
-        self.cost_matrix_ = check_cost_matrix(self.cost_matrix, n_classes)
+        self.cost_matrix_ = check_cost_matrix(self.cost_matrix, n_classes, self.classes_)
 
         rng = np.random.RandomState(
             self.random_state if not isinstance(self.random_state, np.random.RandomState)
