@@ -26,6 +26,7 @@ from ..learners.similarity import (
     fit_follow_up,
     fit_similarity,
     resolve_coincident,
+    scaling_statistics,
 )
 from ..learners.tree import TreeArrays
 from ..losses.rebel import RebelLoss
@@ -460,14 +461,7 @@ class _SimilarityFamily:
                 "X contains NaN; localized similarities need complete rows (impute first, or "
                 "use weak_learner='tree', which learns where missing values go)"
             )
-        if model.scaling == "standard":
-            offset, scale = X.mean(axis=0), X.std(axis=0)
-        elif model.scaling == "minmax":
-            offset, scale = X.min(axis=0), X.max(axis=0) - X.min(axis=0)
-        else:
-            offset, scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
-        scale = np.where(scale > 0, scale, 1.0)
-        model.scaling_ = self.scaling = (offset, scale)
+        offset, scale = model.scaling_ = self.scaling = scaling_statistics(X, model.scaling)
         # Large data is searched in float32: the matrix products that dominate the search then
         # move half the bytes (MNIST: ~2x faster). Coincidence and norms are taken on the very
         # array the search reads, so rows that float32 merges are treated as coincident.
