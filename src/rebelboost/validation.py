@@ -34,7 +34,10 @@ def check_fit_input(estimator, X, y, sample_weight):
 
 
 def _name_text_columns(X, exc: ValueError) -> None:
-    """Raise a ValueError naming the columns of X that are not numbers, if that caused ``exc``."""
+    """Raise a ValueError naming the columns of X that are not numbers, if that caused ``exc``
+    (or saying that a DataFrame X has no columns at all)."""
+    if hasattr(X, "columns") and len(X.columns) == 0:
+        raise ValueError(f"X has no feature columns (a DataFrame of shape {X.shape})") from None
     if "could not convert" not in str(exc):
         return
     if hasattr(X, "columns"):
