@@ -111,26 +111,14 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
         validation_fraction: float | None, n_iter_no_change: int | None,
         random_state: int | None, n_jobs: int | None, quiet: bool) -> None:
     """Train a REBEL model on DATA and write it to --model-out."""
-    if n_iter_no_change is not None and validation_fraction is None:
-        raise click.UsageError("--n-iter-no-change needs --validation-fraction (early stopping)")
-    with _replacing(model_out) as temporary:
-        _fit(data, target, temporary, weak_learner, n_estimators, max_depth, max_bins,
-             cost_matrix, validation_fraction, n_iter_no_change, random_state, n_jobs, quiet)
-    if not quiet:
-        click.echo(f"wrote {model_out}")
-
-
-def _fit(data: str, target: str | None, model_out: Path, weak_learner: str, n_estimators: int,
-         max_depth: int, max_bins: int, cost_matrix: str | None,
-         validation_fraction: float | None, n_iter_no_change: int | None,
-         random_state: int | None, n_jobs: int | None, quiet: bool) -> None:
-    """``fit``'s work, writing the model to ``model_out``."""
     import numpy as np
 
     from .. import RebelClassifier, mean_cost
     from ..callbacks import IterationInfo
     from .progress import ProgressBar
 
+    if n_iter_no_change is not None and validation_fraction is None:
+        raise click.UsageError("--n-iter-no-change needs --validation-fraction (early stopping)")
     table = read_table(data, FIT_ARRAYS)
     y = labels(table, target)
     X = features(table, target=target)
@@ -146,12 +134,13 @@ def _fit(data: str, target: str | None, model_out: Path, weak_learner: str, n_es
 
     history: list[IterationInfo] = []
     bar = None if quiet else ProgressBar("error" if cost_matrix is None else "cost")
-    start = time.perf_counter()
-    with _library_errors(f"cannot fit {data!r}"), bar or nullcontext():
-        model.fit(X, y, callbacks=[history.append, *([bar] if bar else [])])
-    seconds = time.perf_counter() - start
-    with _library_errors("cannot write the model"):
-        model.save(model_out)
+    with _replacing(model_out) as temporary:  # checks that model_out can be written
+        start = time.perf_counter()
+        with _library_errors(f"cannot fit {data!r}"), bar or nullcontext():
+            model.fit(X, y, callbacks=[history.append, *([bar] if bar else [])])
+        seconds = time.perf_counter() - start
+        with _library_errors(f"cannot write {model_out!r}"):
+            model.save(temporary)
     if quiet:
         return
 
@@ -171,6 +160,7 @@ def _fit(data: str, target: str | None, model_out: Path, weak_learner: str, n_es
         name = "error" if cost_matrix is None else "cost "
         click.echo(f"  validation {name} {kept.validation_cost:.4f}  (best iteration "
                    f"{model.best_iteration_} of {len(history)} run; early stopping)")
+    click.echo(f"wrote {model_out}")
 
 
 @click.command(epilog=DATA_HELP + " Columns are matched to the model's features by name; "

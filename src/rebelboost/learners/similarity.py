@@ -489,7 +489,7 @@ def scaling_statistics(X: np.ndarray, mode: str | None) -> tuple[np.ndarray, np.
             warnings.warn(
                 f"features {lost.tolist()} (0-based) vary by less than 1e-8 of the largest "
                 "feature's magnitude: with scaling=None they cannot change any distance; use "
-                "scaling='standard'", UserWarning, stacklevel=3,
+                "scaling='standard'", UserWarning, stacklevel=4,
             )
     else:
         power = _powers_of_two(magnitude)
