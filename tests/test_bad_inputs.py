@@ -104,15 +104,42 @@ def _files(folder):
     np.savez(folder / "data.npz", X=X, y=Y)
     pd.DataFrame(1 - np.eye(3), index=list("abq"), columns=list("abq")).to_csv(
         folder / "wrong_labels.csv")
-    (folder / "model.json").write_text("{}")
+    frame.assign(colour="red").to_csv(folder / "text_feature.csv", index=False)
+    frame.drop(columns="w").to_csv(folder / "no_w.csv", index=False)
+    frame.assign(label="tulip").to_csv(folder / "new_label.csv", index=False)
+    (folder / "corrupt.json").write_text('{"format": "rebelboost-model", "format_ver')
+    (folder / "square2.csv").write_text("0,1\n1,0\n")
+    (folder / "text_cost.csv").write_text("0,1,x\n1,0,1\n1,1,0\n")
+    pd.DataFrame([[0, 1, -1], [1, 0, 1], [1, 1, 0]]).to_csv(folder / "negative.csv",
+                                                            header=False, index=False)
+    (folder / "data.txt").write_text("u,v\n1,2\n")
 
 
+FIT = ["fit", "{d}/data.csv", "-t", "label", "-o", "{d}/unused.json"]
 CLI_CASES = [
+    ("data-missing", ["fit", "{d}/missing.csv", "-t", "label"], 1, "not found"),
+    ("target-unknown", ["fit", "{d}/data.csv", "-t", "nope"], 1, "'nope' is not in"),
+    ("text-feature", ["fit", "{d}/text_feature.csv", "-t", "label"], 1,
+     "['colour'] are not numeric"),
+    ("file-type", ["fit", "{d}/data.txt", "-t", "u"], 1, "unsupported file type"),
+    ("cost-shape", [*FIT, "--cost-matrix", "{d}/square2.csv"], 1, "must be 3 x 3"),
+    ("cost-text", [*FIT, "--cost-matrix", "{d}/text_cost.csv"], 1, "could not convert"),
+    ("cost-negative", [*FIT, "--cost-matrix", "{d}/negative.csv"], 1, "negative"),
+    ("cost-missing", [*FIT, "--cost-matrix", "{d}/none.csv"], 1, "not found"),
+    ("model-corrupt", ["predict", "{d}/corrupt.json", "{d}/data.csv"], 1, "corrupt.json"),
+    ("model-missing", ["predict", "{d}/missing.json", "{d}/data.csv"], 1,
+     "model file '{d}/missing.json' not found"),
+    ("feature-column-missing", ["predict", "{d}/named_model.json", "{d}/no_w.csv"], 1,
+     "lacks the model's feature columns ['w']"),
+    ("label-unknown", ["evaluate", "{d}/named_model.json", "{d}/new_label.csv", "-t", "label"],
+     1, "['tulip']"),
+    ("row-out-of-range", ["explain", "{d}/named_model.json", "{d}/data.csv", "-r", "60"], 1,
+     "--row 60 is out of range"),
     ("only-target-column", ["fit", "{d}/only_target.csv", "-t", "label"], 1,
      "has no feature columns besides the target 'label'"),
     ("text-named-npz", ["fit", "{d}/text.npz"], 1, "is not an .npz file"),
-    ("cost-labels-unknown", ["fit", "{d}/data.csv", "-t", "label", "--cost-matrix",
-                             "{d}/wrong_labels.csv"], 1, "do not match the classes"),
+    ("cost-labels-unknown", [*FIT, "--cost-matrix", "{d}/wrong_labels.csv"], 1,
+     "do not match the classes"),
     ("model-out-no-folder", ["fit", "{d}/data.csv", "-t", "label", "-o", "{d}/nope/m.json"], 1,
      "no folder"),
     ("model-out-is-folder", ["fit", "{d}/data.csv", "-t", "label", "-o", "{d}"], 2,
@@ -129,6 +156,7 @@ def folder(tmp_path_factory):
     d = tmp_path_factory.mktemp("bad_inputs")
     _files(d)
     RebelClassifier(3).fit(X, Y).save(d / "npz_model.json")
+    RebelClassifier(3).fit(_frame(), Y).save(d / "named_model.json")
     return d
 
 
@@ -141,7 +169,8 @@ def test_cli_refuses_bad_input_naming_the_problem(folder, args, status, fragment
     lines = result.output.strip().splitlines()
     if status == 1:  # user errors: one line
         assert len(lines) == 1, result.output
-    assert lines[-1].startswith("Error: ") and fragment in lines[-1], result.output
+    assert lines[-1].startswith("Error: ") and fragment.format(d=folder) in lines[-1], \
+        result.output
 
 
 # ---------------------------------------------------------------- inputs that must work
