@@ -101,6 +101,7 @@ def _files(folder):
     frame.to_csv(folder / "data.csv", index=False)
     frame[["label"]].to_csv(folder / "only_target.csv", index=False)
     (folder / "text.npz").write_text("u,v,w,label\n1,2,3,a\n")
+    np.savez(folder / "object_labels.npz", X=X, y=Y.astype(object))
     np.savez(folder / "data.npz", X=X, y=Y)
     pd.DataFrame(1 - np.eye(3), index=list("abq"), columns=list("abq")).to_csv(
         folder / "wrong_labels.csv")
@@ -138,6 +139,8 @@ CLI_CASES = [
     ("only-target-column", ["fit", "{d}/only_target.csv", "-t", "label"], 1,
      "has no feature columns besides the target 'label'"),
     ("text-named-npz", ["fit", "{d}/text.npz"], 1, "is not an .npz file"),
+    ("npz-object-array", ["fit", "{d}/object_labels.npz"], 1,
+     "array 'y' holds Python objects (dtype object)"),
     ("cost-labels-unknown", [*FIT, "--cost-matrix", "{d}/wrong_labels.csv"], 1,
      "do not match the classes"),
     ("model-out-no-folder", ["fit", "{d}/data.csv", "-t", "label", "-o", "{d}/nope/m.json"], 1,

@@ -89,10 +89,18 @@ def _read_npz(p: Path, npz_keys: tuple[tuple[str, str], ...]) -> Table:
         raise click.ClickException(
             f"{str(p)!r} is not an .npz file (not a zip archive of arrays, as numpy.savez "
             "writes); for CSV data name it .csv")
+    key = None
     try:
         with np.load(p, allow_pickle=False) as arrays:
-            found = {key: arrays[key] for key in arrays.files}
+            found = {}
+            for key in arrays.files:
+                found[key] = arrays[key]
     except (ValueError, OSError, zipfile.BadZipFile) as exc:
+        if key is not None and "allow_pickle" in str(exc):
+            raise click.ClickException(
+                f"{str(p)!r}: array {key!r} holds Python objects (dtype object), which are not "
+                "loaded from files; save numbers, or labels as strings "
+                "(numpy.asarray(y, dtype=str))") from None
         raise click.ClickException(f"cannot read {str(p)!r}: {one_line(exc)}") from None
     for x_key, y_key in npz_keys:
         if x_key in found:
