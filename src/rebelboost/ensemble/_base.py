@@ -99,7 +99,7 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         """
         X, codes, sample_weight = check_fit_input(self, X, y, sample_weight)
         rng = _rng(self.random_state)
-        cost_matrix = self._cost_matrix()
+        cost_matrix = self._fit_cost_matrix()
         validation = None
         if self.early_stopping:
             X, X_val, codes, codes_val, sample_weight, w_val = _validation_split(
@@ -130,10 +130,13 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         self.best_iteration_ = result.best_iteration
         self.feature_importances_ = result.feature_importances
 
+    def _fit_cost_matrix(self) -> np.ndarray:
+        """The cost matrix of this fit, from the parameters (0-1 unless a booster has one)."""
+        return self._cost_matrix()
+
     def _cost_matrix(self) -> np.ndarray:
-        """The cost matrix decisions are scored with (the 0-1 cost unless a booster has one)."""
-        k = len(self.classes_)
-        return 1.0 - np.eye(k)
+        """The fitted model's cost matrix (the 0-1 cost unless a booster has one)."""
+        return 1.0 - np.eye(len(self.classes_))
 
     def _make_booster(self, X, codes, sample_weight, rng, validation):
         raise NotImplementedError

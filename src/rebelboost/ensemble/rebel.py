@@ -143,13 +143,15 @@ class RebelClassifier(BoostedClassifier):
 
     # ------------------------------------------------------------------ fitting
 
+    def _fit_cost_matrix(self) -> np.ndarray:
+        self.cost_matrix_ = check_cost_matrix(self.cost_matrix, len(self.classes_),
+                                              self.classes_)
+        return self.cost_matrix_
+
     def _cost_matrix(self) -> np.ndarray:
-        if not hasattr(self, "cost_matrix_") or len(self.cost_matrix_) != len(self.classes_):
-            self.cost_matrix_ = check_cost_matrix(self.cost_matrix, len(self.classes_))
         return self.cost_matrix_
 
     def _make_booster(self, X, codes, sample_weight, rng, validation):
-        self.cost_matrix_ = check_cost_matrix(self.cost_matrix, len(self.classes_))
         options = LearnerOptions(
             depth=1 if self.weak_learner == "stump" else int(self.max_depth),
             max_bins=self.max_bins, quickboost=bool(self.quickboost),

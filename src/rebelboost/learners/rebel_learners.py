@@ -22,7 +22,7 @@ from ..search.columns import bin_columns
 from ..search.histogram import HistogramPool, sparse_bins
 from ..search.splits import is_better
 from .rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
-from .similarity import SimilarityArrays, resolve_coincident
+from .similarity import SimilarityArrays, resolve_coincident, scaling_statistics
 from .similarity_search import fit_follow_up, fit_similarity
 from .tree import TreeArrays
 
@@ -82,13 +82,7 @@ class SimilarityFamily:
                 "X contains NaN; localized similarities need complete rows (impute first, or "
                 "use weak_learner='tree', which learns where missing values go)"
             )
-        if options.scaling == "standard":
-            offset, scale = X.mean(axis=0), X.std(axis=0)
-        elif options.scaling == "minmax":
-            offset, scale = X.min(axis=0), X.max(axis=0) - X.min(axis=0)
-        else:
-            offset, scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
-        self.offset, self.scale = offset, np.where(scale > 0, scale, 1.0)
+        self.offset, self.scale = scaling_statistics(X, options.scaling)
         # Large data is searched in float32: the matrix products that dominate the search then
         # move half the bytes. Coincidence and norms are taken on the very array the search
         # reads, so rows that float32 merges are treated as coincident.

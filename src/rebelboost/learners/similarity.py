@@ -12,6 +12,7 @@ per iteration is :mod:`rebelboost.learners.similarity_search`.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numba
@@ -233,3 +234,60 @@ def resolve_coincident(X: np.ndarray, codes: np.ndarray, cost_matrix: np.ndarray
         changed += int((codes[members] != label).sum())
         codes[members] = label
     return codes, changed
+
+
+# Columns whose largest |x| lies outside [2^-50, 2^50] are divided by a power of two (exact)
+# before their statistics are taken, so that squares and distances neither overflow nor
+# underflow, in float64 or in the float32 search; columns inside it are left as they are.
+_SAFE_EXPONENT = 50
+
+
+def _powers_of_two(magnitude: np.ndarray) -> np.ndarray:
+    """1 where ``magnitude`` is in the safe range (or 0), else a power of two near it."""
+    exponent = np.frexp(magnitude)[1]
+    unsafe = (magnitude > 0) & (np.abs(exponent) > _SAFE_EXPONENT)
+    return np.where(unsafe, np.ldexp(1.0, exponent - 1), 1.0)
+
+
+def scaling_statistics(X: np.ndarray, mode: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(offset, scale)`` per feature, with ``x_scaled = (x - offset) / scale``.
+
+    ``mode`` is 'standard' (mean, standard deviation), 'minmax' (minimum, range) or None (no
+    per-feature scaling: offset 0 and one power of two for all features, 1 unless the data's
+    magnitude would over- or underflow squared distances; the geometry is unchanged). The
+    statistics are taken on columns rescaled by powers of two, so they hold at any magnitude.
+    Constant features get scale 1. Raises ValueError when the scaled data would not be finite;
+    with ``mode=None``, warns about varying features too small to change any distance.
+    """
+    magnitude = np.abs(X).max(axis=0)
+    low, high = X.min(axis=0), X.max(axis=0)
+    if mode is None:
+        offset = np.zeros(X.shape[1])
+        scale = np.full(X.shape[1], _powers_of_two(magnitude.max(initial=0.0)))
+        spread = high - low
+        lost = np.flatnonzero((spread > 0) & (spread < magnitude.max() * 2.0**-26))
+        if lost.size:
+            warnings.warn(
+                f"features {lost.tolist()} (0-based) vary by less than 1e-8 of the largest "
+                "feature's magnitude: with scaling=None they cannot change any distance; use "
+                "scaling='standard'", UserWarning, stacklevel=5,
+            )
+    else:
+        power = _powers_of_two(magnitude)
+        if mode == "standard":
+            shrunk = X / power if (power != 1).any() else X
+            offset, scale = shrunk.mean(axis=0) * power, shrunk.std(axis=0) * power
+        elif mode == "minmax":
+            offset, scale = low, (high / power - low / power) * power
+        else:
+            raise ValueError(f"scaling must be 'standard', 'minmax' or None, got {mode!r}")
+    scale = np.where(scale > 0, scale, 1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        extremes = (np.stack([low, high]) - offset) / scale
+    wide = np.flatnonzero(~np.isfinite(extremes).all(axis=0) | ~np.isfinite(scale))
+    if wide.size:
+        raise ValueError(
+            f"features {wide.tolist()} (0-based) span too wide a range to scale in float64 "
+            f"(their values reach {float(magnitude[wide].max()):.3g}); rescale them first"
+        )
+    return offset, scale
