@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..binning import Binner
+from ..search.binned import BinnedData
 from ..learners.tree import TreeArrays
 from ..validation import check_fit_input
 
@@ -36,11 +36,9 @@ class LeafScoreClassifier(ClassifierMixin, BaseEstimator):
         """Validated (X, codes, sample_weight); sets ``classes_`` and ``n_features_in_``."""
         return check_fit_input(self, X, y, sample_weight)
 
-    def _bins(self, X, sample_weight, rng):
-        """Binner fitted on the rows that count, and the binned training matrix."""
-        binner = Binner(self.max_bins, random_state=rng.randint(2**31))
-        bins = binner.fit(X[sample_weight > 0]).transform(X)
-        return binner, bins
+    def _bins(self, X, sample_weight, rng) -> BinnedData:
+        """The training rows binned (thresholds from the rows that count)."""
+        return BinnedData.fit(X, sample_weight, self.max_bins, rng.randint(2**31))
 
     @staticmethod
     def _rng(random_state) -> np.random.RandomState:

@@ -91,7 +91,7 @@ class AdaBoostMHClassifier(LeafScoreClassifier):
         X, codes, sample_weight = self._fit_input(X, y, sample_weight)
         k = len(self.classes_)
         depth = 1 if self.weak_learner == "stump" else int(self.max_depth)
-        binner, bins = self._bins(X, sample_weight, self._rng(self.random_state))
+        data = self._bins(X, sample_weight, self._rng(self.random_state))
         loss = AdaBoostMHLoss(codes, k, sample_weight)
         scores = np.zeros((X.shape[0], k))
         trees, leaf_scores, stage_ends = [], [], []
@@ -101,7 +101,7 @@ class AdaBoostMHClassifier(LeafScoreClassifier):
             for it in range(self.n_estimators):
                 w = loss.weights(scores)
                 if self.factorized:
-                    learner = factorized_learner(bins, binner, loss, w, depth)
+                    learner = factorized_learner(data, loss, w, depth)
                     trees.append(learner.tree)
                     leaf_scores.append(learner.leaf_scores())
                     scores += learner.alpha * learner.phi[:, None] * learner.votes
@@ -111,7 +111,7 @@ class AdaBoostMHClassifier(LeafScoreClassifier):
                     for f, gain in learner.gains:
                         importances[f] += gain
                 else:
-                    class_trees, phis, alpha = unfactorized_learners(bins, binner, loss, w, depth)
+                    class_trees, phis, alpha = unfactorized_learners(data, loss, w, depth)
                     for c, tree in enumerate(class_trees):
                         table = np.zeros((2**depth, k))
                         table[:, c] = alpha * tree.leaf_value[0]

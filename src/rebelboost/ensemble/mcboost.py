@@ -14,9 +14,9 @@ import numbers
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..learners.greedy_tree import TreeBuilder, signed_cost_channels
-from ..learners.hamming_tree import free_sign_tree
-from ..losses.mcboost import MCBoostLoss, codeword_score, simplex_codewords
+from ..learners.codeword_tree import codeword_tree
+from ..learners.hamming_tree import free_sign_tree, signed_cost_channels
+from ..losses.mcboost import MCBoostLoss, simplex_codewords
 from ._base import LeafScoreClassifier
 from ._threads import numba_threads
 
@@ -80,7 +80,7 @@ class MCBoostClassifier(LeafScoreClassifier):
         X, codes, sample_weight = self._fit_input(X, y, sample_weight)
         k = len(self.classes_)
         depth = int(self.max_depth)
-        binner, bins = self._bins(X, sample_weight, self._rng(self.random_state))
+        data = self._bins(X, sample_weight, self._rng(self.random_state))
         codewords = simplex_codewords(k)
         gram = codewords @ codewords.T
         loss = MCBoostLoss(codes, codewords, sample_weight)
@@ -95,14 +95,13 @@ class MCBoostClassifier(LeafScoreClassifier):
                 if self.algorithm == "cd":
                     j = it % (k - 1)
                     channels = signed_cost_channels(grad[:, j])
-                    tree, g = free_sign_tree(bins, binner, channels, depth)
+                    tree, g = free_sign_tree(data, channels, depth)
                     alpha = loss.component_step(terms, g, j)
                     table = alpha * tree.leaf_value[0][:, None] * codewords[:, j][None, :]
                     scores += alpha * g[:, None] * codewords[:, j][None, :]
                 else:
                     j = -1
-                    tree, leaf_class, row_class = _codeword_tree(bins, binner, grad, codewords,
-                                                                 depth)
+                    tree, leaf_class, row_class = codeword_tree(data, grad, codewords, depth)
                     alpha = loss.codeword_step(terms, row_class)
                     table = alpha * gram[leaf_class]  # leaf l adds alpha <y_k, y_leaf>
                     scores += alpha * gram[row_class]
@@ -131,24 +130,6 @@ class MCBoostClassifier(LeafScoreClassifier):
     def staged_predict_proba(self, X):
         for scores in self._staged_scores(X):
             yield _softmax(scores)
-
-
-def _codeword_tree(bins, binner, grad, codewords, depth):
-    """Greedy tree maximising ``sum_i <g(x_i), w_i>`` with codeword leaves.
-
-    Returns the tree (leaf values = codeword class index), each leaf's class and each training
-    row's class.
-    """
-    n = bins.shape[0]
-    proj = grad @ codewords.T
-    channels = np.ascontiguousarray(np.column_stack([proj, np.linalg.norm(grad, axis=1)]))
-    builder = TreeBuilder(bins, binner, depth)
-    for _ in range(depth):
-        builder.grow_layer(channels, codeword_score)
-    leaf_class = np.array([int(np.argmax(proj[rows].sum(axis=0))) if rows.shape[0] else 0
-                           for rows in builder.leaf_rows()])
-    row_class = leaf_class[builder.leaf_index(n)]
-    return builder.tree(leaf_class.astype(np.float64)), leaf_class, row_class
 
 
 def _softmax(scores: np.ndarray) -> np.ndarray:

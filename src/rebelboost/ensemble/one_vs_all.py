@@ -14,8 +14,7 @@ import numbers
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from ..learners.greedy_tree import signed_cost_channels
-from ..learners.hamming_tree import free_sign_tree
+from ..learners.hamming_tree import free_sign_tree, signed_cost_channels
 from ..losses.adaboost_mh import binary_alpha, sign_labels
 from ._base import LeafScoreClassifier
 from ._threads import numba_threads
@@ -69,7 +68,7 @@ class OneVsAllAdaBoostClassifier(LeafScoreClassifier):
         X, codes, sample_weight = self._fit_input(X, y, sample_weight)
         k = len(self.classes_)
         depth = int(self.max_depth)
-        binner, bins = self._bins(X, sample_weight, self._rng(self.random_state))
+        data = self._bins(X, sample_weight, self._rng(self.random_state))
         ysign = sign_labels(codes, k)
         sw = sample_weight / sample_weight.sum()
         log_sw = np.log(np.maximum(sw, np.finfo(float).tiny))
@@ -85,7 +84,7 @@ class OneVsAllAdaBoostClassifier(LeafScoreClassifier):
                     w = np.exp(z[:, c] - z[:, c].max())
                     w /= w.sum()
                     u = w * ysign[:, c]
-                    tree, phi = free_sign_tree(bins, binner, signed_cost_channels(u), depth)
+                    tree, phi = free_sign_tree(data, signed_cost_channels(u), depth)
                     alpha = binary_alpha(float((u * phi).sum()), 1.0)
                     table = np.zeros((2**depth, k))
                     table[:, c] = alpha * tree.leaf_value[0]

@@ -18,7 +18,6 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..binning import Binner
 from ..callbacks import IterationInfo, run_callbacks
 from ..learners.rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
 from ..learners.similarity import (
@@ -29,8 +28,8 @@ from ..learners.similarity import (
 )
 from ..learners.tree import TreeArrays
 from ..losses.rebel import RebelLoss
-from ..search.columns import bin_columns
-from ..search.histogram import HistogramPool, sparse_bins
+from ..search.binned import BinnedData
+from ..search.columns import HistogramPool
 from ..search.splits import is_better
 from ..validation import check_cost_matrix, check_fit_input
 from ._threads import numba_threads
@@ -420,12 +419,9 @@ class _TreeFamily:
     def __init__(self, model: RebelClassifier, X, sample_weight, rng):
         self.depth = 1 if model.weak_learner == "stump" else int(model.max_depth)
         self.quickboost = bool(model.quickboost)
-        self.binner = Binner(model.max_bins, random_state=rng.randint(2**31))
-        # Thresholds come from the samples that count, so a zero weight equals removal.
-        self.bins = self.binner.fit(X[sample_weight > 0]).transform(X)
-        self.columns = bin_columns(self.bins)
         # QuickBoost's prefixes read rows: a row-wise copy of the sparse entries speeds them up.
-        self.sparse = sparse_bins(self.bins) if self.quickboost else None
+        self.data = BinnedData.fit(X, sample_weight, model.max_bins, rng.randint(2**31),
+                                   row_layout=self.quickboost)
         self.pool = HistogramPool()
         model.scaling_ = None
 
@@ -435,9 +431,8 @@ class _TreeFamily:
     def fit(self, channels) -> tuple[FittedLearner, int]:
         """The tree or the constant learner, whichever leaves the lower loss; and the work."""
         bias = constant_learner(channels.sum(axis=0), channels.shape[0], self.depth)
-        tree = grow_rebel_tree(self.bins, channels, self.binner, self.depth,
-                               quickboost=self.quickboost, columns=self.columns,
-                               sparse=self.sparse, pool=self.pool)
+        tree = grow_rebel_tree(self.data, channels, self.depth, quickboost=self.quickboost,
+                               pool=self.pool)
         work = tree.histogram_updates if tree is not None else 0
         return (bias if tree is None or is_better(bias.loss, tree.loss) else tree), work
 

@@ -18,10 +18,7 @@ row index, starting from +0.0; node totals the same way. Threads split the featu
 rows, and a feature's histogram does not depend on which other features or nodes are built with
 it, so any subset of features or nodes gives the same bits as the full build. That is what lets
 QuickBoost finish its surviving features here and still pick the exhaustive search's split.
-
-On MNIST (60,000 x 784, 2 threads), measured in isolation: a 20-channel root histogram in ~28 ms
-against ~36 ms for the row-wise sparse kernel of :mod:`.histogram`, and both 2-channel nodes of a
-depth-2 layer in one ~11 ms pass against two row-wise passes of 15-23 ms each inside a fit.
+(Timings: BENCHMARKS.md, "Histogram kernels".)
 """
 
 from __future__ import annotations
@@ -32,7 +29,6 @@ import numba
 import numpy as np
 
 from ._intrinsics import add_row, prefetch
-from .histogram import HistogramPool
 
 # A feature is stored sparse when at most this fraction of its rows lie outside its default bin:
 # a sparse entry costs 5 bytes and a gathered read of the row's channels, a dense one 1 byte.
@@ -73,6 +69,32 @@ class BinColumns(NamedTuple):
     def cost(self) -> np.ndarray:
         """Rows each feature's pass visits (entries, or every row for a dense feature)."""
         return np.where(self.default_bin >= 0, np.diff(self.indptr), self.n_samples)
+
+
+class HistogramPool:
+    """Histogram buffers reused from one search to the next.
+
+    A fresh large array costs a page fault per 4 KiB page on first touch: on MNIST that made a
+    20-channel histogram (32 MB) take 50-100 ms in a fit against 30-35 ms into a reused buffer.
+    Each shape has one buffer, so a caller holds at most one histogram of a shape at a time.
+    """
+
+    def __init__(self) -> None:
+        self._buffers: dict[tuple[int, ...], np.ndarray] = {}
+
+    def zeros(self, shape: tuple[int, ...]) -> np.ndarray:
+        """The buffer of this shape, filled with zeros."""
+        buffer = self.empty(shape)
+        buffer.fill(0.0)
+        return buffer
+
+    def empty(self, shape: tuple[int, ...]) -> np.ndarray:
+        """The buffer of this shape, holding whatever its last user left there."""
+        shape = tuple(int(s) for s in shape)
+        buffer = self._buffers.get(shape)
+        if buffer is None:
+            buffer = self._buffers[shape] = np.zeros(shape)
+        return buffer
 
 
 def bin_columns(bins: np.ndarray, max_density: float = _SPARSE_MAX_DENSITY) -> BinColumns:
