@@ -17,8 +17,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..search.binned import BinnedData
 from ..learners.tree import TreeArrays
+from ..search.binned import BinnedData
 from ..validation import check_fit_input
 
 

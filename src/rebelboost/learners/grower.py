@@ -4,8 +4,9 @@ A tree of depth D is grown layer by layer in the complete heap layout of
 :class:`~rebelboost.learners.tree.TreeArrays` (node ``j``'s children ``2j+1``, ``2j+2``; a node
 that does not split sends its rows left). Every row carries the heap index of its node
 (``node_of_row``); a layer's node histograms come from one pass over the feature-major bins
-(:func:`~rebelboost.search.columns.column_histograms`), and pass through :func:`reduce_histograms`, the one
-point where a distributed fit would sum the histograms of several machines.
+(:func:`~rebelboost.search.columns.column_histograms`) and pass through
+:func:`reduce_histograms`, the one point where a distributed fit would sum the histograms of
+several machines.
 
 Only nodes that hold at least two rows and some weight are searched, and their histograms
 built; empty nodes cost nothing, so a deep tree on few rows stays cheap.

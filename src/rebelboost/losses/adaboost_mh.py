@@ -12,9 +12,10 @@ For a binary ``phi`` and votes ``v``, the class-wise edges are ``gamma_l = sum_i
 
 Search channels (Appendix C on a histogram): a stump needs the K channels ``w_il y_il`` plus one
 channel ``sum_l w_il`` (the total, so the score ``W - edge`` is a non-negative loss, as the
-shared scan's tie rule wants; ``mh_stump_score`` of :mod:`rebelboost.search.scores`). A Hamming-tree layer with ``v`` held fixed is an ordinary binary
-problem: emitting +1 costs ``w-_i = sum_l w_il [v_l y_il = -1]``, emitting -1 costs
-``w+_i = sum_l w_il [v_l y_il = +1]``; the engine's ``sign_cost_score`` scores it.
+shared scan's tie rule wants: ``mh_stump_score`` of :mod:`rebelboost.search.scores`). A
+Hamming-tree layer with ``v`` held fixed is an ordinary binary problem: emitting +1 costs
+``w-_i = sum_l w_il [v_l y_il = -1]``, emitting -1 costs ``w+_i = sum_l w_il [v_l y_il = +1]``;
+the engine's ``sign_cost_score`` scores it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..binning import Binner, BinLayout
+from ..binning import BinLayout, Binner
 from .columns import BinColumns, bin_columns
 from .histogram import SparseBins, sparse_bins
 

@@ -145,7 +145,8 @@ def build_histogram(
     sums are accumulated in that order). Bin codes at or above ``n_bins_total`` are not counted.
     With ``sparse`` (:func:`sparse_bins` of ``bins``) each default bin is the node's totals
     (:func:`row_totals`) minus the feature's other bins (:func:`fill_default_bins`). With a
-    ``pool`` (a :class:`~.columns.HistogramPool`) the histogram is that pool's buffer (valid until the pool's next use).
+    ``pool`` (a :class:`~.columns.HistogramPool`) the histogram is that pool's buffer (valid
+    until the pool's next use).
     """
     bins, channels, rows = _check(bins, channels, rows, n_bins_total)
     n_features = bins.shape[1]

@@ -1,11 +1,11 @@
 """Best split of every feature from a node histogram, under a split score of :mod:`.scores`.
 
-A score is a function of the channel sums on the two sides (lower is better). The scan and its tie-breaking are shared by every booster, so two
-searches over the same histogram agree bit for bit: bins are visited in increasing order,
-"missing goes right" before "missing goes left", and only a score lower by more than rounding
-(relative ``TIE_RTOL``) replaces the incumbent; across features the lowest index wins ties. So
-sums that differ only by summation order (a weight of 2 versus a repeated row) pick the same
-split.
+A score is a function of the channel sums on the two sides (lower is better). The scan and its
+tie-breaking are shared by every booster, so two searches over the same histogram agree bit
+for bit: bins are visited in increasing order, "missing goes right" before "missing goes
+left", and only a score lower by more than rounding (relative ``TIE_RTOL``) replaces the
+incumbent; across features the lowest index wins ties. So sums that differ only by summation
+order (a weight of 2 versus a repeated row) pick the same split.
 
 Candidates for a feature with ``n`` value bins: ``bin <= b`` for ``b < n - 1`` with the missing
 bin on either side, and, when the feature had missing values in training, "all values left,
