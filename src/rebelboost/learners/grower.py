@@ -74,8 +74,9 @@ class LayerGrower:
         self.histogram_updates = 0  # row x feature accumulations of the direct builds
         self._split: list[int] = []  # nodes split in the current layer
         self._passed: set[int] = set()  # fixed channels: nodes whose search is their parent's
-        # Fixed channels: the last layer's histograms, their slots and the nodes that split.
-        self._parent: tuple[np.ndarray, dict[int, int]] | None = None
+        # Fixed channels: the last search's node histograms and each node's slot in them (the
+        # parents of the next layer), and the nodes that split.
+        self.histograms: tuple[np.ndarray, dict[int, int]] | None = None
         self._parent_split: list[int] = []
         self._channels = None
 
@@ -111,12 +112,12 @@ class LayerGrower:
                     if self.first + int(i) not in self._passed]
         self.nodes_searched += len(searched)
         if not searched:
-            self._parent = None
+            self.histograms = None
             return {}
         if quickboost:
             return {node: self._quickboost(channels, score, node) for node in searched}
         hist, slot = self._histograms(channels, local, counts, searched)
-        self._parent = (hist, slot) if self.fixed_channels else None
+        self.histograms = (hist, slot) if self.fixed_channels else None
         return {node: best_split(hist[slot[node]], self.data.layout, score)
                 for node in searched}
 
@@ -202,7 +203,7 @@ class LayerGrower:
         """Histograms (one per searched node) and each node's slot in them."""
         data = self.data
         cell = data.n_features * data.layout.n_bins_total * channels.shape[1] * 8
-        if self._parent is not None and len(searched) * cell <= _LAYER_BYTES:
+        if self.histograms is not None and len(searched) * cell <= _LAYER_BYTES:
             return self._subtracted(channels, local, counts, searched)
         slot = {node: i for i, node in enumerate(searched)}
         batch = max(1, _LAYER_BYTES // cell)
@@ -229,7 +230,7 @@ class LayerGrower:
 
     def _subtracted(self, channels, local, counts, searched):
         """Fixed channels: each split parent's smaller child built, the larger by subtraction."""
-        parent_hist, parent_slot = self._parent
+        parent_hist, parent_slot = self.histograms
         first = self.first
         wanted = set(searched)
         small, pairs = [], []
