@@ -1,12 +1,12 @@
 """Histograms of every node of a tree layer in one pass over a feature-major copy of the bins.
 
-REBEL grows its trees layer by layer, and every node of a layer needs a histogram of the same
-per-sample channels over its own rows. :func:`column_histograms` builds them all at once: each
-parallel task owns a block of features, walks each feature's rows in increasing index and adds a
-row's channels to the histogram of the node it belongs to (``node_of_row``), in a small private
-scratch that stays in cache. So a layer costs one pass over the data whatever its node count,
-the per-feature scratch (256 bins x channels x nodes) stays in L1/L2, and the rows' channels are
-read in increasing address order.
+Every tree learner grows layer by layer (:mod:`rebelboost.learners.grower`), and every node of
+a layer needs a histogram of the same per-sample channels over its own rows.
+:func:`column_histograms` builds them all at once: each parallel task owns a block of features,
+walks each feature's rows in increasing index and adds a row's channels to the histogram of the
+node it belongs to (``node_of_row``), in a small private scratch that stays in cache. So a layer
+costs one pass over the data whatever its node count, the per-feature scratch (256 bins x
+channels x nodes) stays in L1/L2, and the rows' channels are read in increasing address order.
 
 Storage (:class:`BinColumns`): a feature whose entries mostly sit in one "default" bin (MNIST's
 zero pixels) keeps only its other entries, as (row, bin) pairs by increasing row; the default
@@ -18,7 +18,7 @@ row index, starting from +0.0; node totals the same way. Threads split the featu
 rows, and a feature's histogram does not depend on which other features or nodes are built with
 it, so any subset of features or nodes gives the same bits as the full build. That is what lets
 QuickBoost finish its surviving features here and still pick the exhaustive search's split.
-(Timings: BENCHMARKS.md, "Histogram kernels".)
+(Timings: BENCHMARKS.md, "Histogram kernels and the layer grower".)
 """
 
 from __future__ import annotations
