@@ -8,10 +8,21 @@ trees learn on bins but store raw thresholds, so prediction never bins. The last
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
 MAX_BINS_LIMIT = 255
+
+
+class BinLayout(NamedTuple):
+    """What a split search must know about the bins of a fitted :class:`Binner`."""
+
+    n_value_bins: np.ndarray  # (n_features,) int32: value bins holding training rows
+    has_missing: np.ndarray  # (n_features,) bool: the feature had NaN in training
+    missing_bin: int  # the bin code of NaN
+    n_bins_total: int  # histogram length per feature
 
 
 class Binner:
@@ -44,6 +55,12 @@ class Binner:
     def n_bins_total(self) -> int:
         """Histogram length per feature: value bins plus the missing bin."""
         return self.max_bins + 1
+
+    @property
+    def layout(self) -> BinLayout:
+        """The fitted bins' :class:`BinLayout`."""
+        return BinLayout(self.n_value_bins_, self.has_missing_, self.missing_bin,
+                         self.n_bins_total)
 
     def fit(self, X: np.ndarray) -> Binner:
         X = np.asarray(X, dtype=np.float64)

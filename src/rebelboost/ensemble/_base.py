@@ -18,7 +18,6 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..binning import Binner
 from ..callbacks import EarlyStopping
 from ..engine import AdditiveModel, BoostResult, boost
 from ..engine.boosting import Validation
@@ -306,12 +305,6 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         if doc.get("estimator") != cls.__name__:
             raise ValueError(f"{path} holds a {doc.get('estimator')}, not a {cls.__name__}")
         return cls.from_dict(doc)
-
-
-def bin_training_data(X, sample_weight, max_bins: int, rng):
-    """Binner fitted on the rows that count (a zero weight equals removal), and the bins."""
-    binner = Binner(max_bins, random_state=rng.randint(2**31))
-    return binner, binner.fit(X[sample_weight > 0]).transform(X)
 
 
 def _rng(random_state) -> np.random.RandomState:

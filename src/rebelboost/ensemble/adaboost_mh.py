@@ -18,7 +18,8 @@ from ..io import corrupt, float_array
 from ..learners.hamming_tree import factorized_learner, unfactorized_learners
 from ..learners.tree import TreeArrays
 from ..losses.adaboost_mh import AdaBoostMHLoss
-from ._base import LOOP_CONSTRAINTS, BoostedClassifier, bin_training_data, document_loop
+from ..search.binned import BinnedData
+from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
 
 
 @document_loop
@@ -94,8 +95,8 @@ class AdaBoostMHClassifier(BoostedClassifier):
 
     def _make_booster(self, X, codes, sample_weight, rng, validation):
         depth = 1 if self.weak_learner == "stump" else int(self.max_depth)
-        binner, bins = bin_training_data(X, sample_weight, self.max_bins, rng)
-        return _MHBooster(bins, binner, codes, len(self.classes_), sample_weight, depth,
+        data = BinnedData.fit(X, sample_weight, self.max_bins, rng.randint(2**31))
+        return _MHBooster(data, codes, len(self.classes_), sample_weight, depth,
                           self.factorized, validation, self.learning_rate)
 
     def _set_records(self, records, n_kept, booster) -> None:
@@ -120,9 +121,9 @@ class _MHBooster:
 
     blas_threads = 1
 
-    def __init__(self, bins, binner, codes, k, sample_weight, depth, factorized, validation,
+    def __init__(self, data, codes, k, sample_weight, depth, factorized, validation,
                  learning_rate):
-        self.bins, self.binner, self.depth, self.factorized = bins, binner, depth, factorized
+        self.data, self.depth, self.factorized = data, depth, factorized
         self.learning_rate = learning_rate
         self.loss = AdaBoostMHLoss(codes, k, sample_weight)
         self.val_loss = (AdaBoostMHLoss(validation.codes, k, validation.sample_weight)
@@ -136,14 +137,13 @@ class _MHBooster:
         loss, k = self.loss, self.scores.shape[1]
         w = loss.weights(self.scores)
         if self.factorized:
-            learner = factorized_learner(self.bins, self.binner, loss, w, self.depth)
+            learner = factorized_learner(self.data, loss, w, self.depth)
             learner.alpha *= self.learning_rate
             self.scores += learner.alpha * learner.phi[:, None] * learner.votes
             return Stage(learner.tree, learner.leaf_scores()[None], loss.risk(self.scores),
                          list(learner.gains),
                          {"votes": learner.votes, "alpha": learner.alpha, "edge": learner.edge})
-        class_trees, phis, alpha = unfactorized_learners(self.bins, self.binner, loss, w,
-                                                         self.depth)
+        class_trees, phis, alpha = unfactorized_learners(self.data, loss, w, self.depth)
         alpha *= self.learning_rate
         values = np.zeros((k, 2**self.depth, k))
         gains = []

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..binning import Binner
-from ..search.columns import bin_columns
-from ..search.histogram import HistogramPool, sparse_bins
+from ..search.binned import BinnedData
+from ..search.columns import HistogramPool
 from ..search.splits import is_better
 from .rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
 from .similarity import SimilarityArrays, resolve_coincident, scaling_statistics
@@ -48,12 +47,10 @@ class TreeFamily:
     def __init__(self, X, codes, sample_weight, cost_matrix, options: LearnerOptions, rng):
         self.depth = options.depth
         self.quickboost = options.quickboost
-        self.binner = Binner(options.max_bins, random_state=rng.randint(2**31))
-        # Thresholds come from the samples that count, so a zero weight equals removal.
-        self.bins = self.binner.fit(X[sample_weight > 0]).transform(X)
-        self.columns = bin_columns(self.bins)
-        # QuickBoost's prefixes read rows: a row-wise copy of the sparse entries speeds them up.
-        self.sparse = sparse_bins(self.bins) if self.quickboost else None
+        # Thresholds come from the samples that count, so a zero weight equals removal;
+        # QuickBoost's prefixes also read a row-wise copy of the sparse entries.
+        self.data = BinnedData.fit(X, sample_weight, options.max_bins, rng.randint(2**31),
+                                   row_layout=self.quickboost)
         self.pool = HistogramPool()
         self.codes = codes
         self.state: dict = {}
@@ -61,9 +58,8 @@ class TreeFamily:
     def fit(self, channels) -> tuple[FittedLearner, int]:
         """The tree or the constant learner, whichever leaves the lower loss; and the work."""
         bias = constant_learner(channels.sum(axis=0), channels.shape[0], self.depth)
-        tree = grow_rebel_tree(self.bins, channels, self.binner, self.depth,
-                               quickboost=self.quickboost, columns=self.columns,
-                               sparse=self.sparse, pool=self.pool)
+        tree = grow_rebel_tree(self.data, channels, self.depth, quickboost=self.quickboost,
+                               pool=self.pool)
         work = tree.histogram_updates if tree is not None else 0
         return (bias if tree is None or is_better(bias.loss, tree.loss) else tree), work
 
