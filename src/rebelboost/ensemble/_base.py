@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..binning import Binner
 from ..learners.tree import TreeArrays
+from ..parallel import numba_threads
 from ..validation import check_fit_input
 
 
@@ -72,7 +73,8 @@ class LeafScoreClassifier(ClassifierMixin, BaseEstimator):
 
     def _staged_scores(self, X) -> Iterator[np.ndarray]:
         X = self._check_X(X)
-        leaves = self.trees_.leaves(X)
+        with numba_threads(self.n_jobs):
+            leaves = self.trees_.leaves(X)
         scores = np.zeros((X.shape[0], len(self.classes_)))
         start = 0
         for end in self.stage_ends_:
@@ -84,7 +86,8 @@ class LeafScoreClassifier(ClassifierMixin, BaseEstimator):
     def _scores(self, X) -> np.ndarray:
         """Class scores ``S(x)``, shape (n_samples, n_classes)."""
         X = self._check_X(X)
-        leaves = self.trees_.leaves(X)
+        with numba_threads(self.n_jobs):
+            leaves = self.trees_.leaves(X)
         scores = np.zeros((X.shape[0], len(self.classes_)))
         for t in range(leaves.shape[1]):
             scores += self.leaf_scores_[t][leaves[:, t]]

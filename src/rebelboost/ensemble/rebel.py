@@ -331,7 +331,9 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         for start in range(0, max(self.n_estimators_, 1), size):
             stop = min(start + size, self.n_estimators_)
             block = self.learners_.take(slice(start, stop))
-            yield block.outputs(X), self.vectors_[start:stop]
+            with numba_threads(self.n_jobs, blas_threads=None):
+                outputs = block.outputs(X)
+            yield outputs, self.vectors_[start:stop]
 
     def _decision(self, scores: np.ndarray) -> np.ndarray:
         return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
