@@ -1,8 +1,8 @@
 """Fits on a busy or CPU-limited machine (issue 21): REBEL's default threads vs n_jobs=1 vs peers.
 
 The same fit (MNIST with depth-2 REBEL trees, letter with depth-4 trees, a fixed number of
-iterations; LightGBM and XGBoost with the same depth and rounds, K trees per round) runs, each
-time in a fresh process, under four conditions:
+iterations; LightGBM and XGBoost with the same depth and rounds, K trees per round) runs under
+four conditions:
 
 * **idle**: nothing started beside it (the machine's other users are not under our control:
   the load average is printed before and after);
@@ -16,9 +16,10 @@ defaults (one thread per CPU here). A second part times REBEL's default under nu
 choices: the OpenMP layer with libgomp's own wait policy (spin ~300k iterations, then sleep:
 what rebelboost used before issue 21) and the workqueue layer.
 
-Each fit process loads the data, fits 2 rounds on 5000 rows (so compilation and thread start-up
-are not timed), then times ``fit`` on the full training set. All runs of one repetition are
-shuffled together (interleaved), ``--repeats`` repetitions, medians reported.
+Each setting has its own process, started once per data set: it loads the data, fits 2 rounds
+on 5000 rows (so compilation and thread start-up are not timed), then times ``fit`` on the full
+training set whenever asked. All (condition, setting) runs of one repetition are shuffled
+together (interleaved), ``--repeats`` repetitions, medians reported.
 
 Usage (from the repository root)::
 
@@ -46,7 +47,7 @@ import bench_core  # noqa: E402  (machine, versions, git, BENCHMARKS.md sections
 
 ROOT = bench_core.ROOT
 SECTION = "## Busy machines (issue 21)"
-DATASETS = {"mnist": (2, 100), "letter": (4, 60)}  # depth, iterations
+DATASETS = {"mnist": (2, 40), "letter": (4, 300)}  # depth, iterations
 CONDITIONS = {"idle": 0, "+1 busy": 1, "+2 busy": 2, "1 core": 0}
 MODELS = {
     "rebel": "REBEL, default n_jobs",
@@ -62,7 +63,7 @@ VARIANTS = {
 BUSY = "import time\nend = time.time() + {limit}\nwhile time.time() < end:\n    pass\n"
 
 
-# --------------------------------------------------------------------------- one fit (worker)
+# ------------------------------------------------------------------------ fitting (workers)
 
 
 def _estimator(model: str, depth: int, rounds: int):
@@ -81,69 +82,79 @@ def _estimator(model: str, depth: int, rounds: int):
     return XGBClassifier(tree_method="hist", max_depth=depth, n_estimators=rounds)
 
 
-def worker(dataset: str, model: str, variant: str, quick: bool) -> dict:
+def worker(dataset: str, model: str, variant: str, quick: bool) -> None:
+    """Load, warm up, then fit once per "fit" line on stdin; one JSON line per fit on stdout."""
     if model.startswith("rebel"):
         import rebelboost  # noqa: F401  (its import sets the wait policy, as in a user's session)
 
         if variant == "gomp":  # undo that: libgomp reads it at the first parallel region
             os.environ.pop("OMP_WAIT_POLICY", None)
     with np.load(bench_core.DATA / f"{dataset}.npz") as d:
-        X, y = d["X_train"].astype(np.float64), d["y_train"]
-    if quick:
-        X, y = X[:5000], y[:5000]
+        X, y = d["X_train"].astype(np.float32), d["y_train"]
     depth, rounds = DATASETS[dataset]
-    rounds = 5 if quick else rounds
+    if quick:
+        X, y, rounds = X[:5000], y[:5000], 5
     _estimator(model, depth, 2).fit(X[:5000], y[:5000])
-    est = _estimator(model, depth, rounds)
-    t0, c0 = time.perf_counter(), time.process_time()
-    est.fit(X, y)
-    fit_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
-    layer = None
+    info = {"affinity": len(os.sched_getaffinity(0)), "wait": os.environ.get("OMP_WAIT_POLICY")}
     if model.startswith("rebel"):
         import numba
 
-        layer = numba.threading_layer()
-    return {"fit_s": fit_s, "cpu_s": cpu_s, "layer": layer,
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "affinity": len(
-                os.sched_getaffinity(0))}
+        info["layer"] = numba.threading_layer()
+    print(json.dumps(info), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "fit":
+            break
+        est = _estimator(model, depth, rounds)
+        t0, c0 = time.perf_counter(), time.process_time()
+        est.fit(X, y)
+        fit_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
+        del est
+        print(json.dumps({"fit_s": fit_s, "cpu_s": cpu_s}), flush=True)
 
 
-# ------------------------------------------------------------------------------ the harness
+class _Worker:
+    """One fit process (under ``taskset -c 0`` for the 1-core condition), kept for all repeats."""
+
+    def __init__(self, dataset: str, model: str, variant: str, one_core: bool, quick: bool):
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", dataset, model,
+               variant] + (["--quick"] if quick else [])
+        if one_core:
+            cmd = ["taskset", "-c", "0", *cmd]
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+        for key in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "NUMBA_NUM_THREADS",
+                    "NUMBA_THREADING_LAYER"):
+            env.pop(key, None)
+        if variant == "workqueue":
+            env["NUMBA_THREADING_LAYER"] = "workqueue"
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, env=env, cwd=ROOT)
+        self.info = json.loads(self.proc.stdout.readline())
+
+    def fit(self) -> dict:
+        self.proc.stdin.write("fit\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
 
 
-def _run(dataset: str, condition: str, model: str, variant: str, args) -> dict | None:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", dataset, model, variant]
-    if args.quick:
-        cmd.append("--quick")
-    if condition == "1 core":
-        cmd = ["taskset", "-c", "0", *cmd]
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    for key in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "NUMBA_NUM_THREADS",
-                "NUMBA_THREADING_LAYER"):
-        env.pop(key, None)
-    if variant == "workqueue":
-        env["NUMBA_THREADING_LAYER"] = "workqueue"
-    busy = [subprocess.Popen([sys.executable, "-c", BUSY.format(limit=args.busy_limit)])
-            for _ in range(CONDITIONS[condition])]
+def _fit_beside(worker: _Worker, n_busy: int, limit: float) -> dict:
+    """One fit with ``n_busy`` busy loops running (each stops after ``limit`` s regardless)."""
+    busy = [subprocess.Popen([sys.executable, "-S", "-c", BUSY.format(limit=limit)])
+            for _ in range(n_busy)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT,
-                              timeout=args.busy_limit)
-    except subprocess.TimeoutExpired:
-        proc = None
+        return worker.fit()
     finally:
         for p in busy:
             p.kill()
             p.wait()
-    if proc is None or proc.returncode != 0:
-        print(f"{dataset}/{condition}/{model}/{variant} failed:\n"
-              f"{'timeout' if proc is None else proc.stderr[-3000:]}", file=sys.stderr)
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _jobs(args) -> list[tuple[str, str, str, str]]:
-    jobs = [(d, c, m, "passive") for d in args.datasets for c in CONDITIONS for m in MODELS]
-    jobs += [(d, c, "rebel", v) for d in args.datasets for c in ("idle", "+1 busy", "+2 busy")
+def _jobs(dataset: str) -> list[tuple[str, str, str, str]]:
+    jobs = [(dataset, c, m, "passive") for c in CONDITIONS for m in MODELS]
+    jobs += [(dataset, c, "rebel", v) for c in ("idle", "+1 busy", "+2 busy")
              for v in VARIANTS if v != "passive"]
     return jobs
 
@@ -158,18 +169,29 @@ def run(args) -> dict:
     loads = [_load()]
     rng = random.Random(0)
     start = time.perf_counter()
-    for rep in range(args.repeats):
-        jobs = _jobs(args)
-        rng.shuffle(jobs)
-        for job in jobs:
-            r = _run(*job, args)
-            if r is not None:
+    for dataset in args.datasets:
+        jobs = _jobs(dataset)
+        workers = {}
+        for _, c, m, v in jobs:
+            key = (m, v, c == "1 core")
+            if key not in workers:
+                workers[key] = _Worker(dataset, m, v, c == "1 core", args.quick)
+        for rep in range(args.repeats):
+            rng.shuffle(jobs)
+            for job in jobs:
+                _, c, m, v = job
+                w = workers[(m, v, c == "1 core")]
+                r = _fit_beside(w, CONDITIONS[c], args.busy_limit)
                 times.setdefault(job, []).append(r["fit_s"])
                 print(f"# rep {rep} {' / '.join(job):45s} fit {r['fit_s']:6.1f} s "
-                      f"cpu {r['cpu_s']:6.1f} s layer {r['layer']} wait {r['omp_wait_policy']} "
-                      f"cpus {r['affinity']}  [{time.perf_counter() - start:.0f} s]",
+                      f"cpu {r['cpu_s']:6.1f} s {w.info}  [{time.perf_counter() - start:.0f} s]",
                       file=sys.stderr, flush=True)
-        loads.append(_load())
+            loads.append(_load())
+            if args.results:  # kept after every repetition: an interrupted run can be shown
+                Path(args.results).write_text(json.dumps(
+                    {"times": [[list(k), v] for k, v in times.items()], "loads": loads}))
+        for w in workers.values():
+            w.close()
     return {"times": times, "loads": loads}
 
 
@@ -226,15 +248,21 @@ def main(argv=None) -> None:
     p.add_argument("--worker", nargs=3, metavar=("DATASET", "MODEL", "VARIANT"))
     p.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--busy-limit", type=float, default=300.0,
+    p.add_argument("--busy-limit", type=float, default=180.0,
                    help="seconds after which a busy process (and a fit) is stopped regardless")
     p.add_argument("--quick", action="store_true", help="5 rounds on 5000 rows, print only")
     p.add_argument("--output", default="BENCHMARKS.md")
+    p.add_argument("--results", help="JSON file for the raw fit times (written as they come)")
+    p.add_argument("--render", action="store_true", help="only show --results, run nothing")
     args = p.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(*args.worker, args.quick)))
+        worker(*args.worker, args.quick)
         return
-    result = run(args)
+    if args.render:
+        saved = json.loads(Path(args.results).read_text())
+        result = {"times": {tuple(k): v for k, v in saved["times"]}, "loads": saved["loads"]}
+    else:
+        result = run(args)
     table = render(result, args.datasets)
     command = "python " + shlex.join(["benchmarks/bench_threads.py", *(argv or sys.argv[1:])])
     body = "\n".join([
@@ -245,9 +273,9 @@ def main(argv=None) -> None:
         f"Versions: {bench_core._versions()}",
         "",
         f"{args.repeats} repetitions, every run of a repetition in shuffled order; each fit in a "
-        "fresh process after a 2-round warm-up fit on 5000 rows (not timed). Busy processes: a "
-        "Python loop each, started before the fit process and killed when it ends. 1 core: "
-        "`taskset -c 0`.",
+        "long-lived process per setting, after a 2-round warm-up fit on 5000 rows (not timed). "
+        "Busy processes: a Python loop each, started just before the fit and killed when it "
+        "ends. 1 core: the setting's process runs under `taskset -c 0`.",
         "",
         table,
     ])
