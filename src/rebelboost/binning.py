@@ -13,6 +13,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from .parallel import numba_threads
+
 MAX_BINS_LIMIT = 255
 
 
@@ -88,7 +90,8 @@ class Binner:
         table = np.full((len(counts), max(int(counts.max(initial=0)), 1)), np.inf)
         for j, thr in enumerate(self.thresholds_):
             table[j, : len(thr)] = thr
-        _bin_rows(X, table, counts, self.missing_bin, out)
+        with numba_threads(None):  # a fit's n_jobs, else the CPUs this process may use
+            _bin_rows(X, table, counts, self.missing_bin, out)
         return out
 
     def fit_transform(self, X: np.ndarray) -> np.ndarray:

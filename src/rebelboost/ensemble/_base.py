@@ -23,6 +23,7 @@ from ..engine import AdditiveModel, BoostResult, boost
 from ..engine.boosting import Validation
 from ..io import corrupt, float_array, header, read_document, read_header, write_document
 from ..learners.tree import TreeArrays
+from ..parallel import numba_threads
 from ..validation import check_fit_input
 
 # Parameters of the boosting loop, the same name and meaning in every estimator.
@@ -153,11 +154,18 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
     def _scores(self, X, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Class scores ``H(x)`` of iterations ``[start, stop)``, shape (n_samples, K)."""
         X = self._check_X(X)
-        return self.model_.scores(X, start, stop)
+        with numba_threads(self.n_jobs, blas_threads=None):
+            return self.model_.scores(X, start, stop)
 
     def _staged_scores(self, X, start: int = 0, stop: int | None = None) -> Iterator[np.ndarray]:
         X = self._check_X(X)
-        return self.model_.staged_scores(X, start, stop)
+        stages = self.model_.staged_scores(X, start, stop)
+        while True:  # the thread setting holds while a stage is computed, not across yields
+            with numba_threads(self.n_jobs, blas_threads=None):
+                scores = next(stages, None)
+            if scores is None:
+                return
+            yield scores
 
     @staticmethod
     def _decision(scores: np.ndarray) -> np.ndarray:
