@@ -4,10 +4,14 @@ The estimators and functions below are imported on first use, so that ``rebelboo
 does not pay for scikit-learn and numba.
 """
 
+import os
 from importlib import import_module
 from typing import TYPE_CHECKING
 
 from ._version import __version__
+
+# Idle OpenMP threads must not spin (rebelboost.parallel says why); read when libgomp loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 if TYPE_CHECKING:
     from .ensemble import (

@@ -8,9 +8,10 @@ allow; :func:`numba_threads` runs numba kernels (and BLAS) on that many threads,
 
 Waiting threads: numba uses its OpenMP layer here (GNU libgomp), whose idle threads spin by
 default, taking the CPU from the very thread a parallel region waits for when other processes
-compete for the cores. Importing rebelboost therefore sets ``OMP_WAIT_POLICY=PASSIVE`` unless the
-user has set it; libgomp reads it once, when it loads, so this only takes effect if no
-OpenMP-using library (LightGBM, numba's pool) has run a parallel region in this process yet.
+compete for the cores. Importing rebelboost (its ``__init__``) therefore sets
+``OMP_WAIT_POLICY=PASSIVE`` unless the user has set it; libgomp reads it once, when it loads,
+so this only takes effect if no OpenMP-using library (LightGBM, numba's pool) has run a
+parallel region in this process yet.
 BLAS threads get no work beside numba kernels: :func:`numba_threads` limits BLAS to one thread
 there, and to the same count where BLAS does the parallel work.
 """
@@ -26,8 +27,6 @@ from pathlib import Path
 
 import numba
 from threadpoolctl import ThreadpoolController
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 _state = threading.local()  # numba's thread count is per calling thread, so is the nesting
