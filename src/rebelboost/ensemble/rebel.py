@@ -1,8 +1,10 @@
 """``RebelClassifier``: multi-class cost-sensitive boosting with binary weak learners.
 
 The model is ``H(x) = sum_t f_t(x) a_t`` with ``f_t`` a decision tree (or stump) emitting
-+-1 and ``a_t`` a free K-vector; the prediction is ``argmax_k H_k(x)``, which estimates the
-minimum-risk class under the cost matrix the model was trained with.
++-1 and ``a_t`` a free K-vector; the prediction is ``argmax_k H_k(x)`` (with the calibrated
+or paper subcosts an estimate of the minimum-risk class under the training costs), or, on the
+posterior route, the class of least expected cost under temperature-scaled posteriors
+(:mod:`rebelboost.costs`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..binning import Binner
 from ..callbacks import IterationInfo, run_callbacks
+from ..costs import (
+    COST_STRATEGIES,
+    choose_route,
+    decision_codes,
+    proba_from_scores,
+    resolve_costs,
+    row_costs,
+)
 from ..learners.rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
 from ..learners.similarity import (
     SimilarityArrays,
@@ -28,7 +38,7 @@ from ..learners.similarity import (
     resolve_coincident,
 )
 from ..learners.tree import TreeArrays
-from ..losses.rebel import RebelLoss
+from ..losses.rebel import SUBCOSTS, RebelLoss
 from ..search.columns import bin_columns
 from ..search.histogram import HistogramPool, sparse_bins
 from ..search.splits import is_better
@@ -51,7 +61,17 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         Depth of the trees (ignored for stumps).
     cost_matrix : array-like of shape (n_classes, n_classes), default=None
         ``cost_matrix[i, j]`` is the cost of predicting class ``classes_[j]`` when the truth is
-        ``classes_[i]``: non-negative, zero diagonal. None means 0-1 cost.
+        ``classes_[i]``: non-negative, zero diagonal. None means 0-1 cost (or per-sample
+        costs, see ``fit``).
+    subcosts : {'calibrated', 'paper', 'thesis'}, default='thesis'
+        How each sample's cost row enters the loss (:mod:`rebelboost.losses.rebel`). All three
+        bound the cost and agree for two classes and 0-1 costs; for K >= 3 only 'calibrated'
+        and 'paper' have the least-risk class as the population minimiser's argmax.
+    cost_strategy : {'loss', 'posterior', 'auto'}, default='loss'
+        'loss' trains on the cost-sensitive loss and predicts ``argmax H``; 'posterior' trains
+        cost-neutrally, fits a temperature on ``validation_fraction`` of the rows (a second
+        fit) and predicts ``argmin_k (predict_proba @ cost_matrix_)_k``; 'auto' fits both on
+        a split and keeps the route of lower held-out mean cost (three fits).
     max_bins : int, default=255
         Value bins per feature for the split search (plus one bin for missing values).
     similarity_mode : {'two-point', 'one-point'}, default='two-point'
@@ -89,6 +109,13 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
     ----------
     classes_ : ndarray of shape (n_classes,)
     cost_matrix_ : ndarray of shape (n_classes, n_classes)
+        The cost matrix; with ``sample_cost`` the mean cost row of each true class.
+    cost_strategy_ : {'loss', 'posterior'}
+        The route taken ('loss' whenever the costs are 0-1).
+    temperature_ : float
+        Divides the scores in ``predict_proba`` (1 unless on the posterior route).
+    route_costs_ : dict
+        Held-out mean cost of each route when ``cost_strategy='auto'`` (else empty).
     trees_ : TreeArrays
         The weak learners, stacked.
     vectors_ : ndarray of shape (n_estimators_, n_classes)
@@ -116,6 +143,8 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
                         None],
         "max_depth": [Interval(numbers.Integral, 1, 16, closed="both")],
         "cost_matrix": ["array-like", None],
+        "subcosts": [StrOptions(set(SUBCOSTS))],
+        "cost_strategy": [StrOptions(set(COST_STRATEGIES))],
         "max_bins": [Interval(numbers.Integral, 2, 255, closed="both")],
         "quickboost": ["boolean"],
         "early_stopping": ["boolean"],
@@ -134,6 +163,8 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         weak_learner: str = "tree",
         max_depth: int = 2,
         cost_matrix=None,
+        subcosts: str = "thesis",
+        cost_strategy: str = "loss",
         max_bins: int = 255,
         similarity_mode: str = "two-point",
         scaling: str | None = "standard",
@@ -151,6 +182,8 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         self.weak_learner = weak_learner
         self.max_depth = max_depth
         self.cost_matrix = cost_matrix
+        self.subcosts = subcosts
+        self.cost_strategy = cost_strategy
         self.max_bins = max_bins
         self.similarity_mode = similarity_mode
         self.scaling = scaling
@@ -171,8 +204,13 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
 
-    def fit(self, X, y, sample_weight=None, callbacks=None) -> RebelClassifier:
+    def fit(self, X, y, sample_weight=None, callbacks=None,
+            sample_cost=None) -> RebelClassifier:
         """Boost ``n_estimators`` weak learners on (X, y).
+
+        ``sample_cost`` (n_samples, n_classes), instead of ``cost_matrix``, gives each sample
+        its own costs: row n is the cost of predicting each class for sample n (zero at its
+        true class, non-negative, not all zero).
 
         ``callbacks`` is a list of callables, each called with an
         :class:`~rebelboost.callbacks.IterationInfo` after every iteration; one returning
@@ -180,17 +218,22 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         """
         X, codes, sample_weight = check_fit_input(self, X, y, sample_weight)
         n_classes = len(self.classes_)
-        self.cost_matrix_ = check_cost_matrix(self.cost_matrix, n_classes)
+        self.cost_matrix_, sample_cost = resolve_costs(self.cost_matrix, sample_cost, codes,
+                                                       n_classes)
 
         rng = np.random.RandomState(
             self.random_state if not isinstance(self.random_state, np.random.RandomState)
             else self.random_state.randint(2**31)
         )
-        X_val = codes_val = w_val = None
+        self.cost_strategy_, self.temperature_, self.route_costs_ = choose_route(
+            self, X, codes, sample_weight, sample_cost, rng)
+        loss_cost = self.cost_matrix_
+        if self.cost_strategy_ == "posterior":
+            loss_cost, sample_cost = check_cost_matrix(None, n_classes), None
+        X_val = codes_val = w_val = cost_val = None
         if self.early_stopping:
-            X, X_val, codes, codes_val, sample_weight, w_val = self._validation_split(
-                X, codes, sample_weight, rng
-            )
+            X, X_val, codes, codes_val, sample_weight, w_val, sample_cost, cost_val = (
+                self._validation_split(X, codes, sample_weight, sample_cost, rng))
 
         if self.weak_learner == "similarity":
             family = _SimilarityFamily(self, X, codes, sample_weight)
@@ -198,8 +241,9 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         else:
             family = _TreeFamily(self, X, sample_weight, rng)
         X_val = family.features(X_val) if X_val is not None else None
-        loss = RebelLoss(self.cost_matrix_, codes, sample_weight)
-        val_loss = RebelLoss(self.cost_matrix_, codes_val, w_val) if X_val is not None else None
+        loss = RebelLoss(loss_cost, codes, sample_weight, self.subcosts, sample_cost)
+        val_loss = (RebelLoss(loss_cost, codes_val, w_val, self.subcosts, cost_val)
+                    if X_val is not None else None)
         target = self.target_loss
         if target == "auto":
             target = 1.0 / X.shape[0]
@@ -230,8 +274,8 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
                         best, best_val, since_best = it + 1, val_losses[-1], 0
                     else:
                         since_best += 1
-                    val_cost = _mean_cost(self.cost_matrix_, codes_val, w_val,
-                                          np.argmax(val_scores, axis=1))
+                    val_rows = row_costs(loss_cost, codes_val, cost_val)
+                    val_cost = _mean_cost(val_rows, w_val, np.argmax(val_scores, axis=1))
                 self._report(it, train_loss, val_losses)
                 info = IterationInfo(it + 1, self.n_estimators, train_loss[-1],
                                      val_losses[-1] if val_losses else None, val_cost)
@@ -264,19 +308,20 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
             raise AttributeError("a similarity model has no trees_; see learners_")
         return self.learners_
 
-    def _validation_split(self, X, codes, sample_weight, rng):
+    def _validation_split(self, X, codes, sample_weight, sample_cost, rng):
         counts = np.bincount(codes)
         n_val = int(np.ceil(self.validation_fraction * len(codes)))
         stratify = codes if counts.min() >= 2 and n_val >= len(counts) else None
-        X, X_val, codes, codes_val, w, w_val = train_test_split(
-            X, codes, sample_weight, test_size=self.validation_fraction, stratify=stratify,
-            random_state=rng,
-        )
+        arrays = [X, codes, sample_weight] + ([sample_cost] if sample_cost is not None else [])
+        parts = train_test_split(*arrays, test_size=self.validation_fraction,
+                                 stratify=stratify, random_state=rng)
+        X, X_val, codes, codes_val, w, w_val = parts[:6]
+        cost, cost_val = parts[6:] if sample_cost is not None else (None, None)
         if len(np.unique(codes)) < 2:
             raise ValueError("the validation split left fewer than 2 classes for training")
         if w_val.sum() <= 0:
             raise ValueError("the validation split has zero total sample weight")
-        return X, X_val, codes, codes_val, w, w_val
+        return X, X_val, codes, codes_val, w, w_val, cost, cost_val
 
     def _report(self, it, train_loss, val_losses) -> None:
         if not self.verbose or (it + 1) % int(self.verbose):
@@ -345,28 +390,38 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
             yield self._decision(scores)
 
     def predict(self, X) -> np.ndarray:
-        """Minimum-risk class ``argmax_k H_k(x)``."""
-        scores = self._raw_scores(X)
-        return self.classes_[np.argmax(scores, axis=1)]
+        """``argmax_k H_k(x)``, or on the posterior route the least expected cost class."""
+        codes = decision_codes(self, self._raw_scores(X))  # checks that the model is fitted
+        return self.classes_[codes]
 
     def staged_predict(self, X) -> Iterator[np.ndarray]:
         for scores in self._staged_raw_scores(X):
-            yield self.classes_[np.argmax(scores, axis=1)]
+            yield self.classes_[decision_codes(self, scores)]
 
     def predict_proba(self, X) -> np.ndarray:
-        """``sigmoid(2 H)`` renormalised over classes.
+        """``sigmoid(2 H / temperature_)`` renormalised over classes.
 
-        For the 0-1 cost this is the population minimiser's posterior; under other cost
-        matrices it is a calibrated-looking score, not a posterior.
+        For a model trained cost-neutrally (0-1 costs, or the posterior route) this estimates
+        the posterior; for one trained on the cost-sensitive loss it is a score, not a
+        posterior (its argmax need not be ``predict``).
         """
-        return _proba(self._raw_scores(X))
+        return proba_from_scores(self._raw_scores(X), self._temperature())
 
     def staged_predict_proba(self, X) -> Iterator[np.ndarray]:
         for scores in self._staged_raw_scores(X):
-            yield _proba(scores)
+            yield proba_from_scores(scores, self._temperature())
+
+    def _temperature(self) -> float:
+        return getattr(self, "temperature_", 1.0)  # model files from before issue 15 have none
 
     def expected_cost(self, X) -> np.ndarray:
-        """Expected cost of predicting each class, ``predict_proba(X) @ cost_matrix_``."""
+        """``predict_proba(X) @ cost_matrix_``: each class's expected cost under the model's
+        posteriors.
+
+        An estimate of the risk only when ``predict_proba`` estimates posteriors (0-1 costs
+        or ``cost_strategy_ == 'posterior'``, where ``predict`` is its argmin); for a model
+        trained on the cost-sensitive loss it is a heuristic score.
+        """
         return self.predict_proba(X) @ self.cost_matrix_
 
     def cost_score(self, X, y) -> float:
@@ -400,16 +455,10 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         return explain_prediction(self, x, top=top, feature_names=feature_names)
 
 
-def _mean_cost(cost_matrix, codes, sample_weight, predicted_codes) -> float:
-    """Weighted mean of ``cost_matrix[true, predicted]`` over class codes."""
-    costs = cost_matrix[codes, predicted_codes]
+def _mean_cost(rows, sample_weight, predicted_codes) -> float:
+    """Weighted mean of each sample's cost row at its predicted class code."""
+    costs = rows[np.arange(len(predicted_codes)), predicted_codes]
     return float(np.average(costs, weights=sample_weight))
-
-
-def _proba(scores: np.ndarray) -> np.ndarray:
-    p = 0.5 * (1.0 + np.tanh(scores))  # sigmoid(2 H) without overflow
-    p = np.maximum(p, np.finfo(float).tiny)
-    return p / p.sum(axis=1, keepdims=True)
 
 
 class _TreeFamily:
