@@ -61,7 +61,8 @@ def subcosts(
     if kind == "calibrated":
         return rows / 2.0, (peak - rows) / 2.0
     if kind == "paper":
-        beta = rows.sum(axis=1, keepdims=True) - (n_classes - 1) * peak
+        # <= 0 exactly; the minimum keeps rounding from pushing c+ at the true class below 0.
+        beta = np.minimum(rows.sum(axis=1, keepdims=True) - (n_classes - 1) * peak, 0.0)
         return (rows - beta) / 2.0, (peak - rows) / 2.0
     if kind != "thesis":
         raise ValueError(f"subcosts must be one of {SUBCOSTS}, got {kind!r}")
