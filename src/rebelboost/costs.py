@@ -69,6 +69,33 @@ def _some(rows: np.ndarray) -> str:
     return shown + (f", ... ({len(rows)} in all)" if len(rows) > 5 else "")
 
 
+def cost_columns(frame, classes, prefix: str = "cost_") -> tuple[np.ndarray, list[str]]:
+    """Per-sample costs from a table's columns ``prefix + str(class)``, one per class.
+
+    Returns ``(sample_cost, column names)`` with columns in the order of ``classes``, so a
+    caller (the command line) can drop those columns from the features. The values are
+    checked by ``fit``.
+    """
+    names = [str(c) for c in np.asarray(classes).tolist()]
+    present = [str(c) for c in frame.columns if str(c).startswith(prefix)]
+    wanted = [prefix + name for name in names]
+    missing = [c for c in wanted if c not in present]
+    extra = [c for c in present if c not in wanted]
+    if missing or extra:
+        raise ValueError(
+            f"cost columns must be exactly {wanted} (one per class); "
+            + (f"missing {missing}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"no class for {extra}" if extra else "")
+        )
+    by_name = {str(c): c for c in frame.columns}
+    try:
+        cost = frame[[by_name[c] for c in wanted]].to_numpy(dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"cost columns must be numeric: {exc}") from None
+    return cost, [by_name[c] for c in wanted]
+
+
 def resolve_costs(cost_matrix, sample_cost, codes: np.ndarray, n_classes: int):
     """``(cost_matrix_, sample_cost)`` for ``fit``.
 
