@@ -131,7 +131,8 @@ def run_dataset(name: str, args, rng: np.random.Generator) -> dict:
     for label, cost in cost_matrices(rng, priors, args.matrices):
         row = {"matrix": label}
         for kind in SUBCOSTS:
-            model = RebelClassifier(cost_matrix=cost, subcosts=kind, **rebel_params).fit(X, y)
+            model = RebelClassifier(cost_matrix=cost, subcosts=kind, cost_strategy="loss",
+                                    **rebel_params).fit(X, y)
             row[f"rebel-loss-{kind}"] = mean_cost(cost, y_test, model.predict(X_test))
         posterior.cost_matrix_ = cost
         row["rebel-posterior"] = mean_cost(cost, y_test, posterior.predict(X_test))
@@ -221,7 +222,7 @@ def main() -> None:
     parser.add_argument("--trees", type=int, default=200)
     parser.add_argument("--depth", type=int, default=3)
     parser.add_argument("--auto-subcosts", nargs="*", default=["calibrated"])
-    parser.add_argument("--reference", default="rebel-auto-calibrated")
+    parser.add_argument("--reference", default="rebel-posterior", help="the default path")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--render", action="store_true",
                         help="only merge the per-set results already written")

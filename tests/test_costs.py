@@ -173,13 +173,18 @@ def test_sample_cost_rows_of_a_matrix_give_the_matrix_model(kind):
 
 def test_sample_cost_sets_the_class_mean_cost_matrix_and_changes_the_model():
     X, y, rows = _sample_cost_problem()
-    model = RebelClassifier(15, subcosts="calibrated", random_state=0).fit(X, y, sample_cost=rows)
+    kw = dict(subcosts="calibrated", cost_strategy="loss", random_state=0)
+    model = RebelClassifier(15, **kw).fit(X, y, sample_cost=rows)
     expected = np.array([rows[y == c].mean(axis=0) for c in range(3)])
     assert_allclose(model.cost_matrix_, expected, rtol=1e-12)
     assert np.all(np.diag(model.cost_matrix_) == 0)
-    plain = RebelClassifier(15, subcosts="calibrated", cost_matrix=expected,
-                            random_state=0).fit(X, y)
+    plain = RebelClassifier(15, cost_matrix=expected, **kw).fit(X, y)
     assert not np.allclose(model.decision_function(X), plain.decision_function(X))
+    # The posterior route sees the costs only through their class means.
+    kw["cost_strategy"] = "posterior"
+    by_rows = RebelClassifier(15, **kw).fit(X, y, sample_cost=rows)
+    by_means = RebelClassifier(15, cost_matrix=expected, **kw).fit(X, y)
+    assert_array_equal(by_rows.predict(X), by_means.predict(X))
 
 
 def test_sample_cost_with_early_stopping_splits_the_costs_with_the_rows():
@@ -321,7 +326,8 @@ def test_posterior_route_survives_a_model_file(tmp_path):
 
 def test_sample_cost_model_survives_a_model_file(tmp_path):
     X, y, rows = _sample_cost_problem()
-    model = RebelClassifier(15, subcosts="calibrated", random_state=0).fit(X, y, sample_cost=rows)
+    model = RebelClassifier(15, subcosts="calibrated", cost_strategy="loss", random_state=0)
+    model.fit(X, y, sample_cost=rows)
     model.save(tmp_path / "m.json")
     loaded = RebelClassifier.load(tmp_path / "m.json")
     assert_allclose(loaded.cost_matrix_, model.cost_matrix_, rtol=1e-15)

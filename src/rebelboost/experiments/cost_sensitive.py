@@ -96,7 +96,8 @@ def run(out_dir: Path, quick: bool = False, echo=print) -> ExperimentResult:
             trial = {"dataset": s + 1, "classes": n_classes, "clusters_per_class": n_clusters,
                      "matrix": m + 1}
             for kind in SUBCOSTS:
-                rebel = RebelClassifier(n_stumps, cost_matrix=cost, subcosts=kind, **stumps)
+                rebel = RebelClassifier(n_stumps, cost_matrix=cost, subcosts=kind,
+                                        cost_strategy="loss", **stumps)
                 trial[f"cost_rebel_{kind}"] = mean_cost(y_test, rebel.fit(X, y).predict(X_test),
                                                         cost, classes)
             trial["cost_rebel"] = trial[f"cost_rebel_{DEFAULT}"]
