@@ -269,6 +269,8 @@ def test_temperature_recovers_a_known_temperature():
     proba = proba_from_scores(scores, 2.5)
     codes = np.array([rng.choice(4, p=p) for p in proba])
     assert fit_temperature(scores, codes) == pytest.approx(2.5, rel=0.05)
+    # Perfectly separated held-out rows would pull T towards 0: it stays at 1.
+    assert fit_temperature(scores, np.argmax(scores, axis=1)) == pytest.approx(1.0, abs=1e-3)
 
 
 def test_expected_calibration_error_is_zero_when_calibrated_and_large_when_not():

@@ -140,10 +140,13 @@ def decision_codes(model, scores: np.ndarray) -> np.ndarray:
 
 
 def fit_temperature(scores: np.ndarray, codes: np.ndarray, sample_weight=None) -> float:
-    """The T minimising the (weighted) log-loss of ``proba_from_scores(scores, T)``.
+    """The T >= 1 minimising the (weighted) log-loss of ``proba_from_scores(scores, T)``.
 
     Boosted scores are over-confident once the training loss is small (the measured T on
-    held-out rows was 1.5-4 for 100-200 trees), which skews ``p @ C`` towards the top class.
+    held-out rows was 1.5-14 for 100-200 trees), which skews ``p @ C`` towards the top class.
+    T < 1 is not searched: when every held-out row is confidently right the log-loss keeps
+    falling as T -> 0 (a 150-row split of optdigits gave T = 0.41 and doubled the test
+    log-loss).
     """
     rows = np.arange(len(codes))
 
@@ -151,7 +154,7 @@ def fit_temperature(scores: np.ndarray, codes: np.ndarray, sample_weight=None) -
         p = proba_from_scores(scores, np.exp(log_t))[rows, codes]
         return -np.average(np.log(p), weights=sample_weight)
 
-    return float(np.exp(minimize_scalar(log_loss, bounds=(-5.0, 5.0), method="bounded").x))
+    return float(np.exp(minimize_scalar(log_loss, bounds=(0.0, 5.0), method="bounded").x))
 
 
 def expected_calibration_error(proba: np.ndarray, codes: np.ndarray, n_bins: int = 15) -> float:
