@@ -67,17 +67,17 @@ class RebelClassifier(ClassifierMixin, BaseEstimator):
         How each sample's cost row enters the loss on the 'loss' route
         (:mod:`rebelboost.losses.rebel`). All three bound the cost and agree for two classes
         and 0-1 costs; for K >= 3 only 'calibrated' and 'paper' have the least-risk class as
-        the population minimiser's argmax. Yet 'thesis' had the lower test cost on 4 of 6
-        data sets with 200 depth-3 trees and on the REBEL paper's stump protocol
-        (BENCHMARKS.md, REPRODUCTIONS.md): the calibrated optima are finite score vectors,
-        so boosting chases soft targets instead of margins.
+        the population minimiser's argmax. Yet 'thesis' had the lower mean test cost on 4 of 7
+        data sets with 200 depth-3 trees (pendigits, letter, optdigits, shuttle) and on the
+        REBEL paper's stump protocol (BENCHMARKS.md, REPRODUCTIONS.md): the calibrated optima
+        are finite score vectors, so boosting chases soft targets instead of margins.
     cost_strategy : {'posterior', 'loss', 'auto'}, default='posterior'
         'posterior' trains cost-neutrally, fits a temperature on ``validation_fraction`` of
         the rows (a second fit, then the model is refitted on all rows) and predicts
         ``argmin_k (predict_proba @ cost_matrix_)_k``; 'loss' trains on the cost-sensitive
         loss and predicts ``argmax H`` (one fit); 'auto' fits both on a split and keeps the
         route of lower held-out mean cost (three fits). 'posterior' is the default because it
-        had the lowest mean test cost of the three on all 6 data sets measured (BENCHMARKS.md).
+        had the lowest mean test cost of the three on all 7 data sets measured (BENCHMARKS.md).
         Ignored under 0-1 costs, where the routes agree.
     max_bins : int, default=255
         Value bins per feature for the split search (plus one bin for missing values).
