@@ -90,7 +90,7 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
 
-    def fit(self, X, y, sample_weight=None, callbacks=None):
+    def fit(self, X, y, sample_weight=None, callbacks=None, **fit_params):
         """Boost up to ``n_estimators`` iterations on (X, y).
 
         ``callbacks`` is a list of callables, each called with an
@@ -99,13 +99,14 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         """
         X, codes, sample_weight = check_fit_input(self, X, y, sample_weight)
         rng = _rng(self.random_state)
-        cost_matrix = self._fit_cost_matrix()
+        cost_rows = self._fit_costs(X, codes, sample_weight, rng, **fit_params)
         validation = None
         if self.early_stopping:
-            X, X_val, codes, codes_val, sample_weight, w_val = _validation_split(
-                X, codes, sample_weight, self.validation_fraction, rng)
-            validation = Validation(X_val, codes_val, w_val, cost_matrix)
-        booster = self._make_booster(X, codes, sample_weight, rng, validation)
+            X, X_val, codes, codes_val, sample_weight, w_val, cost_rows, rows_val = (
+                _validation_split(X, codes, sample_weight, cost_rows, self.validation_fraction,
+                                  rng))
+            validation = Validation(X_val, codes_val, w_val, rows_val)
+        booster = self._make_booster(X, codes, sample_weight, cost_rows, rng, validation)
         target = self.target_loss
         if target == "auto":
             target = 1.0 / X.shape[0]
@@ -130,15 +131,17 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         self.best_iteration_ = result.best_iteration
         self.feature_importances_ = result.feature_importances
 
-    def _fit_cost_matrix(self) -> np.ndarray:
-        """The cost matrix of this fit, from the parameters (0-1 unless a booster has one)."""
-        return self._cost_matrix()
+    def _fit_costs(self, X, codes, sample_weight, rng) -> np.ndarray:
+        """Each training row's costs of predicting each class, (n_samples, K): what the
+        booster trains on and validation decisions are scored with (0-1 unless a booster
+        has costs)."""
+        return self._cost_matrix()[codes]
 
     def _cost_matrix(self) -> np.ndarray:
         """The fitted model's cost matrix (the 0-1 cost unless a booster has one)."""
         return 1.0 - np.eye(len(self.classes_))
 
-    def _make_booster(self, X, codes, sample_weight, rng, validation):
+    def _make_booster(self, X, codes, sample_weight, cost_rows, rng, validation):
         raise NotImplementedError
 
     def _set_records(self, records: list[dict], n_kept: int, booster) -> None:
@@ -186,11 +189,15 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X, *, start: int = 0, stop: int | None = None) -> np.ndarray:
         """``classes_[argmax_k H_k(x)]`` over iterations ``[start, stop)``."""
         scores = self._scores(X, start, stop)
-        return self.classes_[np.argmax(scores, axis=1)]
+        return self.classes_[self._decide(scores)]
 
     def staged_predict(self, X, *, start: int = 0, stop: int | None = None) -> Iterator:
         for scores in self._staged_scores(X, start, stop):
-            yield self.classes_[np.argmax(scores, axis=1)]
+            yield self.classes_[self._decide(scores)]
+
+    def _decide(self, scores: np.ndarray) -> np.ndarray:
+        """Class codes predicted from class scores (the largest score)."""
+        return np.argmax(scores, axis=1)
 
     @property
     def trees_(self) -> TreeArrays:
@@ -321,15 +328,16 @@ def _rng(random_state) -> np.random.RandomState:
     return np.random.RandomState(random_state)
 
 
-def _validation_split(X, codes, sample_weight, fraction, rng):
+def _validation_split(X, codes, sample_weight, cost_rows, fraction, rng):
     counts = np.bincount(codes)
     n_val = int(np.ceil(fraction * len(codes)))
     stratify = codes if counts.min() >= 2 and n_val >= len(counts) else None
-    X, X_val, codes, codes_val, w, w_val = train_test_split(
-        X, codes, sample_weight, test_size=fraction, stratify=stratify, random_state=rng,
+    X, X_val, codes, codes_val, w, w_val, rows, rows_val = train_test_split(
+        X, codes, sample_weight, cost_rows, test_size=fraction, stratify=stratify,
+        random_state=rng,
     )
     if len(np.unique(codes)) < 2:
         raise ValueError("the validation split left fewer than 2 classes for training")
     if w_val.sum() <= 0:
         raise ValueError("the validation split has zero total sample weight")
-    return X, X_val, codes, codes_val, w, w_val
+    return X, X_val, codes, codes_val, w, w_val, rows, rows_val

@@ -93,7 +93,7 @@ class AdaBoostMHClassifier(BoostedClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _make_booster(self, X, codes, sample_weight, rng, validation):
+    def _make_booster(self, X, codes, sample_weight, cost_rows, rng, validation):
         depth = 1 if self.weak_learner == "stump" else int(self.max_depth)
         data = BinnedData.fit(X, sample_weight, self.max_bins, rng.randint(2**31))
         return _MHBooster(data, codes, len(self.classes_), sample_weight, depth,

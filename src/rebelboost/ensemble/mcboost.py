@@ -86,7 +86,7 @@ class MCBoostClassifier(BoostedClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _make_booster(self, X, codes, sample_weight, rng, validation):
+    def _make_booster(self, X, codes, sample_weight, cost_rows, rng, validation):
         data = BinnedData.fit(X, sample_weight, self.max_bins, rng.randint(2**31))
         self.codewords_ = simplex_codewords(len(self.classes_))
         return _MCBooster(data, codes, self.codewords_, sample_weight,

@@ -74,7 +74,7 @@ class OneVsAllAdaBoostClassifier(BoostedClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _make_booster(self, X, codes, sample_weight, rng, validation):
+    def _make_booster(self, X, codes, sample_weight, cost_rows, rng, validation):
         data = BinnedData.fit(X, sample_weight, self.max_bins, rng.randint(2**31))
         return _OneVsAllBooster(data, codes, len(self.classes_), sample_weight,
                                 int(self.max_depth), validation, self.learning_rate)
