@@ -314,8 +314,6 @@ def test_bad_cost_columns_are_a_value_error(columns, message):
 # ---------------------------------------------------------------- model files
 
 
-@pytest.mark.xfail(strict=True, reason="io.py (the lead's) does not yet store cost_strategy_ "
-                   "and temperature_: a loaded posterior-route model predicts argmax H")
 def test_posterior_route_survives_a_model_file(tmp_path):
     X, y, cost = _cost_problem()
     model = RebelClassifier(20, cost_matrix=cost, cost_strategy="posterior", random_state=0)

@@ -39,7 +39,8 @@ LOOP_CONSTRAINTS: dict = {
     "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
     "tol": [Interval(numbers.Real, 0, None, closed="left")],
     "random_state": ["random_state"],
-    "n_jobs": [numbers.Integral, None],
+    "n_jobs": [Interval(numbers.Integral, None, -1, closed="right"),
+               Interval(numbers.Integral, 1, None, closed="left"), None],
     "verbose": ["verbose"],
 }
 
