@@ -22,7 +22,7 @@ import numpy as np
 from ..losses.adaboost_mh import AdaBoostMHLoss, binary_alpha, votes_and_alpha
 from ..search.binned import BinnedData
 from ..search.scores import mh_stump_score, sign_cost_score
-from ..search.splits import is_better
+from ..search.splits import TIE_RTOL
 from .grower import LayerGrower
 from .tree import TreeArrays
 
@@ -95,13 +95,11 @@ def free_sign_tree(data: BinnedData, channels: np.ndarray,
 def sign_leaves(leaf_sums: np.ndarray) -> np.ndarray:
     """Each leaf's cheaper sign from its sums of two cost channels ``(cost of +1, cost of -1)``.
 
-    Ties (and empty leaves) take +1.
+    Ties (and empty leaves) take +1 (the comparison of
+    :func:`~rebelboost.search.splits.is_better`, vectorised).
     """
-    out = np.ones(leaf_sums.shape[0])
-    for i, (cost_plus, cost_minus) in enumerate(leaf_sums):
-        if is_better(cost_minus, cost_plus):
-            out[i] = -1.0
-    return out
+    cost_plus, cost_minus = leaf_sums[:, 0], leaf_sums[:, 1]
+    return np.where(cost_minus < cost_plus * (1.0 - TIE_RTOL), -1.0, 1.0)
 
 
 def signed_cost_channels(signed: np.ndarray) -> np.ndarray:

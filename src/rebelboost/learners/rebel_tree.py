@@ -127,9 +127,9 @@ def grow_rebel_tree(
 
 
 def _holding_rows(frontier: list, grower: LayerGrower) -> list:
-    """The leaves of ``frontier`` that hold training rows."""
-    present = set(np.unique(grower.node_of_row).tolist())
-    return [leaf for leaf in frontier if leaf[0] in present]
+    """The leaves of ``frontier`` (nodes of the grower's current layer) that hold rows."""
+    counts = np.bincount(grower.node_of_row - grower.first, minlength=2**grower.layer)
+    return [leaf for leaf in frontier if counts[leaf[0] - grower.first] > 0]
 
 
 def _cheaper_sign(sums: np.ndarray, exp_a: np.ndarray) -> float:
