@@ -121,3 +121,12 @@ def test_early_stopping_on_the_validation_cost(data):
     costs = [i.validation_cost for i in seen]
     assert model.n_estimators_ == int(np.argmin(costs)) + 1
     assert len(seen) == model.n_estimators_ + 5 or len(seen) == 60
+
+
+def test_a_text_column_at_predict_time_is_named(data):
+    X, y, _ = data
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    model = RebelClassifier(3, random_state=0).fit(frame, y)
+    frame["f2"] = "v" + frame["f2"].astype(str)
+    with pytest.raises(ValueError, match=r"\['f2'\] are not numeric"):
+        model.predict(frame)

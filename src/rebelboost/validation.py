@@ -33,6 +33,17 @@ def check_fit_input(estimator, X, y, sample_weight):
     return X, codes, sample_weight
 
 
+def check_predict_input(estimator, X) -> np.ndarray:
+    """Validated float64 X for prediction: the fitted features (by name when fitted with
+    names), NaN allowed, no infinity, text columns named."""
+    try:
+        return validate_data(estimator, X, dtype=np.float64, ensure_all_finite="allow-nan",
+                             reset=False)
+    except ValueError as exc:
+        _name_text_columns(X, exc)
+        raise
+
+
 def _name_text_columns(X, exc: ValueError) -> None:
     """Raise a ValueError naming the columns of X that are not numbers, if that caused ``exc``
     (or saying that a DataFrame X has no columns at all)."""

@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..callbacks import EarlyStopping
 from ..engine import AdditiveModel, BoostResult, boost
@@ -24,7 +24,7 @@ from ..engine.boosting import Validation
 from ..io import corrupt, float_array, header, read_document, read_header, write_document
 from ..learners.tree import TreeArrays
 from ..parallel import numba_threads
-from ..validation import check_fit_input
+from ..validation import check_fit_input, check_predict_input
 
 # Parameters of the boosting loop, the same name and meaning in every estimator.
 LOOP_CONSTRAINTS: dict = {
@@ -152,8 +152,7 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_X(self, X) -> np.ndarray:
         check_is_fitted(self)
-        return validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan",
-                             reset=False)
+        return check_predict_input(self, X)
 
     def _scores(self, X, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Class scores ``H(x)`` of iterations ``[start, stop)``, shape (n_samples, K)."""
