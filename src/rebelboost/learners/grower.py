@@ -180,11 +180,6 @@ class LayerGrower:
         self._split = []
         self.layer += 1
 
-    def pad(self) -> None:
-        """Pass the remaining layers (every node sends its rows left)."""
-        while self.layer < self.depth:
-            self.end_layer()
-
     def leaf_index(self) -> np.ndarray:
         """Leaf (0 .. 2**depth - 1) of every training row (after the last layer)."""
         if self.layer != self.depth:
