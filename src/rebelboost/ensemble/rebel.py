@@ -62,8 +62,9 @@ class RebelClassifier(BoostedClassifier):
         the rows (a second fit, then the model is refitted on all rows) and predicts
         ``argmin_k (predict_proba @ cost_matrix_)_k``; 'loss' trains on the cost-sensitive
         loss and predicts ``argmax H`` (one fit); 'auto' fits both on a split and keeps the
-        route of lower held-out mean cost (three fits). 'posterior' is the default because it
-        had the lowest mean test cost of the three on all 7 data sets measured (BENCHMARKS.md).
+        route of lower held-out mean cost (three fits). 'posterior' is the default: of the
+        three it had the lowest mean test cost on 4 of 7 data sets and was within 0.0002 of
+        'auto' on the other 3, at two thirds of its work (BENCHMARKS.md).
         Ignored under 0-1 costs, where the routes agree.
     max_bins : int, default=255
         Value bins per feature for the split search (plus one bin for missing values).
