@@ -203,3 +203,25 @@ def test_patience_without_early_stopping_is_a_usage_error(trained):
     _, data, _, _ = trained
     result = _invoke("fit", data, "-t", "species", "--n-iter-no-change", "3")
     assert result.exit_code == 2 and "--validation-fraction" in result.output
+
+
+def test_fit_reads_per_row_costs_from_cost_columns(tmp_path):
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(120, 2))
+    y = np.where(X[:, 0] > 0, "a", "b")
+    frame = pd.DataFrame(X, columns=["u", "v"])
+    frame["label"] = y
+    frame["cost_a"] = np.where(y == "a", 0.0, 5.0)  # predicting a for a b row costs 5
+    frame["cost_b"] = np.where(y == "b", 0.0, 1.0)
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    result = _invoke("fit", tmp_path / "train.csv", "-t", "label", "--cost-columns",
+                     "--n-estimators", "5", "-o", tmp_path / "m.json", "--quiet")
+    assert result.exit_code == 0, result.output
+    model = load_model(tmp_path / "m.json")
+    assert list(model.feature_names_in_) == ["u", "v"]  # the cost columns are not features
+    np.testing.assert_allclose(model.cost_matrix_, [[0.0, 1.0], [5.0, 0.0]])
+    frame["cost_b"] = 1.0  # non-zero at the true class
+    frame.to_csv(tmp_path / "bad.csv", index=False)
+    bad = _invoke("fit", tmp_path / "bad.csv", "-t", "label", "--cost-columns",
+                  "-o", tmp_path / "bad.json", "--quiet")
+    assert bad.exit_code == 1 and "zero at each sample's true class" in bad.output

@@ -97,6 +97,10 @@ TARGET_TO_DROP = click.option(
 @click.option("--cost-matrix", type=click.Path(dir_okay=False),
               help="CSV: the K x K costs of predicting the column's class when the truth is "
               "the row's, optionally with a header row and index column of class labels.")
+@click.option("--cost-columns", is_flag=True,
+              help="Per-row costs from the columns cost_<class>, one per class (the cost of "
+              "predicting that class for the row; 0 at the row's own class). They are not "
+              "features. Instead of --cost-matrix.")
 @click.option("--validation-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               help="Hold out this share of DATA and stop early when its loss stops improving; "
               "the model keeps its best iteration.")
@@ -107,7 +111,7 @@ TARGET_TO_DROP = click.option(
 @click.option("--n-jobs", type=int, help="Threads for the split search (default: all cores).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
 def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_estimators: int,
-        max_depth: int, max_bins: int, cost_matrix: str | None,
+        max_depth: int, max_bins: int, cost_matrix: str | None, cost_columns: bool,
         validation_fraction: float | None, n_iter_no_change: int | None,
         random_state: int | None, n_jobs: int | None, quiet: bool) -> None:
     """Train a REBEL model on DATA and write it to --model-out."""
@@ -119,8 +123,19 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
 
     if n_iter_no_change is not None and validation_fraction is None:
         raise click.UsageError("--n-iter-no-change needs --validation-fraction (early stopping)")
+    if cost_columns and cost_matrix is not None:
+        raise click.UsageError("give --cost-matrix or --cost-columns, not both")
     table = read_table(data, FIT_ARRAYS)
     y = labels(table, target)
+    sample_cost = None
+    if cost_columns:
+        if table.frame is None:
+            raise click.ClickException("--cost-columns needs a CSV or Parquet table")
+        from ..costs import cost_columns as read_cost_columns
+
+        with _library_errors(f"cannot read the cost columns of {data!r}"):
+            sample_cost, names = read_cost_columns(table.frame, np.unique(y))
+        table.frame = table.frame.drop(columns=names)
     X = features(table, target=target)
     params = dict(weak_learner=weak_learner, max_depth=max_depth, max_bins=max_bins,
                   random_state=random_state, n_jobs=n_jobs)
@@ -133,11 +148,13 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
     model = RebelClassifier(n_estimators, **params)
 
     history: list[IterationInfo] = []
-    bar = None if quiet else ProgressBar("error" if cost_matrix is None else "cost")
+    costly = cost_matrix is not None or cost_columns
+    bar = None if quiet else ProgressBar("cost" if costly else "error")
     with _replacing(model_out) as temporary:  # checks that model_out can be written
         start = time.perf_counter()
         with _library_errors(f"cannot fit {data!r}"), bar or nullcontext():
-            model.fit(X, y, callbacks=[history.append, *([bar] if bar else [])])
+            model.fit(X, y, callbacks=[history.append, *([bar] if bar else [])],
+                      sample_cost=sample_cost)
         seconds = time.perf_counter() - start
         with _library_errors(f"cannot write {model_out!r}"):
             model.save(temporary)
@@ -152,12 +169,12 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
                f"{seconds:.2f} s")
     click.echo(f"  training loss    {model.train_loss_[-1]:.6g}")
     click.echo(f"  training error   {np.mean(predicted != y):.4f}  (all rows of DATA)")
-    if cost_matrix is not None:
+    if costly:
         cost = mean_cost(y, predicted, model.cost_matrix_, model.classes_)
         click.echo(f"  training cost    {cost:.4f}")
     if model.best_iteration_ is not None:
         kept = history[model.best_iteration_ - 1]
-        name = "error" if cost_matrix is None else "cost "
+        name = "cost " if costly else "error"
         click.echo(f"  validation {name} {kept.validation_cost:.4f}  (best iteration "
                    f"{model.best_iteration_} of {len(history)} run; early stopping)")
     click.echo(f"wrote {model_out}")
