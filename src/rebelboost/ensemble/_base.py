@@ -64,7 +64,8 @@ LOOP_PARAMETERS_DOC = """\
     random_state : int, RandomState instance or None, default=None
         Seeds the validation split and the binning subsample.
     n_jobs : int or None, default=None
-        Threads for the kernels; None or -1 uses all cores.
+        Threads for the kernels (and BLAS); None or -1: the CPUs this process may use (its
+        affinity mask and cgroup CPU quota, see :func:`rebelboost.parallel.available_cpus`).
     verbose : int, default=0
         Print the training (and validation) loss every ``verbose`` iterations.
 """
