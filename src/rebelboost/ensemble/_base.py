@@ -164,10 +164,16 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         for scores in self._staged_scores(X, start, stop):
             yield self._decision(scores)
 
-    def predict(self, X, *, start: int = 0, stop: int | None = None) -> np.ndarray:
-        """``classes_[argmax_k H_k(x)]`` over iterations ``[start, stop)``."""
-        scores = self._scores(X, start, stop)
-        return self.classes_[np.argmax(scores, axis=1)]
+    def predict(self, X, *, start: int = 0, stop: int | None = None,
+                early_exit: str | None = None) -> np.ndarray:
+        """``classes_[argmax_k H_k(x)]`` over iterations ``[start, stop)``.
+
+        ``early_exit='exact'`` stops adding a row's learners once its leading class cannot be
+        overtaken by what the remaining ones can add (with a rounding margin): the same labels,
+        bit for bit, from fewer learners (tree models; similarity models evaluate in full).
+        """
+        codes, _ = self.model_.predict_codes(self._check_X(X), start, stop, early_exit)
+        return self.classes_[codes]
 
     def staged_predict(self, X, *, start: int = 0, stop: int | None = None) -> Iterator:
         for scores in self._staged_scores(X, start, stop):

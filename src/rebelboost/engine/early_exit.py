@@ -1,0 +1,137 @@
+"""Exact early exit: stop adding a row's learners once its leading class cannot be overtaken.
+
+After ``s`` learners, row ``x`` has partial scores ``P``; class ``j`` can gain at most
+``R[s, k, j] = sum_{t>=s} max_leaf (values[t, leaf, j] - values[t, leaf, k])`` on the leader
+``k`` (trees: weight 1, only reachable leaves). The exit is taken when for every ``j != k``
+
+    P_k - P_j - R[s, k, j] > (2T + 16) u (|P_k| + |P_j| + B[s, k] + B[s, j])
+
+with ``u = 2**-53`` and ``B[s, c] = sum_{t>=s} max_leaf |values[t, leaf, c]|``. The right side
+bounds, to first order, the rounding of everything that could still move the order: the
+remaining additions of full evaluation (``gamma_{T-s} (|P_c| + B_c)`` per class), the rounding of
+the precomputed ``R`` (``gamma_{T+1} (B_k + B_j)``) and of the test itself (``2u``); the slack
+``13u`` covers second-order terms for ``T`` up to ``_MAX_LEARNERS``. So the full sums
+satisfy ``H_k > H_j`` strictly and ``argmax`` (first index on ties) gives ``k``. Rows that never
+exit are summed to the end in full evaluation's order (tree by tree, class by class, from 0),
+so their scores, and labels, are bit for bit those of :meth:`AdditiveModel.scores`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..learners.tree import TreeArrays, _leaf_of
+
+_MAX_LEARNERS = 10**6  # the margin's slack covers second-order rounding up to here
+_BOUND_ENTRIES = 2**24  # checkpoints x K x K bounds held per model range (128 MiB at most)
+_SERIAL_ROWS = 64  # fewer rows than this: the serial kernel (no thread start-up)
+CHECK_EVERY = 4  # learners between exit tests (benchmarks/bench_predict.py --check-every)
+
+
+def reachable_leaves(trees: TreeArrays) -> np.ndarray:
+    """(T, 2**D) bool: leaves some row can reach (a pass node or an always-true test cuts
+    its right subtree)."""
+    n_trees, n_internal = trees.feature.shape
+    reach = np.ones((n_trees, 2 * n_internal + 1), bool)
+    cut_right = (trees.feature < 0) | ((trees.threshold == np.inf) & trees.missing_left)
+    for node in range(n_internal):
+        reach[:, 2 * node + 1] = reach[:, node]
+        reach[:, 2 * node + 2] = reach[:, node] & ~cut_right[:, node]
+    return reach[:, n_internal:]
+
+
+def tree_bounds(trees: TreeArrays, values: np.ndarray, every: int):
+    """Checkpoints (learners added before each test) and the bounds ``R`` (C, K, K) and ``B``
+    (C, K) of what the learners after each checkpoint can still add."""
+    n_trees, n_leaves, k = values.shape
+    every = max(every, -(-n_trees * k * k // _BOUND_ENTRIES))
+    n_segments = -(-n_trees // every)
+    seg_gain = np.empty((n_segments, k, k))  # [g, k, j]: most segment g adds to j - k
+    seg_size = np.empty((n_segments, k))  # [g, c]: most |value| segment g adds to class c
+    reach = reachable_leaves(trees)
+    chunk = every * max(1, 2**22 // (n_leaves * k * k * every))
+    for t0 in range(0, n_trees, chunk):
+        v, r = values[t0:t0 + chunk], reach[t0:t0 + chunk, :, None]
+        diff = v[:, :, None, :] - v[:, :, :, None]  # [t, leaf, k, j] = v_j - v_k
+        gain = np.where(r[..., None], diff, -np.inf).max(axis=1)
+        size = np.where(r, np.abs(v), 0.0).max(axis=1)
+        starts = np.arange(0, len(v), every)
+        seg_gain[t0 // every:(t0 + len(v) - 1) // every + 1] = np.add.reduceat(gain, starts, 0)
+        seg_size[t0 // every:(t0 + len(v) - 1) // every + 1] = np.add.reduceat(size, starts, 0)
+    checks = np.arange(1, n_segments, dtype=np.int64) * every
+    tail_gain = np.cumsum(seg_gain[:0:-1], axis=0)[::-1]  # segments 1.. on, from each
+    tail_size = np.cumsum(seg_size[:0:-1], axis=0)[::-1]
+    return checks, np.ascontiguousarray(tail_gain), np.ascontiguousarray(tail_size)
+
+
+def tree_exit_codes(trees: TreeArrays, values: np.ndarray, X: np.ndarray, bounds):
+    """(class index of each row, learners it evaluated), labels identical to full evaluation."""
+    checks, gain, size = bounds
+    n = X.shape[0]
+    codes = np.empty(n, np.int64)
+    used = np.empty(n, np.int64)
+    scores = np.zeros((n, values.shape[2]))
+    if len(trees) > _MAX_LEARNERS:
+        checks = checks[:0]
+    kernel = _tree_exit if n >= _SERIAL_ROWS else _tree_exit_serial
+    margin = (2.0 * len(trees) + 16.0) * 2.0**-53
+    kernel(np.ascontiguousarray(X, dtype=np.float64), trees.feature, trees.threshold,
+           trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), checks, gain, size,
+           margin, scores, codes, used)
+    return codes, used
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _exit_row(x, feature, threshold, missing_left, values, checks, gain, size, margin, acc):
+    """Add row ``x``'s learners into ``acc`` until the exit test passes: (class, learners)."""
+    n_trees, k = feature.shape[0], values.shape[2]
+    t = 0
+    for c in range(checks.shape[0] + 1):
+        stop = checks[c] if c < checks.shape[0] else n_trees
+        while t < stop:
+            leaf = _leaf_of(x, feature[t], threshold[t], missing_left[t])
+            for j in range(k):
+                acc[j] += values[t, leaf, j]
+            t += 1
+        lead, second = 0, -1  # the leader (first index on ties) and the best other class
+        for j in range(1, k):
+            if acc[j] > acc[lead]:
+                lead, second = j, lead
+            elif second < 0 or acc[j] > acc[second]:
+                second = j
+        if c == checks.shape[0]:
+            return lead, t
+        if _overtakable(acc, lead, second, gain[c], size[c], margin):
+            continue
+        sure = True
+        for j in range(k):
+            if j != lead and j != second and _overtakable(acc, lead, j, gain[c], size[c], margin):
+                sure = False
+                break
+        if sure:
+            return lead, t
+    return 0, t  # not reached
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _overtakable(acc, lead, j, gain, size, margin):
+    """Whether class ``j`` might still end at or above ``lead`` (the test of the module doc)."""
+    slack = margin * (abs(acc[lead]) + abs(acc[j]) + size[lead] + size[j])
+    return not acc[lead] - acc[j] - gain[lead, j] > slack
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _tree_exit(X, feature, threshold, missing_left, values, checks, gain, size, margin, scores,
+               codes, used):
+    for i in numba.prange(X.shape[0]):
+        codes[i], used[i] = _exit_row(X[i], feature, threshold, missing_left, values, checks,
+                                      gain, size, margin, scores[i])
+
+
+@numba.njit(cache=True, nogil=True)
+def _tree_exit_serial(X, feature, threshold, missing_left, values, checks, gain, size, margin,
+                      scores, codes, used):
+    for i in range(X.shape[0]):
+        codes[i], used[i] = _exit_row(X[i], feature, threshold, missing_left, values, checks,
+                                      gain, size, margin, scores[i])
