@@ -21,11 +21,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..learners.tree import TreeArrays, _leaf_of
+from ..learners.tree import SERIAL_ROWS, TreeArrays, _leaf_of
 
 _MAX_LEARNERS = 10**6  # the margin's slack covers second-order rounding up to here
 _BOUND_ENTRIES = 2**24  # checkpoints x K x K bounds held per model range (128 MiB at most)
-_SERIAL_ROWS = 64  # fewer rows than this: the serial kernel (no thread start-up)
 CHECK_EVERY = 4  # learners between exit tests (benchmarks/bench_predict.py --check-every)
 
 
@@ -74,7 +73,7 @@ def tree_exit_codes(trees: TreeArrays, values: np.ndarray, X: np.ndarray, bounds
     scores = np.zeros((n, values.shape[2]))
     if len(trees) > _MAX_LEARNERS:
         checks = checks[:0]
-    kernel = _tree_exit if n >= _SERIAL_ROWS else _tree_exit_serial
+    kernel = _tree_exit if n >= SERIAL_ROWS else _tree_exit_serial
     margin = (2.0 * len(trees) + 16.0) * 2.0**-53
     kernel(np.ascontiguousarray(X, dtype=np.float64), trees.feature, trees.threshold,
            trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), checks, gain, size,

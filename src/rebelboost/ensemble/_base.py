@@ -135,7 +135,18 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
     # --------------------------------------------------------------- prediction
 
     def _check_X(self, X) -> np.ndarray:
+        """X as a float64 array of the fitted width (NaN allowed, inf refused).
+
+        A float64 ndarray of the right width, fitted without feature names and free of inf,
+        passes as it is: sklearn's ``validate_data`` would only confirm that, and it costs more
+        than scoring one row (72 of 86 us for one MNIST row, 300 trees). Anything else (lists,
+        DataFrames, other dtypes, bad shapes, inf) goes through ``validate_data``.
+        """
         check_is_fitted(self)
+        if (type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and X.shape[0]
+                and X.shape[1] == self.n_features_in_ and not hasattr(self, "feature_names_in_")
+                and not np.isinf(X).any()):
+            return X
         return validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan",
                              reset=False)
 
