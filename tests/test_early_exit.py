@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -139,3 +140,47 @@ def test_unknown_early_exit_is_refused():
     model = RebelClassifier(3).fit(X, y)
     with pytest.raises(ValueError, match="early_exit"):
         model.predict(X, early_exit="approximate")
+
+
+def test_float64_rows_skip_validate_data_but_not_its_checks():
+    X, y = make_blobs(80, 3, centers=3, random_state=0)
+    model = RebelClassifier(5).fit(X, y)
+    assert model._check_X(X) is X  # passed as it is
+    np.testing.assert_array_equal(model.predict(np.asfortranarray(X)), model.predict(X.tolist()))
+    np.testing.assert_array_equal(model.predict(X[:, ::-1][:, ::-1]), model.predict(X))
+    bad = X.copy()
+    bad[3, 1] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        model.predict(bad)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:, :2])
+    with pytest.raises(ValueError, match="0 sample"):
+        model.predict(X[:0])
+    named = RebelClassifier(5).fit(pd.DataFrame(X, columns=["a", "b", "c"]), y)
+    with pytest.warns(UserWarning, match="feature names"):
+        named.predict(X)
+
+
+@settings(max_examples=100, deadline=None)
+@given(tree_models(), st.sampled_from([1.0, 0.99, 0.9, 0.5]), st.sampled_from([1, 3]))
+def test_soft_cascade_keeps_the_calibrated_fraction(case, keep, every):
+    model, X = case
+    cascade = model.calibrate_cascade(X, keep, check_every=every)
+    codes, used = model.predict_codes(X, early_exit=cascade)
+    full = np.argmax(model.scores(X), axis=1)
+    assert np.mean(codes == full) >= keep - 1e-12  # on the calibration rows
+    assert np.all(used <= len(model.learners))
+    if model.n_stages > 1:
+        with pytest.raises(ValueError, match="calibrated"):
+            model.predict_codes(X, stop=model.n_stages - 1, early_exit=cascade)
+
+
+def test_soft_cascade_of_an_estimator_saves_learners():
+    X, y = make_classification(1500, 8, n_informative=5, n_classes=4, random_state=0)
+    model = RebelClassifier(60, random_state=0).fit(X[:800], y[:800])
+    cascade = model.calibrate_cascade(X[800:1100], keep=0.98)
+    labels = model.predict(X[1100:], early_exit=cascade)
+    assert np.mean(labels == model.predict(X[1100:])) > 0.9
+    _, used = model.model_.predict_codes(X[1100:], early_exit=cascade)
+    _, exact = model.model_.predict_codes(X[1100:], early_exit="exact")
+    assert used.mean() < exact.mean()

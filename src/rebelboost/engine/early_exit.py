@@ -18,6 +18,8 @@ so their scores, and labels, are bit for bit those of :meth:`AdditiveModel.score
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numba
 import numpy as np
 
@@ -77,13 +79,77 @@ def tree_exit_codes(trees: TreeArrays, values: np.ndarray, X: np.ndarray, bounds
     margin = (2.0 * len(trees) + 16.0) * 2.0**-53
     kernel(np.ascontiguousarray(X, dtype=np.float64), trees.feature, trees.threshold,
            trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), checks, gain, size,
-           margin, scores, codes, used)
+           margin, np.zeros(0), scores, codes, used)
+    return codes, used
+
+
+@dataclass(frozen=True)
+class SoftCascade:
+    """A soft cascade (Bourdev & Brandt 2005; thesis ch. 2): after ``checks[c]`` learners a row
+    stops with its leading class once that leads the runner-up by ``thresholds[c]``. Made by
+    :meth:`AdditiveModel.calibrate_cascade`; approximate: labels may differ from ``predict``."""
+
+    learners: tuple[int, int]  # the learner range [t0, t1) it was calibrated on
+    checks: np.ndarray  # (C,) learners added before each test
+    thresholds: np.ndarray  # (C,) lead over the runner-up that stops a row there
+    keep: float  # fraction of the full model's held-out decisions it was calibrated to keep
+
+
+def calibrate(trees: TreeArrays, values: np.ndarray, X: np.ndarray, keep: float, every: int,
+              learners: tuple[int, int]) -> SoftCascade:
+    """Thresholds that keep at least ``keep`` of the full model's decisions on rows ``X``.
+
+    The disagreements allowed, ``(1 - keep) n``, are spread evenly over the checkpoints (a
+    uniform rejection distribution); at each checkpoint the threshold is the lowest that lets
+    no more disagreeing rows stop than the budget so far allows, among rows still running.
+    """
+    n_trees, k = len(trees), values.shape[2]
+    checks = np.arange(every, n_trees, every, dtype=np.int64)
+    lead = np.empty((X.shape[0], len(checks)), np.int64)
+    gap = np.empty((X.shape[0], len(checks)))
+    final = np.empty(X.shape[0], np.int64)
+    _tree_margins(np.ascontiguousarray(X, dtype=np.float64), trees.feature, trees.threshold,
+                  trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), checks,
+                  np.zeros(k), lead, gap, final)
+    allowed = (1.0 - keep) * X.shape[0]
+    running = np.ones(X.shape[0], bool)
+    thresholds = np.full(len(checks), np.inf)
+    spent = 0
+    for c in range(len(checks)):
+        rows = np.flatnonzero(running)
+        order = rows[np.argsort(-gap[rows, c], kind="stable")]
+        wrong = np.cumsum(lead[order, c] != final[order])
+        budget = allowed * (c + 1) / len(checks) - spent
+        p = int(np.searchsorted(wrong, budget, side="right"))  # stopping order[:p] is allowed
+        if p < len(order):  # rows tied with order[p] cannot stop without it
+            thresholds[c] = np.nextafter(gap[order[p], c], np.inf)
+        elif len(order):
+            thresholds[c] = gap[order[-1], c]
+        stop = running & (gap[:, c] >= thresholds[c])
+        spent += int(np.sum(stop & (lead[:, c] != final)))
+        running &= ~stop
+    return SoftCascade(learners, checks, thresholds, keep)
+
+
+def cascade_codes(trees: TreeArrays, values: np.ndarray, X: np.ndarray, cascade: SoftCascade):
+    """(class index of each row under the soft cascade, learners it evaluated)."""
+    n, k = X.shape[0], values.shape[2]
+    codes = np.empty(n, np.int64)
+    used = np.empty(n, np.int64)
+    kernel = _tree_exit if n >= SERIAL_ROWS else _tree_exit_serial
+    kernel(np.ascontiguousarray(X, dtype=np.float64), trees.feature, trees.threshold,
+           trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), cascade.checks,
+           np.zeros((0, k, k)), np.zeros((0, k)), 0.0, cascade.thresholds, np.zeros((n, k)),
+           codes, used)
     return codes, used
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _exit_row(x, feature, threshold, missing_left, values, checks, gain, size, margin, acc):
-    """Add row ``x``'s learners into ``acc`` until the exit test passes: (class, learners)."""
+def _exit_row(x, feature, threshold, missing_left, values, checks, gain, size, margin, soft,
+              acc):
+    """Add row ``x``'s learners into ``acc`` until the exit test passes: (class, learners).
+
+    The test is the exact one, or with ``soft`` thresholds (non-empty) a soft cascade's."""
     n_trees, k = feature.shape[0], values.shape[2]
     t = 0
     for c in range(checks.shape[0] + 1):
@@ -101,6 +167,10 @@ def _exit_row(x, feature, threshold, missing_left, values, checks, gain, size, m
                 second = j
         if c == checks.shape[0]:
             return lead, t
+        if soft.shape[0]:
+            if acc[lead] - acc[second] >= soft[c]:
+                return lead, t
+            continue
         if _overtakable(acc, lead, second, gain[c], size[c], margin):
             continue
         sure = True
@@ -121,16 +191,43 @@ def _overtakable(acc, lead, j, gain, size, margin):
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _tree_exit(X, feature, threshold, missing_left, values, checks, gain, size, margin, scores,
-               codes, used):
+def _tree_exit(X, feature, threshold, missing_left, values, checks, gain, size, margin, soft,
+               scores, codes, used):
     for i in numba.prange(X.shape[0]):
         codes[i], used[i] = _exit_row(X[i], feature, threshold, missing_left, values, checks,
-                                      gain, size, margin, scores[i])
+                                      gain, size, margin, soft, scores[i])
 
 
 @numba.njit(cache=True, nogil=True)
 def _tree_exit_serial(X, feature, threshold, missing_left, values, checks, gain, size, margin,
-                      scores, codes, used):
+                      soft, scores, codes, used):
     for i in range(X.shape[0]):
         codes[i], used[i] = _exit_row(X[i], feature, threshold, missing_left, values, checks,
-                                      gain, size, margin, scores[i])
+                                      gain, size, margin, soft, scores[i])
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _tree_margins(X, feature, threshold, missing_left, values, checks, zeros, lead, gap, final):
+    """Each row's leader and its lead over the runner-up at every checkpoint, and the final
+    leader (a soft cascade's calibration data)."""
+    n_trees, k = feature.shape[0], values.shape[2]
+    for i in numba.prange(X.shape[0]):
+        acc = zeros.copy()
+        t = 0
+        for c in range(checks.shape[0] + 1):
+            stop = checks[c] if c < checks.shape[0] else n_trees
+            while t < stop:
+                leaf = _leaf_of(X[i], feature[t], threshold[t], missing_left[t])
+                for j in range(k):
+                    acc[j] += values[t, leaf, j]
+                t += 1
+            best, second = 0, -1
+            for j in range(1, k):
+                if acc[j] > acc[best]:
+                    best, second = j, best
+                elif second < 0 or acc[j] > acc[second]:
+                    second = j
+            if c < checks.shape[0]:
+                lead[i, c], gap[i, c] = best, acc[best] - acc[second]
+            else:
+                final[i] = best

@@ -61,17 +61,24 @@ class AdditiveModel:
         return out
 
     def predict_codes(self, X: np.ndarray, start: int = 0, stop: int | None = None,
-                      early_exit: str | None = None,
+                      early_exit: str | exits.SoftCascade | None = None,
                       check_every: int = exits.CHECK_EVERY) -> tuple[np.ndarray, np.ndarray]:
         """(``argmax_k H_k(x)`` of stages ``[start, stop)``, learners evaluated per row).
 
         ``early_exit='exact'`` stops a row's sum once its leading class cannot be overtaken
         (:mod:`rebelboost.engine.early_exit`), testing every ``check_every`` learners; the
-        labels are those of full evaluation bit for bit. Similarity models evaluate in full.
+        labels are those of full evaluation bit for bit (similarity models evaluate in full).
+        A :class:`~rebelboost.engine.early_exit.SoftCascade` stops rows by its thresholds.
         """
-        if early_exit not in (None, "exact"):
-            raise ValueError(f"early_exit must be None or 'exact', not {early_exit!r}")
         t0, t1 = self.learner_range(start, stop)
+        if isinstance(early_exit, exits.SoftCascade):
+            if early_exit.learners != (t0, t1) or not isinstance(self.learners, TreeArrays):
+                raise ValueError("the soft cascade was calibrated on other learners")
+            return exits.cascade_codes(self.learners.take(slice(t0, t1)), self.values[t0:t1],
+                                       X, early_exit)
+        if early_exit not in (None, "exact"):
+            raise ValueError(f"early_exit must be None, 'exact' or a SoftCascade, not "
+                             f"{early_exit!r}")
         if early_exit is None or t1 == t0 or not isinstance(self.learners, TreeArrays):
             codes = np.argmax(self.scores(X, start, stop), axis=1)
             return codes, np.full(X.shape[0], t1 - t0, np.int64)
@@ -80,6 +87,19 @@ class AdditiveModel:
         if key not in self._exit_bounds:
             self._exit_bounds[key] = exits.tree_bounds(trees, values, check_every)
         return exits.tree_exit_codes(trees, values, X, self._exit_bounds[key])
+
+    def calibrate_cascade(self, X: np.ndarray, keep: float = 0.995, start: int = 0,
+                          stop: int | None = None,
+                          check_every: int = exits.CHECK_EVERY) -> exits.SoftCascade:
+        """A soft cascade over stages ``[start, stop)`` of a tree model that keeps at least
+        ``keep`` of the full model's decisions on the held-out rows ``X``."""
+        if not isinstance(self.learners, TreeArrays):
+            raise ValueError("soft cascades need a tree model")
+        if not 0.0 < keep <= 1.0:
+            raise ValueError(f"keep must be in (0, 1], not {keep!r}")
+        t0, t1 = self.learner_range(start, stop)
+        return exits.calibrate(self.learners.take(slice(t0, t1)), self.values[t0:t1], X, keep,
+                               check_every, (t0, t1))
 
     def staged_scores(self, X: np.ndarray, start: int = 0,
                       stop: int | None = None) -> Iterator[np.ndarray]:

@@ -182,9 +182,18 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         ``early_exit='exact'`` stops adding a row's learners once its leading class cannot be
         overtaken by what the remaining ones can add (with a rounding margin): the same labels,
         bit for bit, from fewer learners (tree models; similarity models evaluate in full).
+        A soft cascade from :meth:`calibrate_cascade` stops rows sooner, approximately.
         """
-        codes, _ = self.model_.predict_codes(self._check_X(X), start, stop, early_exit)
+        X = self._check_X(X)
+        codes, _ = self.model_.predict_codes(X, start, stop, early_exit)
         return self.classes_[codes]
+
+    def calibrate_cascade(self, X, keep: float = 0.995, *, start: int = 0,
+                          stop: int | None = None):
+        """A soft cascade (thesis ch. 2) for ``predict(..., early_exit=cascade)``: per-check
+        thresholds on the lead over the runner-up, set on held-out rows ``X`` so that at least
+        ``keep`` of the full model's decisions there stay the same (tree models)."""
+        return self.model_.calibrate_cascade(self._check_X(X), keep, start, stop)
 
     def staged_predict(self, X, *, start: int = 0, stop: int | None = None) -> Iterator:
         for scores in self._staged_scores(X, start, stop):
