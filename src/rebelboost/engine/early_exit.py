@@ -4,16 +4,18 @@ After ``s`` learners, row ``x`` has partial scores ``P``; class ``j`` can gain a
 ``R[s, k, j] = sum_{t>=s} max_leaf (values[t, leaf, j] - values[t, leaf, k])`` on the leader
 ``k`` (trees: weight 1, only reachable leaves). The exit is taken when for every ``j != k``
 
-    P_k - P_j - R[s, k, j] > (2T + 16) u (|P_k| + |P_j| + B[s, k] + B[s, j])
+    P_k - P_j > R[s, k, j] + (2T + 16) u (A_k + A_j)
 
-with ``u = 2**-53`` and ``B[s, c] = sum_{t>=s} max_leaf |values[t, leaf, c]|``. The right side
-bounds, to first order, the rounding of everything that could still move the order: the
-remaining additions of full evaluation (``gamma_{T-s} (|P_c| + B_c)`` per class), the rounding of
-the precomputed ``R`` (``gamma_{T+1} (B_k + B_j)``) and of the test itself (``2u``); the slack
-``13u`` covers second-order terms for ``T`` up to ``_MAX_LEARNERS``. So the full sums
-satisfy ``H_k > H_j`` strictly and ``argmax`` (first index on ties) gives ``k``. Rows that never
-exit are summed to the end in full evaluation's order (tree by tree, class by class, from 0),
-so their scores, and labels, are bit for bit those of :meth:`AdditiveModel.scores`.
+with ``u = 2**-53`` and ``A_c = sum_t max_leaf |values[t, leaf, c]|`` (so ``A_c >= |P_c| +
+B[s, c]``, ``B[s, c]`` the same sum from ``s`` on). The margin bounds, to first order, the rounding
+of everything that could still move the order: the remaining additions of full evaluation
+(``gamma_{T-s} (|P_c| + B[s, c])`` per class), the rounding of the precomputed right side
+(``gamma_{T+1} (B_k + B_j)``) and of the test itself (``2u``); the slack ``13u`` covers
+second-order terms for ``T`` up to ``_MAX_LEARNERS``. So the full sums satisfy ``H_k > H_j``
+strictly and ``argmax`` (first index on ties) gives ``k``. Rows that never exit are summed to
+the end in full evaluation's order (tree by tree, class by class, from 0), so their scores,
+and labels, are bit for bit those of :meth:`AdditiveModel.scores`. Tests start at the first
+checkpoint where some class could lead by enough (skipping a test only delays an exit).
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ def reachable_leaves(trees: TreeArrays) -> np.ndarray:
 
 
 def tree_bounds(trees: TreeArrays, values: np.ndarray, every: int):
-    """Checkpoints (learners added before each test) and the bounds ``R`` (C, K, K) and ``B``
-    (C, K) of what the learners after each checkpoint can still add."""
+    """Checkpoints (learners added before each test), the first worth testing, and the
+    right sides ``R + margin`` (C, K, K) of the exit test at each."""
     n_trees, n_leaves, k = values.shape
     every = max(every, -(-n_trees * k * k // _BOUND_ENTRIES))
     n_segments = -(-n_trees // every)
@@ -61,25 +63,30 @@ def tree_bounds(trees: TreeArrays, values: np.ndarray, every: int):
         seg_gain[t0 // every:(t0 + len(v) - 1) // every + 1] = np.add.reduceat(gain, starts, 0)
         seg_size[t0 // every:(t0 + len(v) - 1) // every + 1] = np.add.reduceat(size, starts, 0)
     checks = np.arange(1, n_segments, dtype=np.int64) * every
-    tail_gain = np.cumsum(seg_gain[:0:-1], axis=0)[::-1]  # segments 1.. on, from each
-    tail_size = np.cumsum(seg_size[:0:-1], axis=0)[::-1]
-    return checks, np.ascontiguousarray(tail_gain), np.ascontiguousarray(tail_size)
+    if n_trees > _MAX_LEARNERS:
+        checks = checks[:0]
+    total = seg_size.sum(axis=0)
+    margin = (2.0 * n_trees + 16.0) * 2.0**-53 * (total[:, None] + total[None, :])
+    right = np.cumsum(seg_gain[:0:-1], axis=0)[::-1][:len(checks)] + margin
+    # the most class k can lead j by after each checkpoint: a test before any k can lead all
+    # others by their right sides cannot pass
+    most = np.cumsum(seg_gain, axis=0)[:len(checks)].transpose(0, 2, 1)  # [c, k, j]
+    most[:, np.arange(k), np.arange(k)] = np.inf
+    possible = np.flatnonzero((most > right - margin).all(axis=2).any(axis=1))
+    first = int(possible[0]) if len(possible) else len(checks)
+    return checks, first, np.ascontiguousarray(right)
 
 
 def tree_exit_codes(trees: TreeArrays, values: np.ndarray, X: np.ndarray, bounds):
     """(class index of each row, learners it evaluated), labels identical to full evaluation."""
-    checks, gain, size = bounds
+    checks, first, right = bounds
     n = X.shape[0]
     codes = np.empty(n, np.int64)
     used = np.empty(n, np.int64)
-    scores = np.zeros((n, values.shape[2]))
-    if len(trees) > _MAX_LEARNERS:
-        checks = checks[:0]
     kernel = _tree_exit if n >= SERIAL_ROWS else _tree_exit_serial
-    margin = (2.0 * len(trees) + 16.0) * 2.0**-53
     kernel(np.ascontiguousarray(X, dtype=np.float64), trees.feature, trees.threshold,
-           trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), checks, gain, size,
-           margin, np.zeros(0), scores, codes, used)
+           trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), checks, first,
+           right, np.zeros(0), np.zeros((n, values.shape[2])), codes, used)
     return codes, used
 
 
@@ -139,17 +146,16 @@ def cascade_codes(trees: TreeArrays, values: np.ndarray, X: np.ndarray, cascade:
     kernel = _tree_exit if n >= SERIAL_ROWS else _tree_exit_serial
     kernel(np.ascontiguousarray(X, dtype=np.float64), trees.feature, trees.threshold,
            trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), cascade.checks,
-           np.zeros((0, k, k)), np.zeros((0, k)), 0.0, cascade.thresholds, np.zeros((n, k)),
-           codes, used)
+           0, np.zeros((0, k, k)), cascade.thresholds, np.zeros((n, k)), codes, used)
     return codes, used
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _exit_row(x, feature, threshold, missing_left, values, checks, gain, size, margin, soft,
-              acc):
+def _exit_row(x, feature, threshold, missing_left, values, checks, first, right, soft, acc):
     """Add row ``x``'s learners into ``acc`` until the exit test passes: (class, learners).
 
-    The test is the exact one, or with ``soft`` thresholds (non-empty) a soft cascade's."""
+    The test is the exact one (from checkpoint ``first`` on), or with ``soft`` thresholds
+    (non-empty) a soft cascade's."""
     n_trees, k = feature.shape[0], values.shape[2]
     t = 0
     for c in range(checks.shape[0] + 1):
@@ -159,6 +165,8 @@ def _exit_row(x, feature, threshold, missing_left, values, checks, gain, size, m
             for j in range(k):
                 acc[j] += values[t, leaf, j]
             t += 1
+        if c < first:
+            continue
         lead, second = 0, -1  # the leader (first index on ties) and the best other class
         for j in range(1, k):
             if acc[j] > acc[lead]:
@@ -171,11 +179,11 @@ def _exit_row(x, feature, threshold, missing_left, values, checks, gain, size, m
             if acc[lead] - acc[second] >= soft[c]:
                 return lead, t
             continue
-        if _overtakable(acc, lead, second, gain[c], size[c], margin):
+        if not acc[lead] - acc[second] > right[c, lead, second]:
             continue
         sure = True
         for j in range(k):
-            if j != lead and j != second and _overtakable(acc, lead, j, gain[c], size[c], margin):
+            if j != lead and not acc[lead] - acc[j] > right[c, lead, j]:
                 sure = False
                 break
         if sure:
@@ -183,27 +191,20 @@ def _exit_row(x, feature, threshold, missing_left, values, checks, gain, size, m
     return 0, t  # not reached
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _overtakable(acc, lead, j, gain, size, margin):
-    """Whether class ``j`` might still end at or above ``lead`` (the test of the module doc)."""
-    slack = margin * (abs(acc[lead]) + abs(acc[j]) + size[lead] + size[j])
-    return not acc[lead] - acc[j] - gain[lead, j] > slack
-
-
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _tree_exit(X, feature, threshold, missing_left, values, checks, gain, size, margin, soft,
-               scores, codes, used):
+def _tree_exit(X, feature, threshold, missing_left, values, checks, first, right, soft, scores,
+               codes, used):
     for i in numba.prange(X.shape[0]):
         codes[i], used[i] = _exit_row(X[i], feature, threshold, missing_left, values, checks,
-                                      gain, size, margin, soft, scores[i])
+                                      first, right, soft, scores[i])
 
 
 @numba.njit(cache=True, nogil=True)
-def _tree_exit_serial(X, feature, threshold, missing_left, values, checks, gain, size, margin,
-                      soft, scores, codes, used):
+def _tree_exit_serial(X, feature, threshold, missing_left, values, checks, first, right, soft,
+                      scores, codes, used):
     for i in range(X.shape[0]):
         codes[i], used[i] = _exit_row(X[i], feature, threshold, missing_left, values, checks,
-                                      gain, size, margin, soft, scores[i])
+                                      first, right, soft, scores[i])
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
