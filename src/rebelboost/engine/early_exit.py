@@ -46,7 +46,8 @@ def reachable_leaves(trees: TreeArrays) -> np.ndarray:
 
 def tree_bounds(trees: TreeArrays, values: np.ndarray, every: int):
     """Checkpoints (learners added before each test), the first worth testing, and the
-    right sides ``R + margin`` (C, K, K) of the exit test at each."""
+    right sides ``R + margin`` (C, K, K) of the exit test at each, and ``right - most`` (the
+    most the left side can grow by each checkpoint) to skip tests that cannot pass yet."""
     n_trees, n_leaves, k = values.shape
     every = max(every, -(-n_trees * k * k // _BOUND_ENTRIES))
     n_segments = -(-n_trees // every)
@@ -71,22 +72,23 @@ def tree_bounds(trees: TreeArrays, values: np.ndarray, every: int):
     # the most class k can lead j by after each checkpoint: a test before any k can lead all
     # others by their right sides cannot pass
     most = np.cumsum(seg_gain, axis=0)[:len(checks)].transpose(0, 2, 1)  # [c, k, j]
+    beyond = right - most  # a test of (k, j) at c needs P_k - P_j - most[c0, k, j] > beyond[c]
     most[:, np.arange(k), np.arange(k)] = np.inf
     possible = np.flatnonzero((most > right - margin).all(axis=2).any(axis=1))
     first = int(possible[0]) if len(possible) else len(checks)
-    return checks, first, np.ascontiguousarray(right)
+    return checks, first, np.ascontiguousarray(right), np.ascontiguousarray(beyond)
 
 
 def tree_exit_codes(trees: TreeArrays, values: np.ndarray, X: np.ndarray, bounds):
     """(class index of each row, learners it evaluated), labels identical to full evaluation."""
-    checks, first, right = bounds
+    checks, first, right, beyond = bounds
     n = X.shape[0]
     codes = np.empty(n, np.int64)
     used = np.empty(n, np.int64)
     kernel = _tree_exit if n >= SERIAL_ROWS else _tree_exit_serial
     kernel(np.ascontiguousarray(X, dtype=np.float64), trees.feature, trees.threshold,
            trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), checks, first,
-           right, np.zeros(0), np.zeros((n, values.shape[2])), codes, used)
+           right, beyond, np.zeros(0), np.zeros((n, values.shape[2])), codes, used)
     return codes, used
 
 
@@ -146,65 +148,69 @@ def cascade_codes(trees: TreeArrays, values: np.ndarray, X: np.ndarray, cascade:
     kernel = _tree_exit if n >= SERIAL_ROWS else _tree_exit_serial
     kernel(np.ascontiguousarray(X, dtype=np.float64), trees.feature, trees.threshold,
            trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), cascade.checks,
-           0, np.zeros((0, k, k)), cascade.thresholds, np.zeros((n, k)), codes, used)
+           0, np.zeros((0, k, k)), np.zeros((0, k, k)), cascade.thresholds, np.zeros((n, k)),
+           codes, used)
     return codes, used
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _exit_row(x, feature, threshold, missing_left, values, checks, first, right, soft, acc):
+def _exit_row(x, feature, threshold, missing_left, values, checks, first, right, beyond, soft,
+              acc):
     """Add row ``x``'s learners into ``acc`` until the exit test passes: (class, learners).
 
-    The test is the exact one (from checkpoint ``first`` on), or with ``soft`` thresholds
-    (non-empty) a soft cascade's."""
-    n_trees, k = feature.shape[0], values.shape[2]
-    t = 0
-    for c in range(checks.shape[0] + 1):
-        stop = checks[c] if c < checks.shape[0] else n_trees
+    The test is the exact one, or with ``soft`` thresholds (non-empty) a soft cascade's. An
+    exact test fails on a pair (k, j); the next is where that pair's could first pass (a
+    skipped test only delays an exit, so the labels stay exact)."""
+    n_trees, k, n_checks = feature.shape[0], values.shape[2], checks.shape[0]
+    t, c = 0, first
+    while True:
+        stop = checks[c] if c < n_checks else n_trees
         while t < stop:
             leaf = _leaf_of(x, feature[t], threshold[t], missing_left[t])
             for j in range(k):
                 acc[j] += values[t, leaf, j]
             t += 1
-        if c < first:
-            continue
         lead, second = 0, -1  # the leader (first index on ties) and the best other class
         for j in range(1, k):
             if acc[j] > acc[lead]:
                 lead, second = j, lead
             elif second < 0 or acc[j] > acc[second]:
                 second = j
-        if c == checks.shape[0]:
+        if c == n_checks:
             return lead, t
         if soft.shape[0]:
             if acc[lead] - acc[second] >= soft[c]:
                 return lead, t
+            c += 1
             continue
-        if not acc[lead] - acc[second] > right[c, lead, second]:
-            continue
-        sure = True
+        fail = second if not acc[lead] - acc[second] > right[c, lead, second] else -1
         for j in range(k):
-            if j != lead and not acc[lead] - acc[j] > right[c, lead, j]:
-                sure = False
+            if fail >= 0:
                 break
-        if sure:
+            if j != lead and not acc[lead] - acc[j] > right[c, lead, j]:
+                fail = j
+        if fail < 0:
             return lead, t
-    return 0, t  # not reached
+        base = acc[lead] - acc[fail] - (right[c, lead, fail] - beyond[c, lead, fail])
+        c += 1
+        while c < n_checks and not base > beyond[c, lead, fail]:
+            c += 1
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _tree_exit(X, feature, threshold, missing_left, values, checks, first, right, soft, scores,
-               codes, used):
+def _tree_exit(X, feature, threshold, missing_left, values, checks, first, right, beyond, soft,
+               scores, codes, used):
     for i in numba.prange(X.shape[0]):
         codes[i], used[i] = _exit_row(X[i], feature, threshold, missing_left, values, checks,
-                                      first, right, soft, scores[i])
+                                      first, right, beyond, soft, scores[i])
 
 
 @numba.njit(cache=True, nogil=True)
-def _tree_exit_serial(X, feature, threshold, missing_left, values, checks, first, right, soft,
-                      scores, codes, used):
+def _tree_exit_serial(X, feature, threshold, missing_left, values, checks, first, right, beyond,
+                      soft, scores, codes, used):
     for i in range(X.shape[0]):
         codes[i], used[i] = _exit_row(X[i], feature, threshold, missing_left, values, checks,
-                                      first, right, soft, scores[i])
+                                      first, right, beyond, soft, scores[i])
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
