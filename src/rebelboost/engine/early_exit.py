@@ -30,6 +30,7 @@ from ..learners.tree import SERIAL_ROWS, TreeArrays, _leaf_of
 _MAX_LEARNERS = 10**6  # the margin's slack covers second-order rounding up to here
 _BOUND_ENTRIES = 2**24  # checkpoints x K x K bounds held per model range (128 MiB at most)
 CHECK_EVERY = 4  # learners between exit tests (benchmarks/bench_predict.py --check-every)
+CASCADE_EVERY = 10  # learners between a soft cascade's tests: coarser, fewer thresholds to fit
 
 
 def reachable_leaves(trees: TreeArrays) -> np.ndarray:
@@ -88,7 +89,7 @@ def tree_exit_codes(trees: TreeArrays, values: np.ndarray, X: np.ndarray, bounds
     kernel = _tree_exit if n >= SERIAL_ROWS else _tree_exit_serial
     kernel(np.ascontiguousarray(X, dtype=np.float64), trees.feature, trees.threshold,
            trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), checks, first,
-           right, beyond, np.zeros(0), np.zeros((n, values.shape[2])), codes, used)
+           right, beyond, np.zeros((2, 0)), np.zeros((n, values.shape[2])), codes, used)
     return codes, used
 
 
@@ -101,6 +102,7 @@ class SoftCascade:
     learners: tuple[int, int]  # the learner range [t0, t1) it was calibrated on
     checks: np.ndarray  # (C,) learners added before each test
     thresholds: np.ndarray  # (C,) lead over the runner-up that stops a row there
+    growth: np.ndarray  # (C,) most a lead can have grown by each checkpoint (to skip tests)
     keep: float  # fraction of the full model's held-out decisions it was calibrated to keep
 
 
@@ -137,7 +139,9 @@ def calibrate(trees: TreeArrays, values: np.ndarray, X: np.ndarray, keep: float,
         stop = running & (gap[:, c] >= thresholds[c])
         spent += int(np.sum(stop & (lead[:, c] != final)))
         running &= ~stop
-    return SoftCascade(learners, checks, thresholds, keep)
+    spread = values.max(axis=2) - values.min(axis=2)  # a lead changes by at most this a tree
+    growth = np.cumsum(np.where(reachable_leaves(trees), spread, 0.0).max(axis=1))[checks - 1]
+    return SoftCascade(learners, checks, thresholds, growth, keep)
 
 
 def cascade_codes(trees: TreeArrays, values: np.ndarray, X: np.ndarray, cascade: SoftCascade):
@@ -148,8 +152,8 @@ def cascade_codes(trees: TreeArrays, values: np.ndarray, X: np.ndarray, cascade:
     kernel = _tree_exit if n >= SERIAL_ROWS else _tree_exit_serial
     kernel(np.ascontiguousarray(X, dtype=np.float64), trees.feature, trees.threshold,
            trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), cascade.checks,
-           0, np.zeros((0, k, k)), np.zeros((0, k, k)), cascade.thresholds, np.zeros((n, k)),
-           codes, used)
+           0, np.zeros((0, k, k)), np.zeros((0, k, k)),
+           np.stack([cascade.thresholds, cascade.growth]), np.zeros((n, k)), codes, used)
     return codes, used
 
 
@@ -158,9 +162,9 @@ def _exit_row(x, feature, threshold, missing_left, values, checks, first, right,
               acc):
     """Add row ``x``'s learners into ``acc`` until the exit test passes: (class, learners).
 
-    The test is the exact one, or with ``soft`` thresholds (non-empty) a soft cascade's. An
-    exact test fails on a pair (k, j); the next is where that pair's could first pass (a
-    skipped test only delays an exit, so the labels stay exact)."""
+    The test is the exact one, or with ``soft`` (thresholds, growth) (non-empty) a soft
+    cascade's. A failed test skips to the first checkpoint where it could pass (exact: for the
+    pair it failed on; a skipped test only delays an exit, so the labels stay exact)."""
     n_trees, k, n_checks = feature.shape[0], values.shape[2], checks.shape[0]
     t, c = 0, first
     while True:
@@ -178,10 +182,13 @@ def _exit_row(x, feature, threshold, missing_left, values, checks, first, right,
                 second = j
         if c == n_checks:
             return lead, t
-        if soft.shape[0]:
-            if acc[lead] - acc[second] >= soft[c]:
+        if soft.shape[1]:
+            if acc[lead] - acc[second] >= soft[0, c]:
                 return lead, t
+            base = acc[lead] - acc[second] - soft[1, c]
             c += 1
+            while c < n_checks and base + soft[1, c] < soft[0, c]:
+                c += 1
             continue
         fail = second if not acc[lead] - acc[second] > right[c, lead, second] else -1
         for j in range(k):

@@ -90,7 +90,7 @@ class AdditiveModel:
 
     def calibrate_cascade(self, X: np.ndarray, keep: float = 0.995, start: int = 0,
                           stop: int | None = None,
-                          check_every: int = exits.CHECK_EVERY) -> exits.SoftCascade:
+                          check_every: int = exits.CASCADE_EVERY) -> exits.SoftCascade:
         """A soft cascade over stages ``[start, stop)`` of a tree model that keeps at least
         ``keep`` of the full model's decisions on the held-out rows ``X``."""
         if not isinstance(self.learners, TreeArrays):

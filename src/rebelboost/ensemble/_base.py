@@ -189,11 +189,12 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         return self.classes_[codes]
 
     def calibrate_cascade(self, X, keep: float = 0.995, *, start: int = 0,
-                          stop: int | None = None):
-        """A soft cascade (thesis ch. 2) for ``predict(..., early_exit=cascade)``: per-check
-        thresholds on the lead over the runner-up, set on held-out rows ``X`` so that at least
-        ``keep`` of the full model's decisions there stay the same (tree models)."""
-        return self.model_.calibrate_cascade(self._check_X(X), keep, start, stop)
+                          stop: int | None = None, check_every: int = 10):
+        """A soft cascade (thesis ch. 2) for ``predict(..., early_exit=cascade)``: thresholds
+        on the lead over the runner-up every ``check_every`` learners, set on held-out rows
+        ``X`` so that at least ``keep`` of the full model's decisions there stay the same (tree
+        models; on new rows the kept fraction is measured, not promised)."""
+        return self.model_.calibrate_cascade(self._check_X(X), keep, start, stop, check_every)
 
     def staged_predict(self, X, *, start: int = 0, stop: int | None = None) -> Iterator:
         for scores in self._staged_scores(X, start, stop):
