@@ -3,7 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 # Debian's headless Chromium and its driver, for the HTML report's browser tests.
 CHROMIUM := /usr/bin/chromium /usr/bin/chromedriver
+BROWSER_PACKAGES := chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
+APT_LOG := $(or $(TMPDIR),/tmp)/rebelboost-apt.log
 
 .PHONY: demo test lint clean
 
@@ -13,9 +16,24 @@ $(VENV)/.installed-%: pyproject.toml
 	$(VENV)/bin/pip install --quiet -e ".[$*]"
 	touch $@
 
+# Installs the two packages and the dependencies they lack, without recommended packages; stops
+# instead if that would upgrade a package already installed. apt's output goes to $(APT_LOG).
 $(CHROMIUM):
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
+	@echo "The browser tests need $(BROWSER_PACKAGES); installing them with apt-get."
+	@$(APT) update -qq > $(APT_LOG) 2>&1 || { cat $(APT_LOG); exit 1; }
+	@plan=$$($(APT) install --simulate --no-install-recommends $(BROWSER_PACKAGES)) \
+	  || { echo "$$plan"; exit 1; }; \
+	upgrades=$$(echo "$$plan" | awk '/^Inst [^ ]+ \[/ {print $$2}' | tr '\n' ' '); \
+	if [ -n "$$upgrades" ]; then \
+	  echo "Stopped: $(BROWSER_PACKAGES) would upgrade installed packages: $$upgrades"; \
+	  echo "Install them yourself if that is fine:" \
+	    "apt-get install --no-install-recommends $(BROWSER_PACKAGES)"; \
+	  exit 1; \
+	fi; \
+	echo "Installing:" $$(echo "$$plan" | awk '/^Inst / {print $$2}')
+	@$(APT) install -y -qq --no-install-recommends $(BROWSER_PACKAGES) >> $(APT_LOG) 2>&1 \
+	  || { tail -20 $(APT_LOG); exit 1; }
+	@echo "Installed (apt's output: $(APT_LOG))."
 
 demo: $(VENV)/.installed-plot  ## set up, then train, evaluate and explain on the bundled data
 	$(VENV)/bin/rebelboost demo

@@ -140,8 +140,9 @@ def pruning_potential(dataset: str, iterations: list[int], threads: int, quick: 
     from rebelboost.binning import Binner
     from rebelboost.losses.rebel import RebelLoss
     from rebelboost.search.columns import bin_columns, column_histograms
-    from rebelboost.search.quickboost import bound_feature, prunable, rebel_bound, rounding_slack
-    from rebelboost.search.splits import best_split_per_feature, rebel_score
+    from rebelboost.search.quickboost import bound_feature, prunable, rounding_slack
+    from rebelboost.search.scores import rebel_score
+    from rebelboost.search.splits import best_split_per_feature
 
     X, y, _, _ = bench_core._load(dataset, quick)
     model = RebelClassifier(max(iterations), weak_learner="stump", quickboost=False,
@@ -162,7 +163,7 @@ def pruning_potential(dataset: str, iterations: list[int], threads: int, quick: 
             continue
         channels, _ = loss.weights(scores)  # what iteration t + 1 searches
         hist, total = column_histograms(columns, channels, np.zeros(n, np.int32), 1, nbt)
-        full = best_split_per_feature(hist[0], nvb, has_missing, mb, rebel_score)[0][candidates]
+        full = best_split_per_feature(hist[0], binner.layout, rebel_score)[0][candidates]
         best_at = int(np.argmin(full))
         best, best_f = float(full[best_at]), int(candidates[best_at])
         no_split = float(rebel_score(total[0], np.zeros_like(total[0])))
@@ -179,7 +180,7 @@ def pruning_potential(dataset: str, iterations: list[int], threads: int, quick: 
             prefix, seen = column_histograms(columns, channels, label, 1, nbt)
             unseen = total[0] - seen[0]
             bound = np.array([bound_feature(prefix[0, f], nvb[f], has_missing[f], mb,
-                                            rebel_bound, unseen) for f in candidates])
+                                            rebel_score.code, unseen) for f in candidates])
             pruned = prunable(bound, candidates, best, best_f, slack)
             row["masses"].append({"mass": m, "rows": m0 / n, "pruned": float(pruned.mean())})
         rows.append(row)

@@ -35,7 +35,7 @@ def main() -> None:
         for n_stumps in (30, 100, 300, 1000):
             neutral = RebelClassifier(n_stumps, weak_learner="stump", n_jobs=1).fit(X, y)
             costly = RebelClassifier(n_stumps, weak_learner="stump", cost_matrix=cost,
-                                     n_jobs=1).fit(X, y)
+                                     cost_strategy="loss", n_jobs=1).fit(X, y)
             test, train = (_costs(neutral, costly, cost, X_, y_)
                            for X_, y_ in ((X_test, y_test), (X, y)))
             print(f"{s + 1} {n_classes} {n_stumps:5d} | test: {test[0]:.4f} {test[1]:.4f} | "

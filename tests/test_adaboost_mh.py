@@ -10,6 +10,7 @@ from rebelboost.binning import Binner
 from rebelboost.ensemble.adaboost_mh import AdaBoostMHClassifier
 from rebelboost.learners.hamming_tree import factorized_learner
 from rebelboost.losses.adaboost_mh import AdaBoostMHLoss, initial_weights
+from rebelboost.search.binned import BinnedData
 
 
 def _problem(seed, n=60, d=4, k=4, n_values=7):
@@ -39,7 +40,7 @@ def test_stump_search_equals_brute_force_and_appendix_c(seed):
     bins = binner.fit_transform(X)
     loss = AdaBoostMHLoss(codes, k, sw)
     w = loss.weights(scores)
-    learner = factorized_learner(bins, binner, loss, w, depth=1)
+    learner = factorized_learner(BinnedData(binner, bins), loss, w, depth=1)
 
     # Brute force over every stump phi = (x_j > t ? +1 : -1) and the constant phi = +1.
     y = loss.y
@@ -80,8 +81,8 @@ def test_hamming_tree_edge_at_least_the_stump_edge(seed):
     bins = binner.fit_transform(X)
     loss = AdaBoostMHLoss(codes, 4, sw)
     w = loss.weights(scores)
-    stump = factorized_learner(bins, binner, loss, w, depth=1)
-    tree = factorized_learner(bins, binner, loss, w, depth=3)
+    stump = factorized_learner(BinnedData(binner, bins), loss, w, depth=1)
+    tree = factorized_learner(BinnedData(binner, bins), loss, w, depth=3)
     assert tree.edge >= stump.edge * (1 - 1e-12)
     assert tree.tree.feature[0, 0] == stump.tree.feature[0, 0]  # the root is the stump
     # The stored tree reproduces phi on the training rows.

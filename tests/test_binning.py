@@ -12,6 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 from rebelboost.binning import Binner
 from rebelboost.learners import grow_rebel_tree
+from rebelboost.search.binned import BinnedData
 
 FAST = settings(max_examples=50, deadline=None)
 
@@ -179,6 +180,6 @@ def test_raw_thresholds_reproduce_training_splits(seed, depth, max_bins, subsamp
     channels = rng.exponential(size=(n, 2 * k))
     binner = Binner(max_bins, subsample=subsample, random_state=seed % 1000)
     bins = binner.fit_transform(X)
-    learner = grow_rebel_tree(bins, channels, binner, depth)
+    learner = grow_rebel_tree(BinnedData(binner, bins), channels, depth)
     assert learner is not None
     np.testing.assert_array_equal(learner.arrays.outputs(X)[:, 0], learner.output)

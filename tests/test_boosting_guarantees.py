@@ -46,7 +46,7 @@ def test_training_loss_never_increases(seed, n, d, k, nan_rate, learner, cost_se
     w = rng.uniform(0.1, 3.0, size=n) if weighted else None
     weak, depth = learner
     model = RebelClassifier(12, weak_learner=weak, max_depth=depth, cost_matrix=cost,
-                            max_bins=max_bins, random_state=0)
+                            cost_strategy="loss", max_bins=max_bins, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         model.fit(X, y, sample_weight=w)
@@ -73,7 +73,8 @@ def test_long_training_on_separable_data_stays_finite():
     cost[2, 0] = 5.0
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        model = RebelClassifier(2000, weak_learner="stump", cost_matrix=cost, random_state=0)
+        model = RebelClassifier(2000, weak_learner="stump", cost_matrix=cost,
+                                cost_strategy="loss", random_state=0)
         model.fit(X, y)
         proba = model.predict_proba(X)
         decision = model.decision_function(X)

@@ -9,12 +9,12 @@ from hypothesis import strategies as st
 
 from rebelboost.binning import Binner
 from rebelboost.search.columns import (
+    HistogramPool,
     bin_columns,
     column_histograms,
     node_totals,
     split_node,
 )
-from rebelboost.search.histogram import HistogramPool
 
 FAST = settings(max_examples=60, deadline=None)
 

@@ -100,6 +100,8 @@ BOOSTERS = [
     RebelClassifier(25, random_state=0),
     RebelClassifier(25, max_depth=1, random_state=0),
     RebelClassifier(10, weak_learner="similarity"),
+    RebelClassifier(25, cost_matrix=np.array([[0, 1, 4], [1, 0, 1], [2, 1, 0]]),
+                    cost_strategy="loss"),
     RebelClassifier(25, cost_matrix=np.array([[0, 1, 4], [1, 0, 1], [2, 1, 0]])),
     AdaBoostMHClassifier(25, weak_learner="tree"),
     AdaBoostMHClassifier(8, factorized=False),
@@ -107,7 +109,8 @@ BOOSTERS = [
     MCBoostClassifier(8, algorithm="gd", max_depth=2),
     OneVsAllAdaBoostClassifier(8, max_depth=2),
 ]
-IDS = ["rebel", "rebel-stumps", "rebel-similarity", "rebel-costs", "mh", "mh-unfactorized",
+IDS = ["rebel", "rebel-stumps", "rebel-similarity", "rebel-costs", "rebel-posterior", "mh",
+       "mh-unfactorized",
        "mcboost-cd", "mcboost-gd", "ova"]
 
 
@@ -117,7 +120,7 @@ def test_every_booster_predicts_the_same_labels(estimator):
     X[::17, 2] = np.nan if estimator.get_params().get("weak_learner") != "similarity" else 0.0
     model = estimator.fit(X[:300], y[:300])
     X_test = X[300:]
-    full = model.classes_[np.argmax(model.model_.scores(X_test), axis=1)]
+    full = model.classes_[model._decide(model.model_.scores(X_test))]
     np.testing.assert_array_equal(model.predict(X_test), full)  # the default is unchanged
     np.testing.assert_array_equal(model.predict(X_test, early_exit="exact"), full)
     for row in X_test[:20]:  # one row at a time (the serial kernel)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import make_classification
 
 from rebelboost import (
@@ -99,3 +100,33 @@ def test_explain_reads_dataframe_rows_and_every_booster(data):
         assert sum(t.margin for t in exp.terms) == pytest.approx(exp.margin)
         assert all(1 <= t.learner <= len(model.learners_) for t in exp.terms)
         assert any(name.startswith("f") for name in exp.feature_margins)
+
+
+@pytest.mark.parametrize("estimator", BOOSTERS, ids=IDS)
+def test_learning_rate_shrinks_the_first_step(data, estimator):
+    X, y, X_test = data
+    full = clone(estimator).set_params(n_estimators=1).fit(X, y)
+    half = clone(estimator).set_params(n_estimators=1, learning_rate=0.5).fit(X, y)
+    np.testing.assert_allclose(half.decision_function(X_test),
+                               0.5 * full.decision_function(X_test), rtol=1e-12, atol=1e-12)
+    shrunk = clone(estimator).set_params(n_estimators=8, learning_rate=0.3).fit(X, y)
+    assert np.all(np.diff(shrunk.train_loss_) <= 1e-12 * shrunk.train_loss_[:-1])
+
+
+def test_early_stopping_on_the_validation_cost(data):
+    X, y, _ = data
+    seen: list[IterationInfo] = []
+    model = RebelClassifier(60, early_stopping=True, validation_metric="cost",
+                            n_iter_no_change=5, random_state=0).fit(X, y, callbacks=[seen.append])
+    costs = [i.validation_cost for i in seen]
+    assert model.n_estimators_ == int(np.argmin(costs)) + 1
+    assert len(seen) == model.n_estimators_ + 5 or len(seen) == 60
+
+
+def test_a_text_column_at_predict_time_is_named(data):
+    X, y, _ = data
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    model = RebelClassifier(3, random_state=0).fit(frame, y)
+    frame["f2"] = "v" + frame["f2"].astype(str)
+    with pytest.raises(ValueError, match=r"\['f2'\] are not numeric"):
+        model.predict(frame)

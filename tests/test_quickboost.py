@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rebelboost.binning import Binner
+from rebelboost.binning import BinLayout, Binner
 from rebelboost.losses.rebel import RebelLoss
 from rebelboost.search import (
     best_split,
@@ -16,8 +16,8 @@ from rebelboost.search import (
     rebel_score,
     sign_cost_score,
 )
-from rebelboost.search.columns import bin_columns, column_histograms
-from rebelboost.search.histogram import HistogramPool, sparse_bins
+from rebelboost.search.columns import HistogramPool, bin_columns, column_histograms
+from rebelboost.search.histogram import sparse_bins
 from rebelboost.search.quickboost import (
     heaviest_first,
     prefix_schedule,
@@ -68,10 +68,6 @@ def problems(draw):
     return bins, channels, binner, score, rng
 
 
-def _args(binner):
-    return binner.n_value_bins_, binner.has_missing_, binner.missing_bin, binner.n_bins_total
-
-
 def _bits(split):
     return None if split is None else (split.feature, split.bin, split.missing_left,
                                        np.float64(split.score).tobytes())
@@ -111,13 +107,13 @@ def test_pruned_split_is_bit_identical_to_exhaustive(problem, first_mass, n_step
         rows, ends = visiting_order(channels, rows, first_mass, n_steps)
     # Sparse bins (the default bins by subtraction), with 1 or 3 feature blocks.
     sparse = sparse_bins(bins, int(rng.integers(1, 4)), max_density=1.0) if sparse else None
-    nvb, has_missing, missing_bin, nbt = _args(binner)
+    nbt = binner.n_bins_total
     hist, full_histogram = _full_histogram(source, bins, channels, rows, nbt, sparse, rng)
-    expected = best_split(hist, nvb, has_missing, missing_bin, score)
+    expected = best_split(hist, binner.layout, score)
     serial_work = quickboost.SERIAL_WORK
     quickboost.SERIAL_WORK = 0 if parallel else serial_work  # small data: force the lanes
     try:
-        pruned = quickboost_split(bins, channels, rows, *_args(binner), score, full_histogram,
+        pruned = quickboost_split(bins, channels, rows, binner.layout, score, full_histogram,
                                   first_mass=first_mass, n_steps=n_steps, sparse=sparse,
                                   ends=ends)
     finally:
@@ -131,13 +127,13 @@ def test_pruned_split_is_bit_identical_to_exhaustive(problem, first_mass, n_step
 @given(problems())
 def test_preliminary_best_never_decreases_as_the_prefix_grows(problem):
     bins, channels, binner, score, _ = problem
-    nvb, has_missing, missing_bin, nbt = _args(binner)
+    nbt = binner.n_bins_total
     rows = heaviest_first(channels, np.arange(bins.shape[0]))
     slack = rounding_slack(score, len(rows), nbt, channels.shape[1], float(channels.sum()))
     previous = np.zeros(bins.shape[1])
     for m in np.unique(np.linspace(1, len(rows), 15).astype(int)):
         hist = build_histogram(bins, channels, rows[:m], nbt)
-        prelim, _, _ = best_split_per_feature(hist, nvb, has_missing, missing_bin, score)
+        prelim, _, _ = best_split_per_feature(hist, binner.layout, score)
         # Exact arithmetic: never lower. Computed: never lower by more than rounding.
         assert np.all(prelim >= previous * (1 - 2e-12) - slack)
         previous = prelim
@@ -154,7 +150,7 @@ def test_integer_channels_bound_holds_exactly():
         previous = np.zeros(5)
         for m in range(1, 301, 7):
             hist = build_histogram(bins, ch, rows[:m], 7)
-            prelim, _, _ = best_split_per_feature(hist, nvb, has_missing, 6, score)
+            prelim, _, _ = best_split_per_feature(hist, BinLayout(nvb, has_missing, 6, 7), score)
             if score is sign_cost_score:
                 assert np.all(prelim >= previous)
             else:
@@ -214,8 +210,8 @@ def test_pruning_saves_most_work_when_most_features_are_useless():
         rows = heaviest_first(channels, np.arange(n))
         nbt = binner.n_bins_total
         hist = build_histogram(bins, channels, rows, nbt)
-        pruned = quickboost_split(bins, channels, rows, *_args(binner), score, lambda f, h=hist: h)
-        assert _bits(pruned.split) == _bits(best_split(hist, *_args(binner)[:3], score))
+        pruned = quickboost_split(bins, channels, rows, binner.layout, score, lambda f, h=hist: h)
+        assert _bits(pruned.split) == _bits(best_split(hist, binner.layout, score))
         assert pruned.split.feature == 137
         assert pruned.histogram_updates < 0.4 * n * d  # exhaustive: every row x feature
 
@@ -229,7 +225,7 @@ def test_no_candidate_feature_means_no_split_and_no_work():
     def never(features):
         raise AssertionError("no feature can split: nothing to finish")
 
-    result = quickboost_split(bins, channels, np.arange(10), *_args(binner), rebel_score, never)
+    result = quickboost_split(bins, channels, np.arange(10), binner.layout, rebel_score, never)
     assert result.split is None and result.histogram_updates == 0
 
 

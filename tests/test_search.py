@@ -13,15 +13,14 @@ from rebelboost.search import (
     best_split,
     best_split_per_feature,
     build_histogram,
-    partition_rows,
     rebel_score,
     sign_cost_score,
 )
+from rebelboost.search.columns import HistogramPool
 from rebelboost.search.histogram import (
-    HistogramPool,
     accumulate_histogram,
     fill_default_bins,
-    node_totals,
+    row_totals,
     sparse_bins,
 )
 from rebelboost.search.splits import split_sums
@@ -150,31 +149,8 @@ def test_sparse_histogram_equals_reference_and_its_increments(seed, n_blocks, n_
     accumulate_histogram(bins, rows, row_channels, cut, len(rows), np.arange(bins.shape[1]),
                          pieces, sparse)
     fill_default_bins(pieces, np.arange(bins.shape[1]), sparse.default_bin,
-                      node_totals(row_channels))
+                      row_totals(row_channels))
     np.testing.assert_array_equal(pieces, hist)
-
-
-@FAST
-@given(binned_problems(), st.data())
-def test_partition_and_subtraction_trick(problem, data):
-    X, channels, max_bins, rng = problem
-    binner = Binner(max_bins)
-    bins = binner.fit_transform(X)
-    n, d = X.shape
-    rows = np.sort(rng.permutation(n)[: data.draw(st.integers(0, n))]).astype(np.intp)
-    f = data.draw(st.integers(0, d - 1))
-    b = data.draw(st.integers(0, max_bins - 1))
-    missing_left = data.draw(st.booleans())
-    left, right = partition_rows(rows, bins, f, b, binner.missing_bin, missing_left)
-    col = bins[rows, f]
-    goes_left = np.where(col == binner.missing_bin, missing_left, col <= b)
-    np.testing.assert_array_equal(left, rows[goes_left])  # order kept
-    np.testing.assert_array_equal(right, rows[~goes_left])
-    parent = build_histogram(bins, channels, rows, binner.n_bins_total)
-    for child, sibling in ((left, right), (right, left)):
-        direct = build_histogram(bins, channels, sibling, binner.n_bins_total)
-        by_subtraction = parent - build_histogram(bins, channels, child, binner.n_bins_total)
-        assert_allclose(by_subtraction, direct, rtol=1e-10, atol=1e-12)
 
 
 # --------------------------------------------------------------------- split search
@@ -235,7 +211,7 @@ def test_stump_search_equals_brute_force(problem, cost_layer):
     bins = binner.fit_transform(X)
     hist = build_histogram(bins, channels, np.arange(X.shape[0], dtype=np.intp),
                            binner.n_bins_total)
-    args = (hist, binner.n_value_bins_, binner.has_missing_, binner.missing_bin, score)
+    args = (hist, binner.layout, score)
     expected = _brute_force(X, channels, binner, np_score)
     scale = channels.sum() + 1e-300
 
@@ -270,12 +246,10 @@ def test_ties_go_to_the_lowest_feature_then_bin():
     binner = Binner(255)
     bins = binner.fit_transform(X)
     hist = build_histogram(bins, channels, np.arange(60, dtype=np.intp), binner.n_bins_total)
-    scores, _, _ = best_split_per_feature(hist, binner.n_value_bins_, binner.has_missing_,
-                                          binner.missing_bin, rebel_score)
+    scores, _, _ = best_split_per_feature(hist, binner.layout, rebel_score)
     assert scores[0] == np.inf  # a constant feature has no split
     assert scores[1] == scores[2] == scores[3]  # identical histograms score bit for bit alike
-    split = best_split(hist, binner.n_value_bins_, binner.has_missing_, binner.missing_bin,
-                       rebel_score)
+    split = best_split(hist, binner.layout, rebel_score)
     assert (split.feature, split.bin, split.missing_left) == (1, 1, False)
     assert split.score == pytest.approx(0.0, abs=1e-12)  # a perfect split
 
@@ -285,8 +259,7 @@ def test_ties_go_to_the_lowest_feature_then_bin():
     binner = Binner(255)
     bins = binner.fit_transform(x[:, None])
     hist = build_histogram(bins, w, np.arange(4, dtype=np.intp), binner.n_bins_total)
-    split = best_split(hist, binner.n_value_bins_, binner.has_missing_, binner.missing_bin,
-                       sign_cost_score)
+    split = best_split(hist, binner.layout, sign_cost_score)
     assert (split.bin, split.score) == (0, 1.0)  # bins 0 and 2 both cost 1
 
 
@@ -297,8 +270,7 @@ def test_missing_right_is_tried_before_missing_left():
     binner = Binner(255)
     bins = binner.fit_transform(X)
     hist = build_histogram(bins, channels, np.arange(4, dtype=np.intp), binner.n_bins_total)
-    split = best_split(hist, binner.n_value_bins_, binner.has_missing_, binner.missing_bin,
-                       sign_cost_score)
+    split = best_split(hist, binner.layout, sign_cost_score)
     assert (split.bin, split.missing_left, split.score) == (1, False, 0.0)
 
 
@@ -308,8 +280,7 @@ def test_no_feature_can_split():
     bins = binner.fit_transform(X)
     hist = build_histogram(bins, np.ones((10, 4)), np.arange(10, dtype=np.intp),
                            binner.n_bins_total)
-    assert best_split(hist, binner.n_value_bins_, binner.has_missing_, binner.missing_bin,
-                      rebel_score) is None
+    assert best_split(hist, binner.layout, rebel_score) is None
 
 
 def test_rebel_score_is_half_the_step_loss():

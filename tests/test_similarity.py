@@ -7,11 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rebelboost.learners.similarity import (
-    ONE_POINT,
-    TWO_POINT,
+from rebelboost.learners.similarity import ONE_POINT, TWO_POINT, SimilarityArrays
+from rebelboost.learners.similarity_search import (
     Candidate,
-    SimilarityArrays,
     binarize,
     bound_loss,
     fit_follow_up,
@@ -243,7 +241,7 @@ def test_target_loss_auto_stops_below_one_over_n():
 @given(seed=st.integers(0, 10_000), batch=st.sampled_from([0.01, 1.5, 10.0]),
        grid=st.booleans())
 def test_batched_two_point_candidates_equal_the_one_at_a_time_loop(seed, batch, grid):
-    from rebelboost.learners.similarity import two_point_candidates
+    from rebelboost.learners.similarity_search import two_point_candidates
 
     rng = np.random.default_rng(seed)
     n = 80

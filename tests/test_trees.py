@@ -12,6 +12,7 @@ from rebelboost.binning import Binner
 from rebelboost.datasets.synthetic import make_spiral
 from rebelboost.learners import constant_learner, grow_rebel_tree
 from rebelboost.losses.rebel import RebelLoss
+from rebelboost.search.binned import BinnedData
 
 FAST = settings(max_examples=30, deadline=None)
 
@@ -54,7 +55,7 @@ def test_each_layer_never_raises_the_loss(problem):
     total = float(channels.sum())  # the loss of no step (a = 0), in the channels' scale
     bias = constant_learner(channels.sum(axis=0), X.shape[0], 1)
     assert bias.loss <= total * (1 + 1e-12)
-    learners = [grow_rebel_tree(bins, channels, binner, depth) for depth in (1, 2, 3)]
+    learners = [grow_rebel_tree(BinnedData(binner, bins), channels, depth) for depth in (1, 2, 3)]
     if learners[0] is None:
         assert all(lr is None for lr in learners)
         return
@@ -85,8 +86,8 @@ def test_layers_strictly_help_on_xor():
     loss = RebelLoss(1.0 - np.eye(2), y, np.ones(200))
     channels, _ = loss.weights(np.zeros((200, 2)))
     binner = Binner(255)
-    bins = binner.fit_transform(X)
-    stump, tree2, tree3 = (grow_rebel_tree(bins, channels, binner, depth) for depth in (1, 2, 3))
+    data = BinnedData(binner, binner.fit_transform(X))
+    stump, tree2, tree3 = (grow_rebel_tree(data, channels, depth) for depth in (1, 2, 3))
     total = channels.sum()
     assert stump.loss > 0.9 * total
     assert tree2.loss < 0.8 * stump.loss
@@ -99,7 +100,7 @@ def test_no_split_possible_returns_none():
     bins = binner.fit_transform(X)
     channels = np.random.default_rng(0).exponential(size=(10, 6))
     for depth in (1, 3):
-        assert grow_rebel_tree(bins, channels, binner, depth) is None
+        assert grow_rebel_tree(BinnedData(binner, bins), channels, depth) is None
 
 
 def test_deeper_trees_reach_lower_training_loss_than_stumps():

@@ -1,15 +1,36 @@
-"""rebelboost: multi-class, cost-sensitive boosting that is accurate, fast and white-box."""
+"""rebelboost: multi-class, cost-sensitive boosting that is accurate, fast and white-box.
+
+The estimators and functions below are imported on first use, so that ``rebelboost --help``
+does not pay for scikit-learn and numba.
+"""
+
+import os
+from importlib import import_module
+from typing import TYPE_CHECKING
 
 from ._version import __version__
-from .ensemble import (
-    AdaBoostMHClassifier,
-    MCBoostClassifier,
-    OneVsAllAdaBoostClassifier,
-    RebelClassifier,
-    load_model,
-)
-from .metrics import mean_cost
 
+# Idle OpenMP threads must not spin (rebelboost.parallel says why); read when libgomp loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+if TYPE_CHECKING:
+    from .ensemble import (
+        AdaBoostMHClassifier,
+        MCBoostClassifier,
+        OneVsAllAdaBoostClassifier,
+        RebelClassifier,
+        load_model,
+    )
+    from .metrics import mean_cost
+
+_HOMES = {
+    "AdaBoostMHClassifier": ".ensemble",
+    "MCBoostClassifier": ".ensemble",
+    "OneVsAllAdaBoostClassifier": ".ensemble",
+    "RebelClassifier": ".ensemble",
+    "load_model": ".ensemble",
+    "mean_cost": ".metrics",
+}
 __all__ = [
     "AdaBoostMHClassifier",
     "MCBoostClassifier",
@@ -19,3 +40,15 @@ __all__ = [
     "load_model",
     "mean_cost",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(_HOMES[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

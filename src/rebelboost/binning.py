@@ -8,10 +8,23 @@ trees learn on bins but store raw thresholds, so prediction never bins. The last
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
+from .parallel import numba_threads
+
 MAX_BINS_LIMIT = 255
+
+
+class BinLayout(NamedTuple):
+    """What a split search must know about the bins of a fitted :class:`Binner`."""
+
+    n_value_bins: np.ndarray  # (n_features,) int32: value bins holding training rows
+    has_missing: np.ndarray  # (n_features,) bool: the feature had NaN in training
+    missing_bin: int  # the bin code of NaN
+    n_bins_total: int  # histogram length per feature
 
 
 class Binner:
@@ -45,6 +58,12 @@ class Binner:
         """Histogram length per feature: value bins plus the missing bin."""
         return self.max_bins + 1
 
+    @property
+    def layout(self) -> BinLayout:
+        """The fitted bins' :class:`BinLayout`."""
+        return BinLayout(self.n_value_bins_, self.has_missing_, self.missing_bin,
+                         self.n_bins_total)
+
     def fit(self, X: np.ndarray) -> Binner:
         X = np.asarray(X, dtype=np.float64)
         # From all rows, not the subsample: the split search must know every bin that holds
@@ -71,7 +90,8 @@ class Binner:
         table = np.full((len(counts), max(int(counts.max(initial=0)), 1)), np.inf)
         for j, thr in enumerate(self.thresholds_):
             table[j, : len(thr)] = thr
-        _bin_rows(X, table, counts, self.missing_bin, out)
+        with numba_threads(None):  # a fit's n_jobs, else the CPUs this process may use
+            _bin_rows(X, table, counts, self.missing_bin, out)
         return out
 
     def fit_transform(self, X: np.ndarray) -> np.ndarray:

@@ -35,20 +35,24 @@ Callback = Callable[[IterationInfo], "bool | None"]
 
 
 class EarlyStopping:
-    """Stop when the validation loss has not improved by ``tol`` (relative) for ``patience``
-    iterations; ``best_iteration`` is the number of iterations to keep."""
+    """Stop when the validation ``metric`` ('loss' or 'cost') has not improved by ``tol``
+    (relative) for ``patience`` iterations; ``best_iteration`` is the number to keep."""
 
-    def __init__(self, patience: int, tol: float = 0.0):
+    def __init__(self, patience: int, tol: float = 0.0, metric: str = "loss"):
+        if metric not in ("loss", "cost"):
+            raise ValueError(f"metric must be 'loss' or 'cost', got {metric!r}")
         self.patience = patience
         self.tol = tol
+        self.metric = metric
         self.best_iteration = 0
         self.best_loss = float("inf")
 
     def __call__(self, info: IterationInfo) -> bool:
-        if info.validation_loss is None:
-            raise ValueError("early stopping needs a validation loss")
-        if info.validation_loss < self.best_loss * (1 - self.tol):
-            self.best_iteration, self.best_loss = info.iteration, info.validation_loss
+        value = info.validation_loss if self.metric == "loss" else info.validation_cost
+        if value is None:
+            raise ValueError(f"early stopping needs a validation {self.metric}")
+        if value < self.best_loss * (1 - self.tol):
+            self.best_iteration, self.best_loss = info.iteration, value
         if self.best_iteration == 0:  # NaN or infinite losses: keep at least one iteration
             self.best_iteration = info.iteration
         return info.iteration - self.best_iteration >= self.patience

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from numbers import Number
+
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, validate_data
@@ -14,10 +16,14 @@ def check_fit_input(estimator, X, y, sample_weight):
     NaN but not infinity; weights must be non-negative with a positive sum.
     """
     estimator._validate_params()
-    X, y = validate_data(
-        estimator, X, y, dtype=np.float64, ensure_all_finite="allow-nan", y_numeric=False,
-        ensure_min_samples=2,
-    )
+    try:
+        X, y = validate_data(
+            estimator, X, y, dtype=np.float64, ensure_all_finite="allow-nan", y_numeric=False,
+            ensure_min_samples=2,
+        )
+    except ValueError as exc:
+        _name_text_columns(X, exc)
+        raise
     estimator.classes_, codes = check_labels(y)
     sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
     if (sample_weight < 0).any():
@@ -27,8 +33,50 @@ def check_fit_input(estimator, X, y, sample_weight):
     return X, codes, sample_weight
 
 
+def check_predict_input(estimator, X) -> np.ndarray:
+    """Validated float64 X for prediction: the fitted features (by name when fitted with
+    names), NaN allowed, no infinity, text columns named."""
+    try:
+        return validate_data(estimator, X, dtype=np.float64, ensure_all_finite="allow-nan",
+                             reset=False)
+    except ValueError as exc:
+        _name_text_columns(X, exc)
+        raise
+
+
+def _name_text_columns(X, exc: ValueError) -> None:
+    """Raise a ValueError naming the columns of X that are not numbers, if that caused ``exc``
+    (or saying that a DataFrame X has no columns at all)."""
+    if hasattr(X, "columns") and len(X.columns) == 0:
+        raise ValueError(f"X has no feature columns (a DataFrame of shape {X.shape})") from None
+    if "could not convert" not in str(exc):
+        return
+    if hasattr(X, "columns"):
+        columns = [(name, X[name].to_numpy()) for name in X.columns]
+        what = "X columns {} are not numeric"
+    else:
+        X = np.asarray(X, dtype=object)
+        if X.ndim != 2:
+            return
+        columns = list(enumerate(X.T))
+        what = "X columns {} (0-based) are not numeric"
+    bad = []
+    for name, values in columns:
+        try:
+            np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            bad.append(name)
+    if bad:
+        raise ValueError(what.format(bad) + "; encode them as numbers first (or drop them)") \
+            from None
+
+
 def check_labels(y) -> tuple[np.ndarray, np.ndarray]:
-    """Encode labels to 0..K-1; return (classes, codes). Needs at least two classes."""
+    """Encode labels to 0..K-1; return (classes, codes). Needs at least two classes.
+
+    All-string labels (also from pandas object, string or categorical columns) come back as a
+    numpy string array, which model files can store.
+    """
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.ravel()
@@ -36,8 +84,15 @@ def check_labels(y) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"y must be 1-D (one label per sample), got shape {y.shape}")
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("y contains NaN or infinity; every sample needs a class label")
-    if y.dtype == object and any(v is None for v in y):
-        raise ValueError("y contains None; every sample needs a class label")
+    if y.dtype == object:
+        y = _object_labels(y)
+    if y.dtype.kind == "f" and not np.array_equal(y, np.round(y)):
+        fraction = float(y[y != np.round(y)][0])
+        raise ValueError(
+            f"Unknown label type: y holds fractional float labels (such as {fraction!r}), which "
+            "scikit-learn reads as a regression target; pass class labels as integers or "
+            "strings (for example y.astype(str))"
+        )
     check_classification_targets(y)
     classes, codes = np.unique(y, return_inverse=True)
     if len(classes) < 2:
@@ -47,14 +102,44 @@ def check_labels(y) -> tuple[np.ndarray, np.ndarray]:
     return classes, codes.astype(np.intp)
 
 
-def check_cost_matrix(cost_matrix, n_classes: int) -> np.ndarray:
+def _object_labels(y: np.ndarray) -> np.ndarray:
+    """Labels of an object array: strings as a str array; refuse None, NaN and mixed types."""
+    examples = {}
+    for v in y:
+        if v is None:
+            raise ValueError("y contains None; every sample needs a class label")
+        kind = ("str" if isinstance(v, str) else "number" if isinstance(v, Number | np.bool_)
+                else type(v).__name__)
+        examples.setdefault(kind, v)
+    if examples.keys() == {"str"}:
+        return y.astype(str)
+    if examples.keys() == {"number"}:
+        values = np.asarray(y.tolist())
+        if values.dtype.kind == "f" and not np.isfinite(values).all():
+            raise ValueError("y contains NaN or infinity; every sample needs a class label")
+        return values
+    if len(examples) == 1:
+        return y
+    raise ValueError(
+        "y mixes label types (" + ", ".join(f"{k} such as {v!r}" for k, v in examples.items())
+        + "); use one type for every label, for example y.astype(str)"
+    )
+
+
+def check_cost_matrix(cost_matrix, n_classes: int, classes=None) -> np.ndarray:
     """Validated K x K float cost matrix; ``None`` means the cost-neutral ``1 - I``.
 
-    Rows are true classes and columns predicted classes, both in the order of ``classes_``.
+    Rows are true classes and columns predicted classes, both in the order of ``classes_``. A
+    pandas DataFrame whose index or columns carry labels is reordered to ``classes`` by them
+    (an unlabelled axis follows the labelled one); labels that are not the classes are refused.
     """
     if cost_matrix is None:
         return 1.0 - np.eye(n_classes)
+    rows = columns = None
     if hasattr(cost_matrix, "to_numpy"):
+        if hasattr(cost_matrix, "columns"):
+            rows, columns = (_labels(axis, n_classes) for axis in (cost_matrix.index,
+                                                                  cost_matrix.columns))
         cost_matrix = cost_matrix.to_numpy()
     try:
         cost = np.asarray(cost_matrix, dtype=np.float64)
@@ -65,6 +150,9 @@ def check_cost_matrix(cost_matrix, n_classes: int) -> np.ndarray:
             f"cost_matrix must have shape ({n_classes}, {n_classes}) for {n_classes} classes, "
             f"got {cost.shape}"
         )
+    if (rows is not None or columns is not None) and classes is not None:
+        cost = order_by_labels(cost, rows, columns, np.asarray(classes).tolist(),
+                               "cost_matrix")
     if not np.isfinite(cost).all():
         raise ValueError("cost_matrix contains NaN or infinity")
     if (cost < 0).any():
@@ -78,3 +166,30 @@ def check_cost_matrix(cost_matrix, n_classes: int) -> np.ndarray:
             "positive cost of being misclassified"
         )
     return cost
+
+
+def _labels(axis, n: int) -> list | None:
+    """The labels of a DataFrame axis, or None for pandas' default positions 0..n-1."""
+    import pandas as pd
+
+    if isinstance(axis, pd.RangeIndex) and axis.equals(pd.RangeIndex(n)):
+        return None
+    return axis.tolist()
+
+
+def order_by_labels(cost: np.ndarray, rows: list | None, columns: list | None, classes: list,
+                    what: str) -> np.ndarray:
+    """``cost`` with its rows and columns put in the order of ``classes``, by their labels.
+
+    ``rows`` or ``columns`` may be None: that axis then carries the other axis's labels.
+    """
+    order = []
+    for axis, given in (("rows", rows if rows is not None else columns),
+                        ("columns", columns if columns is not None else rows)):
+        if len(given) != len(set(given)) or set(given) != set(classes):
+            raise ValueError(
+                f"{what}: the labels of its {axis} {given} do not match the classes {classes} "
+                "(each class once)"
+            )
+        order.append([given.index(c) for c in classes])
+    return cost[np.ix_(order[0], order[1])]

@@ -3,17 +3,19 @@
 Data files are CSV, Parquet or ``.npz`` (see :mod:`.tables`); models are the JSON files of
 :mod:`rebelboost.io`. Bad input ends in one ``Error: ...`` line and exit status 1: the library's
 ``ValueError`` and ``OSError`` about user input are converted where the commands call it.
+numpy, pandas and the library are imported inside the commands, so that ``--help`` is quick.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from pathlib import Path
 
 import click
-import numpy as np
 
 from .tables import existing_file, features, labels, one_line, read_cost_matrix, read_table
 
@@ -27,8 +29,34 @@ def _library_errors(what: str) -> Iterator[None]:
     """Report the library's complaints about user input as one line: '<what>: <message>'."""
     try:
         yield
+    except BrokenPipeError:
+        raise  # the reader of standard output has gone: the group ends quietly
     except (ValueError, OSError) as exc:
         raise click.ClickException(f"{what}: {one_line(exc)}") from None
+
+
+@contextmanager
+def _replacing(path: str) -> Iterator[Path]:
+    """A temporary file beside ``path``, renamed to ``path`` when the block succeeds.
+
+    Made before the block runs, so an unwritable ``path`` fails before any work is done; on
+    failure (or Ctrl-C) it is removed and ``path`` is left as it was.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise click.ClickException(f"cannot write {path!r}: it is a folder")
+    if not target.parent.is_dir():
+        raise click.ClickException(f"cannot write {path!r}: no folder {str(target.parent)!r}")
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp{target.suffix}")
+    try:
+        temporary.open("xb").close()
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {path!r}: {exc.strerror}") from None
+    try:
+        yield temporary
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _load(path: str):
@@ -44,6 +72,11 @@ def _model_input(model, table, target: str | None = None):
     """The columns of ``table`` the model reads, matched by name when it knows the names."""
     return features(table, target=target, names=getattr(model, "feature_names_in_", None),
                     n_features=model.n_features_in_)
+
+
+TARGET_TO_DROP = click.option(
+    "--target", "-t", help="Column holding the labels, left out (CSV and Parquet; needed only "
+    "for models fitted without column names, such as from .npz files).")
 
 
 @click.command(epilog=DATA_HELP + " For npz files the arrays X and y (or X_train and y_train) "
@@ -78,6 +111,8 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
         validation_fraction: float | None, n_iter_no_change: int | None,
         random_state: int | None, n_jobs: int | None, quiet: bool) -> None:
     """Train a REBEL model on DATA and write it to --model-out."""
+    import numpy as np
+
     from .. import RebelClassifier, mean_cost
     from ..callbacks import IterationInfo
     from .progress import ProgressBar
@@ -99,12 +134,13 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
 
     history: list[IterationInfo] = []
     bar = None if quiet else ProgressBar("error" if cost_matrix is None else "cost")
-    start = time.perf_counter()
-    with _library_errors(f"cannot fit {data!r}"), bar or nullcontext():
-        model.fit(X, y, callbacks=[history.append, *([bar] if bar else [])])
-    seconds = time.perf_counter() - start
-    with _library_errors(f"cannot write {model_out!r}"):
-        model.save(model_out)
+    with _replacing(model_out) as temporary:  # checks that model_out can be written
+        start = time.perf_counter()
+        with _library_errors(f"cannot fit {data!r}"), bar or nullcontext():
+            model.fit(X, y, callbacks=[history.append, *([bar] if bar else [])])
+        seconds = time.perf_counter() - start
+        with _library_errors(f"cannot write {model_out!r}"):
+            model.save(temporary)
     if quiet:
         return
 
@@ -138,8 +174,14 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
 @click.option("--expected-cost", is_flag=True,
               help="Add a column expected_cost_<class> per class: the expected cost of "
               "predicting that class.")
-def predict(model_path: str, data: str, out: str, proba: bool, expected_cost: bool) -> None:
-    """Predict the class of every row of DATA with the model in MODEL; write a CSV."""
+@TARGET_TO_DROP
+def predict(model_path: str, data: str, out: str, proba: bool, expected_cost: bool,
+            target: str | None) -> None:
+    """Predict the class of every row of DATA with the model in MODEL; write a CSV.
+
+    Values below 1e-300 are written as 0 (the model's probabilities are floored at float64's
+    smallest normal number, 2.2e-308, which is no information)."""
+    import numpy as np
     import pandas as pd
 
     model = _load(model_path)
@@ -150,12 +192,14 @@ def predict(model_path: str, data: str, out: str, proba: bool, expected_cost: bo
         if not hasattr(model, method):
             raise click.ClickException(f"a {type(model).__name__} model has no {method}")
     table = read_table(data, USE_ARRAYS)
-    X = _model_input(model, table)
+    X = _model_input(model, table, target)
     with _library_errors(f"cannot predict {data!r}"):
         columns = {"prediction": model.predict(X)}
         for prefix, method in extras:
             names = [f"{prefix}_{c}" for c in model.classes_.tolist()]
-            columns.update(zip(names, getattr(model, method)(X).T, strict=True))
+            values = getattr(model, method)(X)
+            values[np.abs(values) < 1e-300] = 0.0
+            columns.update(zip(names, values.T, strict=True))
     with _library_errors(f"cannot write {out!r}"), click.open_file(out, "w") as f:
         pd.DataFrame(columns).to_csv(f, index=False, lineterminator="\n")
     if out != "-":
@@ -170,6 +214,7 @@ def predict(model_path: str, data: str, out: str, proba: bool, expected_cost: bo
 @click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
 def evaluate(model_path: str, data: str, target: str | None, as_json: bool) -> None:
     """Error rate, mean cost, confusion matrix and per-class error of MODEL on DATA."""
+    import numpy as np
     from sklearn.metrics import confusion_matrix
 
     from .. import mean_cost
@@ -204,7 +249,7 @@ def evaluate(model_path: str, data: str, target: str | None, as_json: bool) -> N
         return
     click.echo(f"rows        {result['n_rows']}")
     click.echo(f"error rate  {result['error_rate']:.4f}")
-    if cost is not None:
+    if cost is not None and not np.array_equal(cost_matrix, 1 - np.eye(len(classes))):
         click.echo(f"mean cost   {cost:.4f}  (under the model's cost matrix)")
     names = [str(c) for c in classes]
     width = max(max(map(len, names)), len(str(matrix.max()))) + 2
@@ -224,8 +269,13 @@ def evaluate(model_path: str, data: str, target: str | None, as_json: bool) -> N
               help="Row of DATA to explain (0-based, not counting the header).")
 @click.option("--top", "-n", type=click.IntRange(min=1), default=10, show_default=True,
               help="Number of weak learners to list.")
-def explain(model_path: str, data: str, row: int, top: int) -> None:
-    """List the weak learners that decided MODEL's prediction for one row of DATA."""
+@TARGET_TO_DROP
+def explain(model_path: str, data: str, row: int, top: int, target: str | None) -> None:
+    """List the weak learners that decided MODEL's prediction for one row of DATA.
+
+    Learners are numbered from 1, in the order they were added (as in the HTML report)."""
+    import numpy as np
+
     model = _load(model_path)
     if not hasattr(model, "explain"):
         raise click.ClickException(f"a {type(model).__name__} model has no explain")
@@ -234,8 +284,23 @@ def explain(model_path: str, data: str, row: int, top: int) -> None:
         raise click.ClickException(
             f"--row {row} is out of range: {data!r} has {table.n_rows} rows (0 to "
             f"{table.n_rows - 1})")
-    X = _model_input(model, table)
+    X = _model_input(model, table, target)
     x = np.asarray(X.iloc[row] if hasattr(X, "iloc") else X[row], dtype=np.float64)
     with _library_errors(f"cannot explain row {row} of {data!r}"):
         explanation = model.explain(x, top=top)
-    click.echo(f"row {row}: {explanation}")
+    click.echo(f"row {row}: {_numbered_from_one(explanation)}")
+
+
+def _numbered_from_one(explanation) -> str:
+    """An :class:`~rebelboost.explain.Explanation` as text, learners numbered from 1."""
+    e = explanation
+    lines = [
+        f"predicted {e.predicted!r} over runner-up {e.runner_up!r} by margin {e.margin:.4g} = "
+        f"the sum of every learner's term; the largest {len(e.terms)}:",
+        "  margin   learner  rule",
+        *(f"  {t.margin:+8.4f}  #{t.learner + 1:<6d} {t.rule}" for t in e.terms),
+    ]
+    top = sorted(e.feature_margins.items(), key=lambda kv: -abs(kv[1]))[:5]
+    if top:  # similarity learners read whole rows, not single features
+        lines.append("  by feature: " + ", ".join(f"{n} {v:+.3f}" for n, v in top))
+    return "\n".join(lines)

@@ -1,7 +1,8 @@
 """Input files for the model commands: data tables (CSV, Parquet, npz) and cost-matrix CSVs.
 
 Every problem with a user's file becomes one ``click.ClickException`` line naming the file and
-what is wrong with it, so that the commands never show a traceback for bad input.
+what is wrong with it, so that the commands never show a traceback for bad input. numpy and
+pandas are imported when a file is read, not with the command line.
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ import importlib.util
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import numpy as np
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CSV_SUFFIXES = (".csv", ".csv.gz")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -74,10 +78,29 @@ def read_table(path: str, npz_keys: tuple[tuple[str, str], ...]) -> Table:
 
 
 def _read_npz(p: Path, npz_keys: tuple[tuple[str, str], ...]) -> Table:
+    import numpy as np
+
+    try:
+        with p.open("rb") as f:
+            zipped = f.read(4) == b"PK\x03\x04"
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {str(p)!r}: {one_line(exc)}") from None
+    if not zipped:
+        raise click.ClickException(
+            f"{str(p)!r} is not an .npz file (not a zip archive of arrays, as numpy.savez "
+            "writes); for CSV data name it .csv")
+    key = None
     try:
         with np.load(p, allow_pickle=False) as arrays:
-            found = {key: arrays[key] for key in arrays.files}
+            found = {}
+            for key in arrays.files:
+                found[key] = arrays[key]
     except (ValueError, OSError, zipfile.BadZipFile) as exc:
+        if key is not None and "allow_pickle" in str(exc):
+            raise click.ClickException(
+                f"{str(p)!r}: array {key!r} holds Python objects (dtype object), which are not "
+                "loaded from files; save numbers, or labels as strings "
+                "(numpy.asarray(y, dtype=str))") from None
         raise click.ClickException(f"cannot read {str(p)!r}: {one_line(exc)}") from None
     for x_key, y_key in npz_keys:
         if x_key in found:
@@ -118,6 +141,8 @@ def labels(table: Table, target: str | None) -> np.ndarray:
         raise click.ClickException(
             f"target column {target!r} is not in {str(table.path)!r} "
             f"(columns: {', '.join(map(str, frame.columns))})")
+    import numpy as np
+
     column = frame[target]
     missing = np.flatnonzero(column.isna().to_numpy())
     if missing.size:
@@ -162,8 +187,15 @@ def features(table: Table, target: str | None = None, names=None, n_features: in
         if n_features is not None and X.shape[1] != n_features:
             raise click.ClickException(
                 f"{str(table.path)!r} has {X.shape[1]} feature columns; the model (fitted "
-                f"without feature names) expects {n_features}")
+                f"without feature names) expects {n_features}"
+                + ("; leave out the label column with --target" if target is None else ""))
+    if X.shape[1] == 0:
+        raise click.ClickException(
+            f"{str(table.path)!r} has no feature columns"
+            + (f" besides the target {target!r}" if target is not None else ""))
     _check_numeric(X, table.path)
+    import numpy as np
+
     return X.to_numpy(dtype=np.float64) if names is None and n_features is not None else X
 
 
@@ -202,19 +234,19 @@ def read_cost_matrix(path: str, classes: np.ndarray) -> np.ndarray:
     header, index = shape[0] == k + 1, shape[1] == k + 1
     col_labels = rows[0][int(index):] if header else None
     body = [row[int(index):] for row in rows[int(header):]]
-    row_labels = [row[0] for row in rows[int(header):]] if index else col_labels
+    row_labels = [row[0] for row in rows[int(header):]] if index else None
+    import numpy as np
+
     try:
         cost = np.array([[float(cell) for cell in row] for row in body])
     except ValueError as exc:
         raise click.ClickException(f"cost matrix {path!r}: {one_line(exc)}") from None
-    if row_labels is None:
+    if row_labels is None and col_labels is None:
         return cost
+    from ..validation import order_by_labels
+
     names = [str(c) for c in classes.tolist()]
-    order = []
-    for axis, given in (("rows", row_labels), ("columns", col_labels or row_labels)):
-        if sorted(given) != sorted(names):
-            raise click.ClickException(
-                f"cost matrix {path!r}: the labels of its {axis} {given} do not match the "
-                f"classes in the target {names}")
-        order.append([given.index(n) for n in names])
-    return cost[np.ix_(order[0], order[1])]
+    try:
+        return order_by_labels(cost, row_labels, col_labels, names, f"cost matrix {path!r}")
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None

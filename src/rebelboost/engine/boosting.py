@@ -57,7 +57,7 @@ class Validation:
     X: np.ndarray
     codes: np.ndarray
     sample_weight: np.ndarray
-    cost_matrix: np.ndarray  # for the validation cost callbacks see
+    cost_rows: np.ndarray  # (n, K) each row's cost of each prediction: the validation cost
 
 
 @dataclass
@@ -99,7 +99,8 @@ def boost(booster: Booster, n_iterations: int, n_features: int, *,
                 val_loss = booster.validation_loss(val_scores)
                 val_losses.append(val_loss)
                 predicted = np.argmax(val_scores, axis=1)
-                val_cost = float(np.average(validation.cost_matrix[validation.codes, predicted],
+                rows = np.arange(len(predicted))
+                val_cost = float(np.average(validation.cost_rows[rows, predicted],
                                             weights=validation.sample_weight))
             _report(verbose, it, train_loss[-1], val_loss)
             info = IterationInfo(it + 1, n_iterations, train_loss[-1], val_loss, val_cost,

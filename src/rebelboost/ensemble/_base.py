@@ -16,19 +16,21 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ..binning import Binner
 from ..callbacks import EarlyStopping
 from ..engine import AdditiveModel, BoostResult, boost
 from ..engine.boosting import Validation
 from ..io import corrupt, float_array, header, read_document, read_header, write_document
 from ..learners.tree import TreeArrays
-from ..validation import check_fit_input
+from ..parallel import numba_threads
+from ..validation import check_fit_input, check_predict_input
 
 # Parameters of the boosting loop, the same name and meaning in every estimator.
 LOOP_CONSTRAINTS: dict = {
     "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
+    "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+    "validation_metric": [StrOptions({"loss", "cost"})],
     "max_bins": [Interval(numbers.Integral, 2, 255, closed="both")],
     "target_loss": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither"),
                     None],
@@ -37,18 +39,25 @@ LOOP_CONSTRAINTS: dict = {
     "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
     "tol": [Interval(numbers.Real, 0, None, closed="left")],
     "random_state": ["random_state"],
-    "n_jobs": [numbers.Integral, None],
+    "n_jobs": [Interval(numbers.Integral, None, -1, closed="right"),
+               Interval(numbers.Integral, 1, None, closed="left"), None],
     "verbose": ["verbose"],
 }
 
 LOOP_PARAMETERS_DOC = """\
+    learning_rate : float, default=1.0
+        Shrinkage: every iteration's step (step vector, alpha) is multiplied by it (LightGBM's
+        ``learning_rate``). 1 takes the booster's own closed-form or line-search step.
     target_loss : 'auto', float or None, default=None
         Stop once the training loss falls below this value ('auto': ``1 / n_samples``);
         ``n_estimators`` stays the cap. Training also stops when the loss reaches 0.
     early_stopping : bool, default=False
         Hold out ``validation_fraction`` of the training set (stratified), stop when the
-        validation loss has not improved by ``tol`` (relative) for ``n_iter_no_change``
+        ``validation_metric`` has not improved by ``tol`` (relative) for ``n_iter_no_change``
         iterations, and keep the model at its best iteration.
+    validation_metric : {'loss', 'cost'}, default='loss'
+        What early stopping watches: the booster's loss on the validation split, or the mean
+        cost of its predictions there (the error rate under 0-1 costs).
     validation_fraction : float, default=0.1
     n_iter_no_change : int, default=10
     tol : float, default=1e-7
@@ -82,7 +91,7 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
 
-    def fit(self, X, y, sample_weight=None, callbacks=None):
+    def fit(self, X, y, sample_weight=None, callbacks=None, **fit_params):
         """Boost up to ``n_estimators`` iterations on (X, y).
 
         ``callbacks`` is a list of callables, each called with an
@@ -91,19 +100,21 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         """
         X, codes, sample_weight = check_fit_input(self, X, y, sample_weight)
         rng = _rng(self.random_state)
-        cost_matrix = self._cost_matrix()
+        cost_rows = self._fit_costs(X, codes, sample_weight, rng, **fit_params)
         validation = None
         if self.early_stopping:
-            X, X_val, codes, codes_val, sample_weight, w_val = _validation_split(
-                X, codes, sample_weight, self.validation_fraction, rng)
-            validation = Validation(X_val, codes_val, w_val, cost_matrix)
-        booster = self._make_booster(X, codes, sample_weight, rng, validation)
+            X, X_val, codes, codes_val, sample_weight, w_val, cost_rows, rows_val = (
+                _validation_split(X, codes, sample_weight, cost_rows, self.validation_fraction,
+                                  rng))
+            validation = Validation(X_val, codes_val, w_val, rows_val)
+        booster = self._make_booster(X, codes, sample_weight, cost_rows, rng, validation)
         target = self.target_loss
         if target == "auto":
             target = 1.0 / X.shape[0]
         result = boost(
             booster, self.n_estimators, X.shape[1], validation=validation,
-            early_stopping=EarlyStopping(self.n_iter_no_change, self.tol)
+            early_stopping=EarlyStopping(self.n_iter_no_change, self.tol,
+                                         metric=self.validation_metric)
             if validation is not None else None,
             callbacks=callbacks, target_loss=target, verbose=self.verbose, n_jobs=self.n_jobs,
             estimator=self,
@@ -121,12 +132,17 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         self.best_iteration_ = result.best_iteration
         self.feature_importances_ = result.feature_importances
 
-    def _cost_matrix(self) -> np.ndarray:
-        """The cost matrix decisions are scored with (the 0-1 cost unless a booster has one)."""
-        k = len(self.classes_)
-        return 1.0 - np.eye(k)
+    def _fit_costs(self, X, codes, sample_weight, rng) -> np.ndarray:
+        """Each training row's costs of predicting each class, (n_samples, K): what the
+        booster trains on and validation decisions are scored with (0-1 unless a booster
+        has costs)."""
+        return self._cost_matrix()[codes]
 
-    def _make_booster(self, X, codes, sample_weight, rng, validation):
+    def _cost_matrix(self) -> np.ndarray:
+        """The fitted model's cost matrix (the 0-1 cost unless a booster has one)."""
+        return 1.0 - np.eye(len(self.classes_))
+
+    def _make_booster(self, X, codes, sample_weight, cost_rows, rng, validation):
         raise NotImplementedError
 
     def _set_records(self, records: list[dict], n_kept: int, booster) -> None:
@@ -147,17 +163,23 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
                 and X.shape[1] == self.n_features_in_ and not hasattr(self, "feature_names_in_")
                 and not np.isinf(X).any()):
             return X
-        return validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan",
-                             reset=False)
+        return check_predict_input(self, X)
 
     def _scores(self, X, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Class scores ``H(x)`` of iterations ``[start, stop)``, shape (n_samples, K)."""
         X = self._check_X(X)
-        return self.model_.scores(X, start, stop)
+        with numba_threads(self.n_jobs, blas_threads=None):
+            return self.model_.scores(X, start, stop)
 
     def _staged_scores(self, X, start: int = 0, stop: int | None = None) -> Iterator[np.ndarray]:
         X = self._check_X(X)
-        return self.model_.staged_scores(X, start, stop)
+        stages = self.model_.staged_scores(X, start, stop)
+        while True:  # the thread setting holds while a stage is computed, not across yields
+            with numba_threads(self.n_jobs, blas_threads=None):
+                scores = next(stages, None)
+            if scores is None:
+                return
+            yield scores
 
     @staticmethod
     def _decision(scores: np.ndarray) -> np.ndarray:
@@ -176,16 +198,22 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
             yield self._decision(scores)
 
     def predict(self, X, *, start: int = 0, stop: int | None = None,
-                early_exit: str | None = None) -> np.ndarray:
+                early_exit=None) -> np.ndarray:
         """``classes_[argmax_k H_k(x)]`` over iterations ``[start, stop)``.
 
         ``early_exit='exact'`` stops adding a row's learners once its leading class cannot be
         overtaken by what the remaining ones can add (with a rounding margin): the same labels,
-        bit for bit, from fewer learners (tree models; similarity models evaluate in full).
-        A soft cascade from :meth:`calibrate_cascade` stops rows sooner, approximately.
+        bit for bit, from fewer learners (tree models deciding by argmax; others evaluate in
+        full). A soft cascade from :meth:`calibrate_cascade` stops rows sooner, approximately.
         """
+        if early_exit is None or not self._decides_by_argmax():
+            if early_exit not in (None, "exact"):
+                raise ValueError("soft cascades need a model that decides by the largest score")
+            scores = self._scores(X, start, stop)
+            return self.classes_[self._decide(scores)]
         X = self._check_X(X)
-        codes, _ = self.model_.predict_codes(X, start, stop, early_exit)
+        with numba_threads(self.n_jobs, blas_threads=None):
+            codes, _ = self.model_.predict_codes(X, start, stop, early_exit)
         return self.classes_[codes]
 
     def calibrate_cascade(self, X, keep: float = 0.995, *, start: int = 0,
@@ -194,11 +222,21 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         on the lead over the runner-up every ``check_every`` learners, set on held-out rows
         ``X`` so that at least ``keep`` of the full model's decisions there stay the same (tree
         models; on new rows the kept fraction is measured, not promised)."""
-        return self.model_.calibrate_cascade(self._check_X(X), keep, start, stop, check_every)
+        X = self._check_X(X)
+        with numba_threads(self.n_jobs, blas_threads=None):
+            return self.model_.calibrate_cascade(X, keep, start, stop, check_every)
 
     def staged_predict(self, X, *, start: int = 0, stop: int | None = None) -> Iterator:
         for scores in self._staged_scores(X, start, stop):
-            yield self.classes_[np.argmax(scores, axis=1)]
+            yield self.classes_[self._decide(scores)]
+
+    def _decide(self, scores: np.ndarray) -> np.ndarray:
+        """Class codes predicted from class scores (the largest score)."""
+        return np.argmax(scores, axis=1)
+
+    def _decides_by_argmax(self) -> bool:
+        """Whether :meth:`_decide` is ``argmax`` (what early exits assume)."""
+        return True
 
     @property
     def trees_(self) -> TreeArrays:
@@ -323,27 +361,22 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         return cls.from_dict(doc)
 
 
-def bin_training_data(X, sample_weight, max_bins: int, rng):
-    """Binner fitted on the rows that count (a zero weight equals removal), and the bins."""
-    binner = Binner(max_bins, random_state=rng.randint(2**31))
-    return binner, binner.fit(X[sample_weight > 0]).transform(X)
-
-
 def _rng(random_state) -> np.random.RandomState:
     if isinstance(random_state, np.random.RandomState):
         return np.random.RandomState(random_state.randint(2**31))
     return np.random.RandomState(random_state)
 
 
-def _validation_split(X, codes, sample_weight, fraction, rng):
+def _validation_split(X, codes, sample_weight, cost_rows, fraction, rng):
     counts = np.bincount(codes)
     n_val = int(np.ceil(fraction * len(codes)))
     stratify = codes if counts.min() >= 2 and n_val >= len(counts) else None
-    X, X_val, codes, codes_val, w, w_val = train_test_split(
-        X, codes, sample_weight, test_size=fraction, stratify=stratify, random_state=rng,
+    X, X_val, codes, codes_val, w, w_val, rows, rows_val = train_test_split(
+        X, codes, sample_weight, cost_rows, test_size=fraction, stratify=stratify,
+        random_state=rng,
     )
     if len(np.unique(codes)) < 2:
         raise ValueError("the validation split left fewer than 2 classes for training")
     if w_val.sum() <= 0:
         raise ValueError("the validation split has zero total sample weight")
-    return X, X_val, codes, codes_val, w, w_val
+    return X, X_val, codes, codes_val, w, w_val, rows, rows_val

@@ -18,7 +18,8 @@ from ..io import corrupt, float_array
 from ..learners.hamming_tree import factorized_learner, unfactorized_learners
 from ..learners.tree import TreeArrays
 from ..losses.adaboost_mh import AdaBoostMHLoss
-from ._base import LOOP_CONSTRAINTS, BoostedClassifier, bin_training_data, document_loop
+from ..search.binned import BinnedData
+from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
 
 
 @document_loop
@@ -72,17 +73,19 @@ class AdaBoostMHClassifier(BoostedClassifier):
 
     def __init__(self, n_estimators: int = 100, *, weak_learner: str = "stump",
                  max_depth: int = 2, factorized: bool = True, max_bins: int = 255,
-                 target_loss=None, early_stopping: bool = False,
-                 validation_fraction: float = 0.1, n_iter_no_change: int = 10,
-                 tol: float = 1e-7, random_state=None, n_jobs: int | None = None,
-                 verbose: int = 0):
+                 learning_rate: float = 1.0, target_loss=None, early_stopping: bool = False,
+                 validation_metric: str = "loss", validation_fraction: float = 0.1,
+                 n_iter_no_change: int = 10, tol: float = 1e-7, random_state=None,
+                 n_jobs: int | None = None, verbose: int = 0):
         self.n_estimators = n_estimators
         self.weak_learner = weak_learner
         self.max_depth = max_depth
         self.factorized = factorized
         self.max_bins = max_bins
+        self.learning_rate = learning_rate
         self.target_loss = target_loss
         self.early_stopping = early_stopping
+        self.validation_metric = validation_metric
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
@@ -90,11 +93,11 @@ class AdaBoostMHClassifier(BoostedClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _make_booster(self, X, codes, sample_weight, rng, validation):
+    def _make_booster(self, X, codes, sample_weight, cost_rows, rng, validation):
         depth = 1 if self.weak_learner == "stump" else int(self.max_depth)
-        binner, bins = bin_training_data(X, sample_weight, self.max_bins, rng)
-        return _MHBooster(bins, binner, codes, len(self.classes_), sample_weight, depth,
-                          self.factorized, validation)
+        data = BinnedData.fit(X, sample_weight, self.max_bins, rng.randint(2**31))
+        return _MHBooster(data, codes, len(self.classes_), sample_weight, depth,
+                          self.factorized, validation, self.learning_rate)
 
     def _set_records(self, records, n_kept, booster) -> None:
         k = len(self.classes_)
@@ -118,8 +121,10 @@ class _MHBooster:
 
     blas_threads = 1
 
-    def __init__(self, bins, binner, codes, k, sample_weight, depth, factorized, validation):
-        self.bins, self.binner, self.depth, self.factorized = bins, binner, depth, factorized
+    def __init__(self, data, codes, k, sample_weight, depth, factorized, validation,
+                 learning_rate):
+        self.data, self.depth, self.factorized = data, depth, factorized
+        self.learning_rate = learning_rate
         self.loss = AdaBoostMHLoss(codes, k, sample_weight)
         self.val_loss = (AdaBoostMHLoss(validation.codes, k, validation.sample_weight)
                          if validation is not None else None)
@@ -132,13 +137,14 @@ class _MHBooster:
         loss, k = self.loss, self.scores.shape[1]
         w = loss.weights(self.scores)
         if self.factorized:
-            learner = factorized_learner(self.bins, self.binner, loss, w, self.depth)
+            learner = factorized_learner(self.data, loss, w, self.depth)
+            learner.alpha *= self.learning_rate
             self.scores += learner.alpha * learner.phi[:, None] * learner.votes
             return Stage(learner.tree, learner.leaf_scores()[None], loss.risk(self.scores),
                          list(learner.gains),
                          {"votes": learner.votes, "alpha": learner.alpha, "edge": learner.edge})
-        class_trees, phis, alpha = unfactorized_learners(self.bins, self.binner, loss, w,
-                                                         self.depth)
+        class_trees, phis, alpha = unfactorized_learners(self.data, loss, w, self.depth)
+        alpha *= self.learning_rate
         values = np.zeros((k, 2**self.depth, k))
         gains = []
         for c, tree in enumerate(class_trees):

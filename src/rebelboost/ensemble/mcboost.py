@@ -16,11 +16,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..engine import Stage
 from ..io import corrupt, float_array, int_array
-from ..learners.greedy_tree import TreeBuilder, signed_cost_channels
-from ..learners.hamming_tree import free_sign_tree
+from ..learners.codeword_tree import codeword_tree
+from ..learners.hamming_tree import free_sign_tree, signed_cost_channels
 from ..learners.tree import TreeArrays
-from ..losses.mcboost import MCBoostLoss, codeword_score, simplex_codewords
-from ._base import LOOP_CONSTRAINTS, BoostedClassifier, bin_training_data, document_loop
+from ..losses.mcboost import MCBoostLoss, simplex_codewords
+from ..search.binned import BinnedData
+from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
 
 
 @document_loop
@@ -65,7 +66,8 @@ class MCBoostClassifier(BoostedClassifier):
     _fitted_fields = ("codewords", "components", "alphas")
 
     def __init__(self, n_estimators: int = 100, *, algorithm: str = "cd", max_depth: int = 1,
-                 max_bins: int = 255, target_loss=None, early_stopping: bool = False,
+                 max_bins: int = 255, learning_rate: float = 1.0, target_loss=None,
+                 early_stopping: bool = False, validation_metric: str = "loss",
                  validation_fraction: float = 0.1, n_iter_no_change: int = 10,
                  tol: float = 1e-7, random_state=None, n_jobs: int | None = None,
                  verbose: int = 0):
@@ -73,8 +75,10 @@ class MCBoostClassifier(BoostedClassifier):
         self.algorithm = algorithm
         self.max_depth = max_depth
         self.max_bins = max_bins
+        self.learning_rate = learning_rate
         self.target_loss = target_loss
         self.early_stopping = early_stopping
+        self.validation_metric = validation_metric
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
@@ -82,11 +86,11 @@ class MCBoostClassifier(BoostedClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _make_booster(self, X, codes, sample_weight, rng, validation):
-        binner, bins = bin_training_data(X, sample_weight, self.max_bins, rng)
+    def _make_booster(self, X, codes, sample_weight, cost_rows, rng, validation):
+        data = BinnedData.fit(X, sample_weight, self.max_bins, rng.randint(2**31))
         self.codewords_ = simplex_codewords(len(self.classes_))
-        return _MCBooster(bins, binner, codes, self.codewords_, sample_weight,
-                          int(self.max_depth), self.algorithm, validation)
+        return _MCBooster(data, codes, self.codewords_, sample_weight,
+                          int(self.max_depth), self.algorithm, validation, self.learning_rate)
 
     def _set_records(self, records, n_kept, booster) -> None:
         self.components_ = np.asarray([r["component"] for r in records[:n_kept]], np.int64)
@@ -118,9 +122,10 @@ class _MCBooster:
 
     blas_threads = 1
 
-    def __init__(self, bins, binner, codes, codewords, sample_weight, depth, algorithm,
-                 validation):
-        self.bins, self.binner, self.depth, self.algorithm = bins, binner, depth, algorithm
+    def __init__(self, data, codes, codewords, sample_weight, depth, algorithm, validation,
+                 learning_rate):
+        self.data, self.depth, self.algorithm = data, depth, algorithm
+        self.learning_rate = learning_rate
         self.codewords = codewords
         self.gram = codewords @ codewords.T
         self.loss = MCBoostLoss(codes, codewords, sample_weight)
@@ -138,15 +143,15 @@ class _MCBooster:
         if self.algorithm == "cd":
             j = iteration % (k - 1)
             channels = signed_cost_channels(grad[:, j])
-            tree, g = free_sign_tree(self.bins, self.binner, channels, self.depth)
-            alpha = loss.component_step(terms, g, j)
+            tree, g = free_sign_tree(self.data, channels, self.depth)
+            alpha = self.learning_rate * loss.component_step(terms, g, j)
             table = alpha * tree.leaf_value[0][:, None] * self.codewords[:, j][None, :]
             self.scores += alpha * g[:, None] * self.codewords[:, j][None, :]
         else:
             j = -1
-            tree, leaf_class, row_class = _codeword_tree(self.bins, self.binner, grad,
-                                                         self.codewords, self.depth)
-            alpha = loss.codeword_step(terms, row_class)
+            tree, leaf_class, row_class = codeword_tree(self.data, grad, self.codewords,
+                                                        self.depth)
+            alpha = self.learning_rate * loss.codeword_step(terms, row_class)
             table = alpha * self.gram[leaf_class]  # leaf l adds alpha <y_k, y_leaf>
             self.scores += alpha * self.gram[row_class]
         gains = [(int(f), abs(alpha)) for f in tree.features_used(0)]
@@ -158,24 +163,6 @@ class _MCBooster:
 
     def stack(self, pieces) -> TreeArrays:
         return TreeArrays.stack(pieces, self.depth)
-
-
-def _codeword_tree(bins, binner, grad, codewords, depth):
-    """Greedy tree maximising ``sum_i <g(x_i), w_i>`` with codeword leaves.
-
-    Returns the tree (leaf values = codeword class index), each leaf's class and each training
-    row's class.
-    """
-    n = bins.shape[0]
-    proj = grad @ codewords.T
-    channels = np.ascontiguousarray(np.column_stack([proj, np.linalg.norm(grad, axis=1)]))
-    builder = TreeBuilder(bins, binner, depth)
-    for _ in range(depth):
-        builder.grow_layer(channels, codeword_score)
-    leaf_class = np.array([int(np.argmax(proj[rows].sum(axis=0))) if rows.shape[0] else 0
-                           for rows in builder.leaf_rows()])
-    row_class = leaf_class[builder.leaf_index(n)]
-    return builder.tree(leaf_class.astype(np.float64)), leaf_class, row_class
 
 
 def _softmax(scores: np.ndarray) -> np.ndarray:

@@ -16,11 +16,11 @@ from sklearn.utils._param_validation import Interval
 
 from ..engine import Stage
 from ..io import corrupt, float_array
-from ..learners.greedy_tree import signed_cost_channels
-from ..learners.hamming_tree import free_sign_tree
+from ..learners.hamming_tree import free_sign_tree, signed_cost_channels
 from ..learners.tree import TreeArrays
 from ..losses.adaboost_mh import binary_alpha, sign_labels
-from ._base import LOOP_CONSTRAINTS, BoostedClassifier, bin_training_data, document_loop
+from ..search.binned import BinnedData
+from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
 
 
 @document_loop
@@ -56,15 +56,17 @@ class OneVsAllAdaBoostClassifier(BoostedClassifier):
     _fitted_fields = ("alphas", "class_train_loss")
 
     def __init__(self, n_estimators: int = 20, *, max_depth: int = 1, max_bins: int = 255,
-                 target_loss=None, early_stopping: bool = False,
-                 validation_fraction: float = 0.1, n_iter_no_change: int = 10,
-                 tol: float = 1e-7, random_state=None, n_jobs: int | None = None,
-                 verbose: int = 0):
+                 learning_rate: float = 1.0, target_loss=None, early_stopping: bool = False,
+                 validation_metric: str = "loss", validation_fraction: float = 0.1,
+                 n_iter_no_change: int = 10, tol: float = 1e-7, random_state=None,
+                 n_jobs: int | None = None, verbose: int = 0):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.max_bins = max_bins
+        self.learning_rate = learning_rate
         self.target_loss = target_loss
         self.early_stopping = early_stopping
+        self.validation_metric = validation_metric
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
@@ -72,10 +74,10 @@ class OneVsAllAdaBoostClassifier(BoostedClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _make_booster(self, X, codes, sample_weight, rng, validation):
-        binner, bins = bin_training_data(X, sample_weight, self.max_bins, rng)
-        return _OneVsAllBooster(bins, binner, codes, len(self.classes_), sample_weight,
-                                int(self.max_depth), validation)
+    def _make_booster(self, X, codes, sample_weight, cost_rows, rng, validation):
+        data = BinnedData.fit(X, sample_weight, self.max_bins, rng.randint(2**31))
+        return _OneVsAllBooster(data, codes, len(self.classes_), sample_weight,
+                                int(self.max_depth), validation, self.learning_rate)
 
     def _set_records(self, records, n_kept, booster) -> None:
         k = len(self.classes_)
@@ -117,8 +119,9 @@ class _OneVsAllBooster:
 
     blas_threads = 1
 
-    def __init__(self, bins, binner, codes, k, sample_weight, depth, validation):
-        self.bins, self.binner, self.depth = bins, binner, depth
+    def __init__(self, data, codes, k, sample_weight, depth, validation, learning_rate):
+        self.data, self.depth = data, depth
+        self.learning_rate = learning_rate
         self.losses = _ClassLosses(codes, k, sample_weight)
         self.val_losses = (_ClassLosses(validation.codes, k, validation.sample_weight)
                            if validation is not None else None)
@@ -137,9 +140,8 @@ class _OneVsAllBooster:
             w = np.exp(z[:, c] - z[:, c].max())
             w /= w.sum()
             u = w * ysign[:, c]
-            tree, phi = free_sign_tree(self.bins, self.binner, signed_cost_channels(u),
-                                       self.depth)
-            alpha = binary_alpha(float((u * phi).sum()), 1.0)
+            tree, phi = free_sign_tree(self.data, signed_cost_channels(u), self.depth)
+            alpha = self.learning_rate * binary_alpha(float((u * phi).sum()), 1.0)
             values[c, :, c] = alpha * tree.leaf_value[0]
             self.scores[:, c] += alpha * phi
             trees.append(tree)

@@ -56,6 +56,7 @@ def run(out_dir: Path, quick: bool = False, echo=print) -> ExperimentResult:
     records = []
     for (label, cost), ax in zip(cost_matrices().items(), axes.ravel(), strict=True):
         model = RebelClassifier(n_trees, weak_learner="tree", max_depth=2, cost_matrix=cost,
+                                cost_strategy="loss",  # the paper's cost-sensitive training
                                 random_state=0, n_jobs=1).fit(X, y)
         pred = model.predict(X)
         plot_decision_boundary(ax, model, X, y, resolution=resolution, margin=MARGIN,

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..binning import Binner
-from ..losses.adaboost_mh import AdaBoostMHLoss, binary_alpha, mh_stump_score, votes_and_alpha
-from ..search.splits import sign_cost_score
-from .greedy_tree import TreeBuilder, sign_leaves, signed_cost_channels
+from ..losses.adaboost_mh import AdaBoostMHLoss, binary_alpha, votes_and_alpha
+from ..search.binned import BinnedData
+from ..search.scores import mh_stump_score, sign_cost_score
+from ..search.splits import TIE_RTOL
+from .grower import LayerGrower
 from .tree import TreeArrays
 
 
@@ -43,60 +44,69 @@ class MHLearner:
         return self.alpha * self.tree.leaf_value[0][:, None] * self.votes[None, :]
 
 
-def factorized_learner(bins: np.ndarray, binner: Binner, loss: AdaBoostMHLoss, w: np.ndarray,
+def factorized_learner(data: BinnedData, loss: AdaBoostMHLoss, w: np.ndarray,
                        depth: int) -> MHLearner:
     """The best stump (depth 1) or a greedy Hamming tree for the weights ``w`` (summing to 1)."""
-    n = bins.shape[0]
-    builder = TreeBuilder(bins, binner, depth)
-    split = builder.grow_layer(loss.stump_channels(w), mh_stump_score)
+    grower = LayerGrower(data, depth)
+    split = grower.grow_layer(loss.stump_channels(w), mh_stump_score)
     signs = np.array([-1.0, 1.0]) if split else np.ones(2)
     for _ in range(1, depth):
-        phi = signs[_leaf_now(builder, n)]
+        phi = signs[grower.node_of_row - grower.first]
         votes, _, _ = votes_and_alpha(loss.classwise_edges(w, phi))
         channels = loss.fixed_vote_channels(w, votes)
-        builder.grow_layer(channels, sign_cost_score)
-        signs = sign_leaves(channels, [rows for _, rows in builder.frontier])
-    leaf_signs = signs
-    phi = leaf_signs[builder.leaf_index(n)]
+        grower.grow_layer(channels, sign_cost_score)
+        signs = sign_leaves(grower.layer_sums(channels))
+    phi = signs[grower.leaf_index()]
     edges = loss.classwise_edges(w, phi)
     votes, edge, alpha = votes_and_alpha(edges, float(w.sum()))
-    tree = builder.tree(leaf_signs)
-    return MHLearner(tree, phi, votes, edges, edge, alpha, builder.gains)
+    return MHLearner(grower.tree(signs), phi, votes, edges, edge, alpha, grower.gains)
 
 
-def unfactorized_learners(bins: np.ndarray, binner: Binner, loss: AdaBoostMHLoss,
-                          w: np.ndarray, depth: int) -> tuple[list[TreeArrays], np.ndarray, float]:
+def unfactorized_learners(data: BinnedData, loss: AdaBoostMHLoss, w: np.ndarray,
+                          depth: int) -> tuple[list[TreeArrays], np.ndarray, float]:
     """One free-sign tree per class; returns (trees, phi (n, K), alpha)."""
     n, k = w.shape
     trees, phis = [], np.empty((n, k))
     total_edge = 0.0
     for c in range(k):
         channels = signed_cost_channels(w[:, c] * loss.y[:, c])
-        tree, phi = free_sign_tree(bins, binner, channels, depth)
+        tree, phi = free_sign_tree(data, channels, depth)
         trees.append(tree)
         phis[:, c] = phi
         total_edge += float((w[:, c] * loss.y[:, c] * phi).sum())
     return trees, phis, binary_alpha(total_edge, float(w.sum()))
 
 
-def free_sign_tree(bins: np.ndarray, binner: Binner, channels: np.ndarray,
+def free_sign_tree(data: BinnedData, channels: np.ndarray,
                    depth: int) -> tuple[TreeArrays, np.ndarray]:
     """Greedy +-1 tree over two cost channels, each leaf taking its cheaper sign.
 
     Depth 1 is a stump with free leaf signs: the best of all stumps (both polarities) and both
-    constant learners. Returns the tree and its output on the training rows.
+    constant learners. Every layer has the same channels, so children's histograms come by
+    subtraction. Returns the tree and its output on the training rows.
     """
-    n = bins.shape[0]
-    builder = TreeBuilder(bins, binner, depth)
+    grower = LayerGrower(data, depth, fixed_channels=True)
     for _ in range(depth):
-        builder.grow_layer(channels, sign_cost_score)
-    signs = sign_leaves(channels, builder.leaf_rows())
-    return builder.tree(signs), signs[builder.leaf_index(n)]
+        grower.grow_layer(channels, sign_cost_score)
+    signs = sign_leaves(grower.layer_sums(channels))
+    return grower.tree(signs), signs[grower.leaf_index()]
 
 
-def _leaf_now(builder: TreeBuilder, n: int) -> np.ndarray:
-    """Index within the current frontier of every training row."""
-    out = np.zeros(n, np.intp)
-    for i, (_, rows) in enumerate(builder.frontier):
-        out[rows] = i
-    return out
+def sign_leaves(leaf_sums: np.ndarray) -> np.ndarray:
+    """Each leaf's cheaper sign from its sums of two cost channels ``(cost of +1, cost of -1)``.
+
+    Ties (and empty leaves) take +1 (the comparison of
+    :func:`~rebelboost.search.splits.is_better`, vectorised).
+    """
+    cost_plus, cost_minus = leaf_sums[:, 0], leaf_sums[:, 1]
+    return np.where(cost_minus < cost_plus * (1.0 - TIE_RTOL), -1.0, 1.0)
+
+
+def signed_cost_channels(signed: np.ndarray) -> np.ndarray:
+    """Channels ``(cost of +1, cost of -1)`` for maximising ``sum_i phi_i u_i`` over +-1 ``phi``.
+
+    Emitting +1 at ``i`` loses ``max(-u_i, 0)``, emitting -1 loses ``max(u_i, 0)``, so
+    ``sign_cost_score`` equals ``(sum |u| - edge) / 2`` with free leaf signs.
+    """
+    return np.ascontiguousarray(np.column_stack([np.maximum(-signed, 0.0),
+                                                 np.maximum(signed, 0.0)]))

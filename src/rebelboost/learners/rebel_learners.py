@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..binning import Binner
-from ..search.columns import bin_columns
-from ..search.histogram import HistogramPool, sparse_bins
+from ..search.binned import BinnedData
+from ..search.columns import HistogramPool
 from ..search.splits import is_better
 from .rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
-from .similarity import SimilarityArrays, fit_follow_up, fit_similarity, resolve_coincident
+from .similarity import SimilarityArrays, resolve_coincident, scaling_statistics
+from .similarity_search import fit_follow_up, fit_similarity
 from .tree import TreeArrays
 
 _FLOAT32_ENTRIES = 10_000_000  # training matrices this large are searched in float32
@@ -47,12 +47,10 @@ class TreeFamily:
     def __init__(self, X, codes, sample_weight, cost_matrix, options: LearnerOptions, rng):
         self.depth = options.depth
         self.quickboost = options.quickboost
-        self.binner = Binner(options.max_bins, random_state=rng.randint(2**31))
-        # Thresholds come from the samples that count, so a zero weight equals removal.
-        self.bins = self.binner.fit(X[sample_weight > 0]).transform(X)
-        self.columns = bin_columns(self.bins)
-        # QuickBoost's prefixes read rows: a row-wise copy of the sparse entries speeds them up.
-        self.sparse = sparse_bins(self.bins) if self.quickboost else None
+        # Thresholds come from the samples that count, so a zero weight equals removal;
+        # QuickBoost's prefixes also read a row-wise copy of the sparse entries.
+        self.data = BinnedData.fit(X, sample_weight, options.max_bins, rng.randint(2**31),
+                                   row_layout=self.quickboost)
         self.pool = HistogramPool()
         self.codes = codes
         self.state: dict = {}
@@ -60,9 +58,8 @@ class TreeFamily:
     def fit(self, channels) -> tuple[FittedLearner, int]:
         """The tree or the constant learner, whichever leaves the lower loss; and the work."""
         bias = constant_learner(channels.sum(axis=0), channels.shape[0], self.depth)
-        tree = grow_rebel_tree(self.bins, channels, self.binner, self.depth,
-                               quickboost=self.quickboost, columns=self.columns,
-                               sparse=self.sparse, pool=self.pool)
+        tree = grow_rebel_tree(self.data, channels, self.depth, quickboost=self.quickboost,
+                               pool=self.pool)
         work = tree.histogram_updates if tree is not None else 0
         return (bias if tree is None or is_better(bias.loss, tree.loss) else tree), work
 
@@ -81,13 +78,7 @@ class SimilarityFamily:
                 "X contains NaN; localized similarities need complete rows (impute first, or "
                 "use weak_learner='tree', which learns where missing values go)"
             )
-        if options.scaling == "standard":
-            offset, scale = X.mean(axis=0), X.std(axis=0)
-        elif options.scaling == "minmax":
-            offset, scale = X.min(axis=0), X.max(axis=0) - X.min(axis=0)
-        else:
-            offset, scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
-        self.offset, self.scale = offset, np.where(scale > 0, scale, 1.0)
+        self.offset, self.scale = scaling_statistics(X, options.scaling)
         # Large data is searched in float32: the matrix products that dominate the search then
         # move half the bytes. Coincidence and norms are taken on the very array the search
         # reads, so rows that float32 merges are treated as coincident.

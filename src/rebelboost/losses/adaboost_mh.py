@@ -12,16 +12,16 @@ For a binary ``phi`` and votes ``v``, the class-wise edges are ``gamma_l = sum_i
 
 Search channels (Appendix C on a histogram): a stump needs the K channels ``w_il y_il`` plus one
 channel ``sum_l w_il`` (the total, so the score ``W - edge`` is a non-negative loss, as the
-shared scan's tie rule wants). A Hamming-tree layer with ``v`` held fixed is an ordinary binary
-problem: emitting +1 costs ``w-_i = sum_l w_il [v_l y_il = -1]``, emitting -1 costs
-``w+_i = sum_l w_il [v_l y_il = +1]``; the engine's ``sign_cost_score`` scores it.
+shared scan's tie rule wants: ``mh_stump_score`` of :mod:`rebelboost.search.scores`). A
+Hamming-tree layer with ``v`` held fixed is an ordinary binary problem: emitting +1 costs
+``w-_i = sum_l w_il [v_l y_il = -1]``, emitting -1 costs ``w+_i = sum_l w_il [v_l y_il = +1]``;
+the engine's ``sign_cost_score`` scores it.
 """
 
 from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 # Relative smoothing of the edge: a perfect edge (gamma = W) gets a large, finite alpha. An
@@ -52,22 +52,6 @@ def binary_alpha(edge: float, total: float) -> float:
     if error < PERFECT_RTOL * total:
         error = 0.0
     return 0.5 * math.log((total + edge + eps) / (error + eps))
-
-
-@numba.njit(cache=True, nogil=True)
-def mh_stump_score(left, right):
-    """``W - sum_l |gamma_l|`` over K+1 channels ``(w y, sum_l w)``; left emits -1, right +1.
-
-    Twice the weighted Hamming error of the stump with its best votes: non-negative, lower is
-    better, and ``score(sums, 0)`` is the constant classifier's.
-    """
-    k = left.shape[0] - 1
-    total = left[k] + right[k]
-    edge = 0.0
-    for c in range(k):
-        edge += abs(right[c] - left[c])
-    out = total - edge
-    return out if out > PERFECT_RTOL * total else 0.0  # rounding of the sums is 0
 
 
 class AdaBoostMHLoss:

@@ -17,11 +17,7 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
-
-# Scores below this fraction of their total are rounding noise, taken as exactly 0.
-SNAP_RTOL = 1e-11
 
 # Largest step a line search takes (a learner that separates perfectly would want infinity).
 ALPHA_MAX = 30.0
@@ -42,26 +38,6 @@ def simplex_codewords(n_classes: int) -> np.ndarray:
         new[0, -1] = 1.0
         y = np.vstack([scaled, new])
     return y
-
-
-@numba.njit(cache=True, nogil=True)
-def codeword_score(left, right):
-    """Leaf-codeword tree split over K+1 channels ``(<y_1, w>, ..., <y_K, w>, ||w||)``.
-
-    Each side emits the codeword that maximises ``<y_k, sum w>``; the score is
-    ``sum ||w|| - max_k left_k - max_k right_k`` (non-negative as ``<y_k, w> <= ||w||``; lower
-    is better) and ``score(sums, 0)`` is the score of not splitting.
-    """
-    k = left.shape[0] - 1
-    best_l = left[0]
-    best_r = right[0]
-    for c in range(1, k):
-        best_l = max(best_l, left[c])
-        best_r = max(best_r, right[c])
-    total = left[k] + right[k]
-    out = total - best_l - best_r
-    # A difference below rounding of the sums is 0 (so split order cannot decide ties).
-    return out if out > SNAP_RTOL * total else 0.0
 
 
 class MCBoostLoss:

@@ -1,24 +1,29 @@
 """REBEL's cost-sensitive exponential loss: subcosts, weights, closed-form steps.
 
-With cost matrix ``C`` (``C[y, k]`` = cost of predicting k when the truth is y) and
-``c_n = C[y_n]``, the thesis subcosts are::
+Each sample n has a cost row ``c_n`` (``c_n[k]`` = cost of predicting k; ``C[y_n]`` for a cost
+matrix ``C``, or a row of ``sample_cost``) and subcosts ``(c+_n, c-_n)``; the loss of scores
+``H`` (n_samples x K) is the weighted mean over samples of
+``<c+_n, exp(H_n)> + <c-_n, exp(-H_n)>``. Three choices of subcosts (``M_n = max_k c_n[k]``):
 
-    c+_n = sqrt(K-1) / (2 ||c_n||) * c_n**2        c-_n = ||c_n|| / (2 sqrt(K-1)) * onehot(y_n)
+* ``'calibrated'``: ``c+ = c / 2``, ``c- = (M - c) / 2``.
+* ``'paper'`` (REBEL paper, eq. 2): ``c+ = (c - beta) / 2``, ``c- = (M - c) / 2`` with
+  ``beta = sum_k c[k] - (K-1) M`` (<= 0).
+* ``'thesis'`` (Appel's thesis): ``c+ = sqrt(K-1) / (2 ||c||) c**2``,
+  ``c- = ||c|| / (2 sqrt(K-1)) onehot(y)``.
 
-and the loss of scores ``H`` (n_samples x K) is the weighted mean over samples of
-``<c+_n, exp(H_n)> + <c-_n, exp(-H_n)>``. It upper-bounds the mean cost of ``argmax_k H_k``
-and equals ``K / 2`` at ``H = 0`` for the cost-neutral matrix ``1 - I``.
+Each upper-bounds the cost of ``argmax_k H_k`` (``c+_k exp(H_k) + c-_y exp(-H_y) >= c[k]`` when
+``H_k >= H_y``, by AM-GM). All three coincide for two classes and for ``C = 1 - I``, where the
+loss is ``K / 2`` at ``H = 0``.
 
-The surrogate is not classification-calibrated for every cost matrix: per class its
-population minimiser is ``H_k = 1/2 ln(B_k / A_k)`` (``A_k``, ``B_k`` the posterior-weighted
-means of ``c+_k`` and ``c-_k``), whose argmax is the least-risk class for two classes and for
-``C = 1 - I``, but not always otherwise (about 20% of random posteriors with |normal| K x K
-costs, K = 3..5). The REBEL paper's own subcosts (``c+ = (c - beta)/2``,
-``c- = (max c - c)/2``) are calibrated, yet measured worse: on the paper's fig. 3 protocol
-(``rebelboost reproduce cost-sensitive``) cost-sensitive REBEL beat the two-step approach in
-15 of 200 trials with them (mean test cost 0.284) against 70 of 200 with these (0.237; the
-two-step approach 0.224). Their per-sample optimum is a finite score vector, so the boosting
-chases soft targets instead of margins. We keep the thesis subcosts.
+Why the choice matters: per class the population minimiser at x is ``H_k = 1/2 ln(B_k / A_k)``
+with ``A_k = E[c+_k | x]``, ``B_k = E[c-_k | x]``. With the risk ``r_k = E[c[k] | x]`` of
+predicting k and ``A = E[M | x]``, calibrated subcosts give ``H_k = 1/2 ln((A - r_k) / r_k)``
+and the paper's ``1/2 ln((A - r_k) / (r_k - E[beta | x]))``: both strictly decreasing in
+``r_k``, so ``argmax H`` is the least-risk (Bayes) class. The thesis minimiser's argmax is
+``argmax_k p_k ||c_k|| / sum_y p_y C[y,k]**2 / ||c_y||``, which is not the least-risk class in
+general for K >= 3 (``tests/test_costs.py`` checks both claims on random draws). With
+calibrated subcosts ``r_k / A = 1 / (1 + exp(2 H_k))`` at the minimiser: the scores estimate
+each class's risk relative to the expected largest cost.
 
 Weights ``w+ = c+ exp(H)``, ``w- = c- exp(-H)`` are handed out scaled by one common factor
 (their largest entry is 1), which leaves every step and loss ratio unchanged and keeps them
@@ -37,30 +42,58 @@ from scipy.special import logsumexp
 STEP_EPS = 1e-10
 
 
-def subcosts(cost_matrix: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-sample subcost vectors ``(c+, c-)``, each (n_samples, K)."""
-    n_classes = cost_matrix.shape[0]
-    rows = cost_matrix[y]
+SUBCOSTS = ("calibrated", "paper", "thesis")
+
+
+def subcosts(
+    cost_matrix: np.ndarray | None,
+    y: np.ndarray,
+    kind: str = "thesis",
+    sample_cost: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample subcost vectors ``(c+, c-)``, each (n_samples, K).
+
+    The cost rows are ``cost_matrix[y]``, or ``sample_cost`` (n_samples x K) when given.
+    """
+    rows = np.asarray(cost_matrix)[y] if sample_cost is None else np.asarray(sample_cost, float)
+    n, n_classes = rows.shape
+    peak = rows.max(axis=1, keepdims=True)
+    if kind == "calibrated":
+        return rows / 2.0, (peak - rows) / 2.0
+    if kind == "paper":
+        # <= 0 exactly; the minimum keeps rounding from pushing c+ at the true class below 0.
+        beta = np.minimum(rows.sum(axis=1, keepdims=True) - (n_classes - 1) * peak, 0.0)
+        return (rows - beta) / 2.0, (peak - rows) / 2.0
+    if kind != "thesis":
+        raise ValueError(f"subcosts must be one of {SUBCOSTS}, got {kind!r}")
     # Scaled norms: squaring tiny (or huge) costs would underflow (overflow) to 0 (inf).
-    peak = cost_matrix.max(axis=1, keepdims=True)
-    norms = (peak * np.linalg.norm(cost_matrix / peak, axis=1, keepdims=True))[y]
+    norms = peak * np.linalg.norm(rows / peak, axis=1, keepdims=True)
     root = np.sqrt(n_classes - 1.0)
     c_plus = root / 2.0 * rows * (rows / norms)
     c_minus = np.zeros_like(c_plus)
-    c_minus[np.arange(len(y)), y] = (norms[:, 0] / (2.0 * root))
+    c_minus[np.arange(n), y] = norms[:, 0] / (2.0 * root)
     return c_plus, c_minus
 
 
-class RebelLoss:
-    """The loss of one training set; ``sample_weight`` scales each sample's subcosts."""
+_subcosts = subcosts  # RebelLoss's parameter of the same name shadows the function
 
-    def __init__(self, cost_matrix: np.ndarray, y: np.ndarray, sample_weight: np.ndarray):
-        c_plus, c_minus = subcosts(cost_matrix, y)
+
+class RebelLoss:
+    """The loss of one training set; ``sample_weight`` scales each sample's subcosts.
+
+    ``subcosts`` picks the subcosts (module docstring); ``sample_cost`` (n_samples x K), when
+    given, replaces the rows ``cost_matrix[y]``.
+    """
+
+    def __init__(self, cost_matrix: np.ndarray | None, y: np.ndarray,
+                 sample_weight: np.ndarray, subcosts: str = "thesis",
+                 sample_cost: np.ndarray | None = None):
+        c_plus, c_minus = _subcosts(cost_matrix, y, subcosts, sample_cost)
         w = sample_weight / sample_weight.sum()
         with np.errstate(divide="ignore"):
             self._log_plus = np.log(c_plus * w[:, None])
             self._log_minus = np.log(c_minus * w[:, None])
-        self.n_classes = cost_matrix.shape[0]
+        self.n_classes = c_plus.shape[1]
 
     def log_loss(self, scores: np.ndarray) -> float:
         """Natural log of the loss, exact for any size of ``scores``."""
@@ -148,3 +181,4 @@ def binary_sums(
     s_plus = plus_side[:k] + minus_side[k:]
     s_minus = plus_side[k:] + minus_side[:k]
     return s_plus, s_minus
+

@@ -1,12 +1,12 @@
 """Histograms of every node of a tree layer in one pass over a feature-major copy of the bins.
 
-REBEL grows its trees layer by layer, and every node of a layer needs a histogram of the same
-per-sample channels over its own rows. :func:`column_histograms` builds them all at once: each
-parallel task owns a block of features, walks each feature's rows in increasing index and adds a
-row's channels to the histogram of the node it belongs to (``node_of_row``), in a small private
-scratch that stays in cache. So a layer costs one pass over the data whatever its node count,
-the per-feature scratch (256 bins x channels x nodes) stays in L1/L2, and the rows' channels are
-read in increasing address order.
+Every tree learner grows layer by layer (:mod:`rebelboost.learners.grower`), and every node of
+a layer needs a histogram of the same per-sample channels over its own rows.
+:func:`column_histograms` builds them all at once: each parallel task owns a block of features,
+walks each feature's rows in increasing index and adds a row's channels to the histogram of the
+node it belongs to (``node_of_row``), in a small private scratch that stays in cache. So a layer
+costs one pass over the data whatever its node count, the per-feature scratch (256 bins x
+channels x nodes) stays in L1/L2, and the rows' channels are read in increasing address order.
 
 Storage (:class:`BinColumns`): a feature whose entries mostly sit in one "default" bin (MNIST's
 zero pixels) keeps only its other entries, as (row, bin) pairs by increasing row; the default
@@ -18,10 +18,7 @@ row index, starting from +0.0; node totals the same way. Threads split the featu
 rows, and a feature's histogram does not depend on which other features or nodes are built with
 it, so any subset of features or nodes gives the same bits as the full build. That is what lets
 QuickBoost finish its surviving features here and still pick the exhaustive search's split.
-
-On MNIST (60,000 x 784, 2 threads), measured in isolation: a 20-channel root histogram in ~28 ms
-against ~36 ms for the row-wise sparse kernel of :mod:`.histogram`, and both 2-channel nodes of a
-depth-2 layer in one ~11 ms pass against two row-wise passes of 15-23 ms each inside a fit.
+(Timings: BENCHMARKS.md, "Histogram kernels and the layer grower".)
 """
 
 from __future__ import annotations
@@ -32,7 +29,6 @@ import numba
 import numpy as np
 
 from ._intrinsics import add_row, prefetch
-from .histogram import HistogramPool
 
 # A feature is stored sparse when at most this fraction of its rows lie outside its default bin:
 # a sparse entry costs 5 bytes and a gathered read of the row's channels, a dense one 1 byte.
@@ -73,6 +69,32 @@ class BinColumns(NamedTuple):
     def cost(self) -> np.ndarray:
         """Rows each feature's pass visits (entries, or every row for a dense feature)."""
         return np.where(self.default_bin >= 0, np.diff(self.indptr), self.n_samples)
+
+
+class HistogramPool:
+    """Histogram buffers reused from one search to the next.
+
+    A fresh large array costs a page fault per 4 KiB page on first touch: on MNIST that made a
+    20-channel histogram (32 MB) take 50-100 ms in a fit against 30-35 ms into a reused buffer.
+    Each shape has one buffer, so a caller holds at most one histogram of a shape at a time.
+    """
+
+    def __init__(self) -> None:
+        self._buffers: dict[tuple[int, ...], np.ndarray] = {}
+
+    def zeros(self, shape: tuple[int, ...]) -> np.ndarray:
+        """The buffer of this shape, filled with zeros."""
+        buffer = self.empty(shape)
+        buffer.fill(0.0)
+        return buffer
+
+    def empty(self, shape: tuple[int, ...]) -> np.ndarray:
+        """The buffer of this shape, holding whatever its last user left there."""
+        shape = tuple(int(s) for s in shape)
+        buffer = self._buffers.get(shape)
+        if buffer is None:
+            buffer = self._buffers[shape] = np.zeros(shape)
+        return buffer
 
 
 def bin_columns(bins: np.ndarray, max_density: float = _SPARSE_MAX_DENSITY) -> BinColumns:

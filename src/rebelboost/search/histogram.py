@@ -1,10 +1,10 @@
-"""Per (feature, bin) sums of per-sample channels: the one kernel every split search shares.
+"""Row-wise histogram kernels: per (feature, bin) sums of per-sample channels over given rows.
 
-A booster describes its split problem as C float64 channels per sample (REBEL stumps: the 2K
-weights ``w+`` and ``w-``; fixed-``a`` tree layers: the two costs ``g+`` and ``g-``; ...). The
-histogram of a node sums those channels over the node's rows for every feature and bin; a split
-score then needs only the histogram. Children use the subtraction trick: build the smaller one,
-subtract it from the parent for the sibling.
+A booster describes its split problem as C float64 channels per sample; a node's histogram sums
+them over the node's rows for every feature and bin, and a split score needs only that. The tree
+layers build their histograms with :mod:`.columns` (one pass per layer); the kernels here add
+rows in a given order, which QuickBoost needs for its heaviest-first prefixes
+(:func:`accumulate_histogram`).
 
 Exactness: every (feature, bin, channel) sum is accumulated one row at a time, in the order the
 rows are given, starting from +0.0 (or from the value already there, for
@@ -14,30 +14,21 @@ not depend on the number of threads, the block size or which kernel variant runs
 Sparse data (:class:`SparseBins`, used when most entries sit in their feature's most frequent
 bin, as MNIST's zero pixels do): those "default" bins are not summed row by row but set to the
 node's totals minus the feature's other bins (:func:`fill_default_bins`), and the other entries
-are read row by row from a packed row-wise list, so only ~19% of MNIST's row x feature pairs are
-visited. Every search that uses the layout fills the default bins the same way, so exhaustive
-and pruned searches still agree bit for bit. On MNIST (2 threads, 20 channels) a full histogram
-takes 30-40 ms this way against 120-200 ms dense; a 2-channel tree-layer histogram over half the
-rows 6-16 ms against 40 ms (timings vary with the load of the shared machine).
+are read from a packed row-wise list. Every search that uses the layout fills the default bins
+the same way, so exhaustive and pruned searches still agree bit for bit.
 
-How the kernel is fast (measured on MNIST, 60,000 x 784 bins, 20 channels, 2 cores):
+How the kernel is fast (measurements in BENCHMARKS.md, "Histogram kernels and the layer grower"):
 
-* One parallel task per thread, each owning a contiguous block of features, streams the rows once:
-  fewer passes over the ``(N, d)`` bins and the channels matter more than anything else.
+* One parallel task per thread, each owning a contiguous block of features, streams the rows once.
 * A task accumulates into a private scratch histogram laid out ``(bin, feature, channel)``, so the
-  cells of the busy bins (bin 0 of sparse features, say) of all its features are adjacent and stay
-  in cache; the ``(feature, bin, channel)`` output layout would put them 40 KB apart. The scratch
-  is copied into the output at the end.
+  cells of the busy bins of all its features are adjacent and stay in cache.
 * The per-row channel vector is added with fixed-width SIMD loads, adds and stores
-  (``add_row``) when the channel count is a compile-time constant; numba's loop over a
-  run-time channel count compiles to vector code wrapped in trip-count checks and remainder loops,
-  about 1.6x slower here. Each channel count gets its own compiled kernel (compiled once, cached
-  on disk), so small problems (tests, tiny data) take the generic kernel and never pay for that.
+  (``add_row``) when the channel count is a compile-time constant; each channel count gets its
+  own compiled kernel (cached on disk), used only for large problems.
 * Small problems run on the calling thread: waking the thread pool costs more than they do.
 
-The previous kernel (blocks of ~12 features accumulated straight into the output) took 0.26-0.32 s
-for a full MNIST histogram with the rows in order and 0.50 s with them shuffled (heaviest first);
-this one takes 0.12 s either way (``python benchmarks/bench_core.py --kernel --datasets mnist``).
+(Over 400 lines: dense and sparse kernels, each with a parallel and a serial driver, and the
+checks of their public entry points.)
 """
 
 from __future__ import annotations
@@ -69,14 +60,6 @@ _SCRATCH_BINS = 256
 _SPARSE_MAX_DENSITY = 0.5
 # The sparse kernel prefetches the entries of the row this many rows ahead.
 _PREFETCH_ROWS = 8
-
-
-def feature_block_size(n_features: int, n_bins_total: int, n_channels: int) -> int:
-    """Features per parallel task: one task per thread, split further if its scratch is huge.
-
-    (``n_bins_total`` does not matter: a task's scratch always has room for every uint8 code.)
-    """
-    return _block_size(n_features, n_channels, numba.get_num_threads())
 
 
 def _block_size(n_features: int, n_channels: int, n_threads: int) -> int:
@@ -150,39 +133,13 @@ def sparse_bins(
     return SparseBins(default_bin, indptr, entries, int((entries & 0xFF).max(initial=0)))
 
 
-class HistogramPool:
-    """Histogram buffers reused from one search to the next.
-
-    A fresh large array costs a page fault per 4 KiB page on first touch: on MNIST that made a
-    20-channel histogram (32 MB) take 50-100 ms in a fit against 30-35 ms into a reused buffer.
-    Each shape has one buffer, so a caller holds at most one histogram of a shape at a time.
-    """
-
-    def __init__(self) -> None:
-        self._buffers: dict[tuple[int, ...], np.ndarray] = {}
-
-    def zeros(self, shape: tuple[int, ...]) -> np.ndarray:
-        """The buffer of this shape, filled with zeros."""
-        buffer = self.empty(shape)
-        buffer.fill(0.0)
-        return buffer
-
-    def empty(self, shape: tuple[int, ...]) -> np.ndarray:
-        """The buffer of this shape, holding whatever its last user left there."""
-        shape = tuple(int(s) for s in shape)
-        buffer = self._buffers.get(shape)
-        if buffer is None:
-            buffer = self._buffers[shape] = np.zeros(shape)
-        return buffer
-
-
 def build_histogram(
     bins: np.ndarray,
     channels: np.ndarray,
     rows: np.ndarray,
     n_bins_total: int,
     sparse: SparseBins | None = None,
-    pool: HistogramPool | None = None,
+    pool=None,
 ) -> np.ndarray:
     """Histogram of shape (n_features, n_bins_total, n_channels) over ``rows``.
 
@@ -190,8 +147,9 @@ def build_histogram(
     (n_samples, n_channels) float64 matrix, ``rows`` the sample indices of the node (any order;
     sums are accumulated in that order). Bin codes at or above ``n_bins_total`` are not counted.
     With ``sparse`` (:func:`sparse_bins` of ``bins``) each default bin is the node's totals
-    (:func:`node_totals`) minus the feature's other bins (:func:`fill_default_bins`). With a
-    ``pool`` the histogram is that pool's buffer (valid until the pool's next use).
+    (:func:`row_totals`) minus the feature's other bins (:func:`fill_default_bins`). With a
+    ``pool`` (a :class:`~.columns.HistogramPool`) the histogram is that pool's buffer (valid
+    until the pool's next use).
     """
     bins, channels, rows = _check(bins, channels, rows, n_bins_total)
     n_features = bins.shape[1]
@@ -203,7 +161,7 @@ def build_histogram(
         return hist
     _check_sparse(sparse, bins, n_bins_total)
     _run_sparse(sparse, channels, rows, 0, len(rows), hist, False)
-    fill_default_bins(hist, features, sparse.default_bin, node_totals(channels[rows]))
+    fill_default_bins(hist, features, sparse.default_bin, row_totals(channels[rows]))
     return hist
 
 
@@ -252,7 +210,7 @@ def accumulate_histogram(
     _run(bins, row_channels, rows, r0, r1, features, hist, True, False, skip)
 
 
-def node_totals(row_channels: np.ndarray) -> np.ndarray:
+def row_totals(row_channels: np.ndarray) -> np.ndarray:
     """Channel totals of a node's rows, summed in row order (one definition for every search)."""
     return _column_sums(np.ascontiguousarray(row_channels, dtype=np.float64))
 
@@ -471,31 +429,3 @@ def _fill_default_bins(hist, features, default_bin, totals):
                     rest[c] -= hist[f, b, c]
         for c in range(n_channels):
             hist[f, d, c] = rest[c]
-
-
-@numba.njit(cache=True, nogil=True)
-def partition_rows(rows, bins, feature, bin_threshold, missing_bin, missing_left):
-    """Split ``rows`` into (left, right) by ``bin <= bin_threshold``; missing by the flag.
-
-    Order within each side is kept, so children sum in the same order as their parent.
-    """
-    n = rows.shape[0]
-    go_left = np.empty(n, dtype=np.bool_)
-    n_left = 0
-    for r in range(n):
-        b = bins[rows[r], feature]
-        left = missing_left if b == missing_bin else b <= bin_threshold
-        go_left[r] = left
-        n_left += left
-    left_rows = np.empty(n_left, dtype=rows.dtype)
-    right_rows = np.empty(n - n_left, dtype=rows.dtype)
-    li = 0
-    ri = 0
-    for r in range(n):
-        if go_left[r]:
-            left_rows[li] = rows[r]
-            li += 1
-        else:
-            right_rows[ri] = rows[r]
-            ri += 1
-    return left_rows, right_rows

@@ -7,15 +7,10 @@ feature is dropped as soon as its bound shows it cannot beat the best *full* sco
 
 The bound. The thesis bounds a feature's full best by its best score on the prefix: for REBEL's
 score ``sum_k sqrt(s+ s-)`` (superadditive, Cauchy-Schwarz) and the sign-cost score ``min + min``
-every candidate scores at least as much on a superset of rows. We tighten it with what the prefix
-already knows about the rows not yet seen: their channel totals ``U``. Whatever sides those rows
-fall on, a REBEL term becomes ``sqrt((P + x)(M + U - x))`` for some ``0 <= x <= U`` (``U`` the
-unseen mass of the class's two channels) -- concave in ``x``, so at least
-``sqrt(P M + U min(P, M))``; a sign-cost layer adds to the left side some ``(x0, x1)`` in the box
-``[0, U0] x [0, U1]`` and the rest to the right, and the concave score is smallest at a corner of
-that box. The bound is a minimum over the candidates of these relaxations: it never decreases as
-the prefix grows and it equals the full best when every row is in. Being nearly tight when the
-unseen rows split like the seen ones, it lets a small first prefix prune most features.
+every candidate scores at least as much on a superset of rows. Each score's
+:class:`~rebelboost.search.scores.SplitScore` carries a tighter bound that also uses the unseen
+rows' channel totals (see :mod:`.scores`): it never decreases as the prefix grows and equals the
+full best when every row is in, so a small first prefix prunes most features.
 
 The bound is applied with a margin for rounding (:func:`rounding_slack`) and with the tie rule
 of :func:`~rebelboost.search.splits.pick_split` (lowest index among near-equal scores). The
@@ -31,15 +26,17 @@ each step's rows, pruned between steps; the last step's survivors are finished.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import NamedTuple
 
 import numba
 import numpy as np
 
-from .histogram import HistogramPool, SparseBins, accumulate_histogram, fill_default_bins
-from .splits import TIE_RTOL, Split, pick_split, rebel_score, scan_feature, sign_cost_score
+from ..binning import BinLayout
+from .columns import HistogramPool
+from .histogram import SparseBins, accumulate_histogram, fill_default_bins
+from .scores import SplitScore, bound_value
+from .splits import TIE_RTOL, Split, pick_split, scan_feature
 
 _UNIT_ROUNDOFF = 2.0**-53
 # Below this many row x feature updates a node runs its kernels on one thread: launching a
@@ -108,54 +105,25 @@ def _by_index(rows: np.ndarray, chunk: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return present, of_row[present]
 
 
-def rounding_slack(score, n_rows: int, n_bins_total: int, n_channels: int, mass: float) -> float:
+def rounding_slack(score: SplitScore, n_rows: int, n_bins_total: int, n_channels: int,
+                   mass: float) -> float:
     """Bound on |computed - exact| of a preliminary bound plus that of a full score.
 
     Every channel sum in a scan is a floating-point sum of at most ``n_rows + n_bins_total``
     non-negative terms (then one subtraction), so its error is below ``gamma`` times the
-    channel's mass. ``min`` is 1-Lipschitz; ``sqrt(x y)`` moves by at most
-    ``sqrt(|x'y' - xy|)``, hence the square root of ``gamma`` for the REBEL score.
+    channel's mass; the score's ``rounding`` turns that into an error of the score.
     """
+    if not score.has_bound:
+        raise TypeError(f"QuickBoost needs a bound for the {score.name} score; it has none")
     # x3: the bound also reads the unseen totals, a difference of two such sums; x3 again: a
     # default bin of sparse bins is a node total minus the other bins, each such a sum.
     gamma = 36.0 * (n_rows + n_bins_total + 4) * _UNIT_ROUNDOFF
-    if score is rebel_score:
-        error = math.sqrt(gamma * (1.0 + gamma)) + (n_channels + 4) * _UNIT_ROUNDOFF
-    elif score is sign_cost_score:
-        error = 2.0 * (gamma + 4.0 * _UNIT_ROUNDOFF)
-    else:
-        raise TypeError("QuickBoost needs a rounding bound for this score; none is known")
-    return 2.0 * error * mass * (1.0 + 1e-6)
+    return 2.0 * score.rounding(gamma, n_channels) * mass * (1.0 + 1e-6)
 
 
 @numba.njit(cache=True, nogil=True)
-def rebel_bound(left, right, unseen):
-    """Least REBEL score a candidate can reach once rows of channel totals ``unseen`` join."""
-    n_classes = left.shape[0] // 2
-    total = 0.0
-    for k in range(n_classes):
-        s_plus = max(right[k] + left[n_classes + k], 0.0)
-        s_minus = max(right[n_classes + k] + left[k], 0.0)
-        u = unseen[k] + unseen[n_classes + k]
-        total += math.sqrt(s_plus * s_minus + u * min(s_plus, s_minus))
-    return total
-
-
-@numba.njit(cache=True, nogil=True)
-def sign_cost_bound(left, right, unseen):
-    """Least sign-cost score a candidate can reach once rows of totals ``unseen`` join."""
-    best = np.inf
-    for x0 in (0.0, unseen[0]):
-        for x1 in (0.0, unseen[1]):
-            s = (min(max(left[0] + x0, 0.0), max(left[1] + x1, 0.0))
-                 + min(max(right[0] + unseen[0] - x0, 0.0), max(right[1] + unseen[1] - x1, 0.0)))
-            best = min(best, s)
-    return best
-
-
-@numba.njit(nogil=True)
-def bound_feature(hist_f, n_bins, has_missing, missing_bin, bound, unseen):
-    """Lower bound on a feature's full best score: the least ``bound`` over its candidates.
+def bound_feature(hist_f, n_bins, has_missing, missing_bin, code, unseen):
+    """Lower bound on a feature's full best score: the least bound over its candidates.
 
     The candidates are those of :func:`~rebelboost.search.splits.scan_feature`.
     """
@@ -174,26 +142,17 @@ def bound_feature(hist_f, n_bins, has_missing, missing_bin, bound, unseen):
         for c in range(n_channels):
             left[c] += hist_f[b, c]
             other[c] = total[c] - left[c]
-        best = min(best, bound(left, other, unseen))
+        best = min(best, bound_value(code, left, other, unseen))
         if has_missing:
             for c in range(n_channels):
                 side[c] = left[c] + missing[c]
                 other[c] = total[c] - side[c]
-            best = min(best, bound(side, other, unseen))
+            best = min(best, bound_value(code, side, other, unseen))
     if has_missing and n_bins >= 1:
         for c in range(n_channels):
             left[c] = total[c] - missing[c]
-        best = min(best, bound(left, missing, unseen))
+        best = min(best, bound_value(code, left, missing, unseen))
     return best
-
-
-def bound_for(score):
-    """The prefix bound that goes with a split score (QuickBoost supports these two)."""
-    if score is rebel_score:
-        return rebel_bound
-    if score is sign_cost_score:
-        return sign_cost_bound
-    raise TypeError("QuickBoost needs a prefix bound for this score; none is known")
 
 
 def prefix_schedule(channels_sorted: np.ndarray, first_mass: float, n_steps: int) -> np.ndarray:
@@ -219,11 +178,8 @@ def quickboost_split(
     bins: np.ndarray,
     channels: np.ndarray,
     rows: np.ndarray,
-    n_value_bins: np.ndarray,
-    has_missing: np.ndarray,
-    missing_bin: int,
-    n_bins_total: int,
-    score,
+    layout: BinLayout,
+    score: SplitScore,
     full_histogram: Callable[[np.ndarray], np.ndarray],
     *,
     first_mass: float = 0.9,
@@ -245,7 +201,7 @@ def quickboost_split(
     """
     rows = np.ascontiguousarray(rows, dtype=np.intp)
     n_features = bins.shape[1]
-    bound = bound_for(score)
+    n_value_bins, has_missing, missing_bin, n_bins_total = layout
     ch = np.ascontiguousarray(channels[rows])
     n_rows, n_channels = ch.shape
     slack = rounding_slack(score, n_rows, n_bins_total, n_channels, float(ch.sum()))
@@ -264,7 +220,7 @@ def quickboost_split(
     best_score = np.full(n_features, np.inf)
     best_bin = np.zeros(n_features, dtype=np.int32)
     best_ml = np.zeros(n_features, dtype=np.bool_)
-    args = (n_value_bins, has_missing, missing_bin, score)
+    args = (n_value_bins, has_missing, missing_bin, score.code)
     k = _SERIAL if n_rows * len(candidates) < SERIAL_WORK else _PARALLEL
 
     def finish(features) -> None:
@@ -279,7 +235,7 @@ def quickboost_split(
     # 1. The heaviest prefix, every feature: a bound for each.
     shape = (n_features, n_bins_total, n_channels)
     hist = np.zeros(shape) if pool is None else pool.zeros(shape)
-    bound_args = (n_value_bins, has_missing, missing_bin, bound)
+    bound_args = (n_value_bins, has_missing, missing_bin, score.code)
     if sparse is not None and k is _PARALLEL:  # the row-wise layout: all features at once
         accumulate_histogram(bins, rows, ch, 0, int(ends[0]), None, hist, sparse)
     else:
@@ -350,7 +306,7 @@ def _accumulate_range(k, bins, rows, ch, r0, r1, features, hist, sparse) -> None
         accumulate_histogram(bins, rows, ch, r0, r1, features, hist, sparse)
 
 
-@numba.njit(nogil=True)
+@numba.njit(cache=True, nogil=True)
 def _serial_accumulate(bins, rows, ch, r0, r1, features, hist, skip):
     n_channels = ch.shape[1]
     for r in range(r0, r1):
@@ -364,7 +320,8 @@ def _serial_accumulate(bins, rows, ch, r0, r1, features, hist, skip):
                 hist[f, b, c] += ch[r, c]
 
 
-def _scan_features(hist, features, n_value_bins, has_missing, missing_bin, score):
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _scan_parallel(hist, features, n_value_bins, has_missing, missing_bin, code):
     """``scan_feature`` of each listed feature: arrays (score, bin, missing_left)."""
     n = features.shape[0]
     out_score = np.empty(n)
@@ -372,20 +329,49 @@ def _scan_features(hist, features, n_value_bins, has_missing, missing_bin, score
     out_ml = np.zeros(n, dtype=np.bool_)
     for j in numba.prange(n):
         f = features[j]
-        s, b, m = scan_feature(hist[f], n_value_bins[f], has_missing[f], missing_bin, score)
+        s, b, m = scan_feature(hist[f], n_value_bins[f], has_missing[f], missing_bin, code)
         out_score[j] = s
         out_bin[j] = b
         out_ml[j] = m
     return out_score, out_bin, out_ml
 
 
-def _bound_features(hist, features, n_value_bins, has_missing, missing_bin, bound, unseen):
+@numba.njit(cache=True, nogil=True)
+def _scan_serial(hist, features, n_value_bins, has_missing, missing_bin, code):
+    """:func:`_scan_parallel` on the calling thread (same arithmetic, so the same bits)."""
+    n = features.shape[0]
+    out_score = np.empty(n)
+    out_bin = np.zeros(n, dtype=np.int32)
+    out_ml = np.zeros(n, dtype=np.bool_)
+    for j in range(n):
+        f = features[j]
+        s, b, m = scan_feature(hist[f], n_value_bins[f], has_missing[f], missing_bin, code)
+        out_score[j] = s
+        out_bin[j] = b
+        out_ml[j] = m
+    return out_score, out_bin, out_ml
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _bound_parallel(hist, features, n_value_bins, has_missing, missing_bin, code, unseen):
     """``bound_feature`` of each listed feature."""
     n = features.shape[0]
     out = np.empty(n)
     for j in numba.prange(n):
         f = features[j]
-        out[j] = bound_feature(hist[f], n_value_bins[f], has_missing[f], missing_bin, bound,
+        out[j] = bound_feature(hist[f], n_value_bins[f], has_missing[f], missing_bin, code,
+                               unseen)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _bound_serial(hist, features, n_value_bins, has_missing, missing_bin, code, unseen):
+    """:func:`_bound_parallel` on the calling thread."""
+    n = features.shape[0]
+    out = np.empty(n)
+    for j in range(n):
+        f = features[j]
+        out[j] = bound_feature(hist[f], n_value_bins[f], has_missing[f], missing_bin, code,
                                unseen)
     return out
 
@@ -395,13 +381,5 @@ class _Kernels(NamedTuple):
     bound: object
 
 
-def _compile(parallel: bool) -> _Kernels:
-    """The kernels, parallel or single-threaded (same arithmetic, so the same bits)."""
-    return _Kernels(
-        numba.njit(parallel=parallel, nogil=True)(_scan_features),
-        numba.njit(parallel=parallel, nogil=True)(_bound_features),
-    )
-
-
-_PARALLEL = _compile(True)
-_SERIAL = _compile(False)
+_PARALLEL = _Kernels(_scan_parallel, _bound_parallel)
+_SERIAL = _Kernels(_scan_serial, _bound_serial)

@@ -1,12 +1,11 @@
-"""Best split of every feature from a node histogram, under a pluggable split score.
+"""Best split of every feature from a node histogram, under a split score of :mod:`.scores`.
 
-A score is a numba function ``score(left, right) -> float`` of the channel sums on the two
-sides (lower is better). The scan and its tie-breaking are shared by every booster, so two
-searches over the same histogram agree bit for bit: bins are visited in increasing order,
-"missing goes right" before "missing goes left", and only a score lower by more than rounding
-(relative ``TIE_RTOL``) replaces the incumbent; across features the lowest index wins ties. So
-sums that differ only by summation order (a weight of 2 versus a repeated row) pick the same
-split.
+A score is a function of the channel sums on the two sides (lower is better). The scan and its
+tie-breaking are shared by every booster, so two searches over the same histogram agree bit
+for bit: bins are visited in increasing order, "missing goes right" before "missing goes
+left", and only a score lower by more than rounding (relative ``TIE_RTOL``) replaces the
+incumbent; across features the lowest index wins ties. So sums that differ only by summation
+order (a weight of 2 versus a repeated row) pick the same split.
 
 Candidates for a feature with ``n`` value bins: ``bin <= b`` for ``b < n - 1`` with the missing
 bin on either side, and, when the feature had missing values in training, "all values left,
@@ -15,11 +14,13 @@ missing right" (``b = n - 1``).
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numba
 import numpy as np
+
+from ..binning import BinLayout
+from .scores import SplitScore, score_value
 
 # Scores within this relative distance are ties (summation-order rounding is ~1e-16).
 TIE_RTOL = 1e-12
@@ -34,32 +35,14 @@ class Split(NamedTuple):
     missing_left: bool
 
 
-@numba.njit(cache=True, nogil=True)
-def rebel_score(left, right):
-    """REBEL stump loss / 2 over 2K channels ``(w+, w-)``: the left side emits -1."""
-    n_classes = left.shape[0] // 2
-    total = 0.0
-    for k in range(n_classes):
-        s_plus = max(right[k] + left[n_classes + k], 0.0)
-        s_minus = max(right[n_classes + k] + left[k], 0.0)
-        total += math.sqrt(s_plus * s_minus)
-    return total
-
-
-@numba.njit(cache=True, nogil=True)
-def sign_cost_score(left, right):
-    """Fixed-``a`` tree layer over 2 channels ``(g+, g-)``: each side takes its cheaper sign."""
-    return min(max(left[0], 0.0), max(left[1], 0.0)) + min(max(right[0], 0.0), max(right[1], 0.0))
-
-
 @numba.njit(cache=True, nogil=True, inline="always")
 def _better(score, incumbent):
     """``score`` beats ``incumbent`` by more than rounding (both are losses, lower is better)."""
     return score < incumbent * (1.0 - TIE_RTOL)  # scores are >= 0; inf stays inf
 
 
-@numba.njit(nogil=True)
-def scan_feature(hist_f, n_bins, has_missing, missing_bin, score):
+@numba.njit(cache=True, nogil=True)
+def scan_feature(hist_f, n_bins, has_missing, missing_bin, code):
     """Best ``(score, bin, missing_left)`` of one feature from its ``(n_bins_total, C)`` histogram.
 
     The one scan every search shares (exhaustive or pruned), so equal histograms give equal bits.
@@ -82,50 +65,59 @@ def scan_feature(hist_f, n_bins, has_missing, missing_bin, score):
         for c in range(n_channels):
             left[c] += hist_f[b, c]
             right[c] = total[c] - left[c]
-        s = score(left, right)
+        s = score_value(code, left, right)
         if _better(s, fbest):
             fbest, fbin, fml = s, b, False
         if has_missing:
             for c in range(n_channels):
                 left_m[c] = left[c] + missing[c]
                 right_m[c] = right[c] - missing[c]
-            s = score(left_m, right_m)
+            s = score_value(code, left_m, right_m)
             if _better(s, fbest):
                 fbest, fbin, fml = s, b, True
     if has_missing and n_bins >= 1:
         for c in range(n_channels):
             left[c] = total[c] - missing[c]
-        s = score(left, missing)
+        s = score_value(code, left, missing)
         if _better(s, fbest):
             fbest, fbin, fml = s, n_bins - 1, False
     return fbest, fbin, fml
 
 
-def _scan_all(hist, n_value_bins, has_missing, missing_bin, score):
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _scan_parallel(hist, n_value_bins, has_missing, missing_bin, code):
     n_features = hist.shape[0]
     best_score = np.full(n_features, np.inf)
     best_bin = np.zeros(n_features, dtype=np.int32)
     best_missing_left = np.zeros(n_features, dtype=np.bool_)
     for f in numba.prange(n_features):
         fbest, fbin, fml = scan_feature(hist[f], n_value_bins[f], has_missing[f], missing_bin,
-                                        score)
+                                        code)
         best_score[f] = fbest
         best_bin[f] = fbin
         best_missing_left[f] = fml
     return best_score, best_bin, best_missing_left
 
 
-# The same scan on the thread pool and on the calling thread: waking the pool costs more than a
-# small histogram's scan (milliseconds on a busy machine against ~0.1 ms of work).
-_scan_parallel = numba.njit(parallel=True, nogil=True)(_scan_all)
-_scan_serial = numba.njit(nogil=True)(_scan_all)
+@numba.njit(cache=True, nogil=True)
+def _scan_serial(hist, n_value_bins, has_missing, missing_bin, code):
+    """:func:`_scan_parallel` on the calling thread: waking the pool costs more than a small
+    histogram's scan (milliseconds on a busy machine against ~0.1 ms of work)."""
+    n_features = hist.shape[0]
+    best_score = np.full(n_features, np.inf)
+    best_bin = np.zeros(n_features, dtype=np.int32)
+    best_missing_left = np.zeros(n_features, dtype=np.bool_)
+    for f in range(n_features):
+        fbest, fbin, fml = scan_feature(hist[f], n_value_bins[f], has_missing[f], missing_bin,
+                                        code)
+        best_score[f] = fbest
+        best_bin[f] = fbin
+        best_missing_left[f] = fml
+    return best_score, best_bin, best_missing_left
+
+
 # Histogram cells (feature x bin x channel) from which the scan is worth the thread pool.
 PARALLEL_SCAN_CELLS = 1 << 20
-
-
-def _best_per_feature(hist, n_value_bins, has_missing, missing_bin, score):
-    scan = _scan_parallel if hist.size >= PARALLEL_SCAN_CELLS else _scan_serial
-    return scan(hist, n_value_bins, has_missing, missing_bin, score)
 
 
 def is_better(score: float, incumbent: float) -> bool:
@@ -133,14 +125,15 @@ def is_better(score: float, incumbent: float) -> bool:
     return score < incumbent * (1.0 - TIE_RTOL)
 
 
-def best_split_per_feature(hist, n_value_bins, has_missing, missing_bin, score):
+def best_split_per_feature(hist: np.ndarray, layout: BinLayout, score: SplitScore):
     """Arrays (score, bin, missing_left) of each feature's best split (score inf: none)."""
-    return _best_per_feature(hist, n_value_bins, has_missing, missing_bin, score)
+    scan = _scan_parallel if hist.size >= PARALLEL_SCAN_CELLS else _scan_serial
+    return scan(hist, layout.n_value_bins, layout.has_missing, layout.missing_bin, score.code)
 
 
-def best_split(hist, n_value_bins, has_missing, missing_bin, score) -> Split | None:
+def best_split(hist: np.ndarray, layout: BinLayout, score: SplitScore) -> Split | None:
     """The best split over all features, or None when no feature can split the node."""
-    return pick_split(*_best_per_feature(hist, n_value_bins, has_missing, missing_bin, score))
+    return pick_split(*best_split_per_feature(hist, layout, score))
 
 
 def pick_split(scores, bins, missing_left) -> Split | None:

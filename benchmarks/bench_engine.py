@@ -1,0 +1,119 @@
+"""The engine refactor (issue 17) against the code before it: fit and predict time per estimator.
+
+Each (code version, estimator) pair fits in a fresh subprocess, with the version's ``src`` first
+on ``PYTHONPATH``: a warm-up fit on a small slice (numba compilation is not timed), then the
+timed fit and ``predict`` on the test set. Versions are interleaved and repeated; the table gives
+the median over repeats of the new/old time ratio (the 2-core machine's timings move by ~1.5x).
+
+    python benchmarks/bench_engine.py --base b1ea3a4            # writes BENCHMARKS.md
+    python benchmarks/bench_engine.py --base b1ea3a4 --repeats 1 --no-write
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+SECTION = "## Engine refactor (issue 17): time per iteration before and after"
+
+CASES = {  # name: (estimator expression, data set, training rows)
+    "rebel-tree2 mnist": ("RebelClassifier(30, max_depth=2, random_state=0)", "mnist", 60000),
+    "rebel-stump letter": ("RebelClassifier(200, weak_learner='stump', random_state=0)",
+                           "letter", 16000),
+    "rebel-similarity pendigits": ("RebelClassifier(300, weak_learner='similarity')",
+                                   "pendigits", 7494),
+    "mh-tree2 letter": ("AdaBoostMHClassifier(100, weak_learner='tree')", "letter", 16000),
+    "mcboost-gd2 letter": ("MCBoostClassifier(50, algorithm='gd', max_depth=2)", "letter",
+                           16000),
+    "ova-stump pendigits": ("OneVsAllAdaBoostClassifier(10)", "pendigits", 7494),
+}
+
+WORKER = r"""
+import json, sys, time
+import numpy as np
+from rebelboost import *
+expr, path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+d = np.load(path)
+X, y = d["X_train"][:n].astype(np.float64), d["y_train"][:n]
+Xt = d["X_test"].astype(np.float64)
+eval(expr).set_params(n_estimators=3).fit(X[:2000], y[:2000]).predict(Xt[:100])
+model = eval(expr)
+t0 = time.perf_counter(); model.fit(X, y); fit = time.perf_counter() - t0
+t0 = time.perf_counter(); pred = model.predict(Xt); predict = time.perf_counter() - t0
+print(json.dumps({"fit": fit, "predict": predict, "iterations": int(model.n_estimators_),
+                  "error": float(np.mean(pred != d["y_test"]))}))
+"""
+
+
+def _run(src: Path, case: str) -> dict:
+    expr, dataset, n = CASES[case]
+    out = subprocess.run([sys.executable, "-c", WORKER, expr, str(DATA / f"{dataset}.npz"),
+                          str(n)], env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--base", required=True, help="the commit before the refactor")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    p.add_argument("--no-write", action="store_true")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "base"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(base),
+                        args.base], check=True)
+        try:
+            rows = []
+            for case in args.cases:
+                runs = {"old": [], "new": []}
+                for _ in range(args.repeats):
+                    for version, src in (("old", base / "src"), ("new", ROOT / "src")):
+                        runs[version].append(_run(src, case))
+                ratio = {key: float(np.median([n[key] / o[key] for n, o in
+                                               zip(runs["new"], runs["old"], strict=True)]))
+                         for key in ("fit", "predict")}
+                new, old = runs["new"][-1], runs["old"][-1]
+                rows.append(
+                    f"| {case} | {new['iterations']} | "
+                    f"{1e3 * np.median([r['fit'] for r in runs['old']]) / old['iterations']:.1f}"
+                    f" | {1e3 * np.median([r['fit'] for r in runs['new']]) / new['iterations']:.1f}"
+                    f" | {ratio['fit']:.2f} | {ratio['predict']:.2f} | "
+                    f"{old['error']:.4f} / {new['error']:.4f} |")
+                print(rows[-1], flush=True)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)],
+                           check=False)
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    body = (f"{SECTION}\n\n`python benchmarks/bench_engine.py --base {args.base} --repeats "
+            f"{args.repeats}` at {head} ({time.strftime('%Y-%m-%d')}), 2 threads, medians of "
+            f"{args.repeats} interleaved runs.\n\n"
+            "| case | iterations | old ms/iteration | new ms/iteration | fit new/old | "
+            "predict new/old | test error old / new |\n|---|---|---|---|---|---|---|\n"
+            + "\n".join(rows) + "\n")
+    print(body)
+    if not args.no_write:
+        path = ROOT / "BENCHMARKS.md"
+        text = path.read_text()
+        if SECTION in text:
+            start = text.index(SECTION)
+            end = text.find("\n## ", start + 1)
+            text = text[:start] + body + (text[end:] if end >= 0 else "")
+        else:
+            text = text.rstrip() + "\n\n" + body
+        path.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

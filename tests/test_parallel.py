@@ -1,0 +1,191 @@
+"""Default thread counts from affinity and cgroup quotas; n_jobs overrides; kernels follow them."""
+
+import os
+import subprocess
+import sys
+
+import numba
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info
+
+from rebelboost import parallel
+from rebelboost.parallel import available_cpus, cgroup_cpu_limit, numba_threads, resolve_n_jobs
+
+
+def _v2(root, text):
+    (root / "cpu.max").write_text(text)
+    return root
+
+
+def _v1(root, quota, period="100000\n"):
+    (root / "cpu").mkdir()
+    if quota is not None:
+        (root / "cpu" / "cpu.cfs_quota_us").write_text(quota)
+    if period is not None:
+        (root / "cpu" / "cpu.cfs_period_us").write_text(period)
+    return root
+
+
+@pytest.mark.parametrize("text, cpus", [
+    ("150000 100000\n", 1.5),
+    ("200000 100000", 2.0),
+    ("max 100000\n", None),
+    ("max\n", None),
+    ("", None),
+    ("garbage here\n", None),
+    ("100000\n", None),
+    ("0 100000\n", None),
+    ("100000 0\n", None),
+])
+def test_cgroup_v2_cpu_max(tmp_path, text, cpus):
+    assert cgroup_cpu_limit(_v2(tmp_path, text)) == cpus
+
+
+@pytest.mark.parametrize("quota, period, cpus", [
+    ("50000\n", "100000\n", 0.5),
+    ("400000\n", "100000\n", 4.0),
+    ("-1\n", "100000\n", None),
+    ("abc\n", "100000\n", None),
+    ("50000\n", "", None),
+    ("50000\n", None, None),
+    (None, "100000\n", None),
+])
+def test_cgroup_v1_quota(tmp_path, quota, period, cpus):
+    assert cgroup_cpu_limit(_v1(tmp_path, quota, period)) == cpus
+
+
+def test_cgroup_absent_or_unreadable(tmp_path):
+    assert cgroup_cpu_limit(tmp_path / "missing") is None
+    (tmp_path / "cpu.max").mkdir()  # exists, but reading it fails
+    assert cgroup_cpu_limit(tmp_path) is None
+
+
+def test_cgroup_v2_wins_over_v1(tmp_path):
+    _v1(tmp_path, "300000\n")
+    assert cgroup_cpu_limit(_v2(tmp_path, "100000 100000\n")) == 1.0
+
+
+@pytest.fixture
+def cpus(monkeypatch):
+    """Set the affinity mask's size (None: no sched_getaffinity) and os.cpu_count()."""
+    def set_(affinity, count=64):
+        if affinity is None:
+            monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+        else:
+            monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(affinity)))
+        monkeypatch.setattr(os, "cpu_count", lambda: count)
+    return set_
+
+
+def test_available_cpus_takes_the_smallest_limit(tmp_path, cpus):
+    cpus(8)
+    assert available_cpus(tmp_path) == 8  # no cgroup files: the affinity mask
+    _v2(tmp_path, "150000 100000\n")
+    assert available_cpus(tmp_path) == 2  # 1.5 CPUs rounded up
+    cpus(1)
+    assert available_cpus(tmp_path) == 1  # taskset -c 0
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    cpus(3)
+    assert available_cpus(tmp_path) == 3
+
+
+def test_available_cpus_falls_back_to_cpu_count(tmp_path, cpus):
+    cpus(None, count=6)
+    assert available_cpus(tmp_path) == 6
+    assert available_cpus(_v2(tmp_path, "20000 100000\n")) == 1  # 0.2 CPUs: one thread
+    cpus(None, count=None)
+    assert available_cpus(tmp_path / "missing") == 1
+
+
+def test_available_cpus_on_this_machine():
+    assert 1 <= available_cpus() <= (os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize("n_jobs, threads", [
+    (None, 4), (-1, 4), (-2, 3), (-4, 1), (-9, 1), (1, 1), (3, 3), (16, 16),
+])
+def test_resolve_n_jobs(monkeypatch, n_jobs, threads):
+    monkeypatch.setattr(parallel, "available_cpus", lambda: 4)
+    assert resolve_n_jobs(n_jobs) == threads
+
+
+def test_n_jobs_zero_is_an_error():
+    with pytest.raises(ValueError, match="n_jobs == 0"):
+        resolve_n_jobs(0)
+    with pytest.raises(ValueError, match="n_jobs == 0"), numba_threads(0):
+        pass
+
+
+def _blas_threads() -> set[int]:
+    return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+
+def test_numba_threads_sets_and_restores(monkeypatch):
+    np.ones((4, 4)) @ np.ones((4, 4))  # BLAS loaded
+    pool = numba.config.NUMBA_NUM_THREADS
+    before, blas_before = numba.get_num_threads(), _blas_threads()
+    monkeypatch.setattr(parallel, "available_cpus", lambda: 1)  # e.g. a 1-CPU cgroup quota
+    with numba_threads(None):
+        assert numba.get_num_threads() == 1
+        assert _blas_threads() == {1}
+    with numba_threads(pool + 5, blas_threads=None):  # capped at numba's pool
+        assert numba.get_num_threads() == pool
+        assert _blas_threads() == {pool}
+    assert numba.get_num_threads() == before
+    assert _blas_threads() == blas_before
+
+
+def test_nested_default_keeps_the_enclosing_count():
+    with numba_threads(1):
+        with numba_threads(None):
+            assert numba.get_num_threads() == 1
+        with numba_threads(-1):  # explicit counts still apply
+            assert numba.get_num_threads() == min(available_cpus(),
+                                                  numba.config.NUMBA_NUM_THREADS)
+        assert numba.get_num_threads() == 1
+
+
+def _recording(monkeypatch, owner, name, seen):
+    original = getattr(owner, name)
+
+    def wrapped(*a, **k):
+        seen.append((numba.get_num_threads(), _blas_threads()))
+        return original(*a, **k)
+
+    monkeypatch.setattr(owner, name, wrapped)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_prediction_and_binning_follow_n_jobs(monkeypatch):
+    from rebelboost import AdaBoostMHClassifier, RebelClassifier, binning
+    from rebelboost.learners.tree import TreeArrays
+
+    rng = np.random.RandomState(0)
+    X, y = rng.normal(size=(200, 5)), rng.randint(3, size=200)
+    seen = []
+    for name in ("leaves", "outputs"):
+        _recording(monkeypatch, TreeArrays, name, seen)
+    _recording(monkeypatch, binning, "_bin_rows", seen)
+    for cls in (RebelClassifier, AdaBoostMHClassifier):
+        model = cls(3, n_jobs=1).fit(X, y)
+        seen.clear()
+        model.predict(X)
+        list(model.staged_predict(X))
+        assert seen and all(threads == 1 for threads, _ in seen)
+    seen.clear()
+    binning.Binner(16).fit(X).transform(X)  # outside a fit: the default count
+    assert seen == [(min(available_cpus(), numba.config.NUMBA_NUM_THREADS), seen[0][1])]
+
+
+def _env_after_import(env: dict) -> str:
+    code = "import os, rebelboost; print(os.environ.get('OMP_WAIT_POLICY'))"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"} | env
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    return out.stdout.strip()
+
+
+def test_wait_policy_is_passive_unless_the_user_chose():
+    assert _env_after_import({}) == "PASSIVE"
+    assert _env_after_import({"OMP_WAIT_POLICY": "active"}) == "active"
