@@ -29,7 +29,7 @@ from ..learners.tree import SERIAL_ROWS, TreeArrays, _leaf_of
 
 _MAX_LEARNERS = 10**6  # the margin's slack covers second-order rounding up to here
 _BOUND_ENTRIES = 2**24  # checkpoints x K x K bounds held per model range (128 MiB at most)
-CHECK_EVERY = 4  # learners between exit tests (benchmarks/bench_predict.py --check-every)
+CHECK_EVERY = 8  # learners between exit tests (benchmarks/bench_predict.py --check-every)
 CASCADE_EVERY = 10  # learners between a soft cascade's tests: coarser, fewer thresholds to fit
 
 
