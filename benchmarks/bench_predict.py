@@ -242,7 +242,7 @@ def cascades(rebel, lgb_path, X_test, y_test, classes, rounds: int, threads: int
     the odd ones) against its exact exit and LightGBM's ``pred_early_stop`` margins."""
     import lightgbm as lgb
 
-    X_cal, X, y = X_test[::2], X_test[1::2], y_test[1::2]
+    X_cal, X, y = X_test[::2], np.ascontiguousarray(X_test[1::2]), y_test[1::2]
     booster = lgb.Booster(model_file=str(lgb_path))
     full = rebel.predict(X)
     lgb_full = booster.predict(X, num_threads=threads).argmax(1)
@@ -387,9 +387,11 @@ def main(argv=None):
 
     numba.set_num_threads(args.threads)
     lines = header(args)
+    print("\n".join(lines), flush=True)
     for name in args.datasets:
-        lines += run(name, args)
-        print("\n".join(lines), flush=True)
+        part = run(name, args)
+        print("\n".join(part), flush=True)
+        lines += part
     text = "\n".join(lines)
     if args.write:
         path = ROOT / "BENCHMARKS.md"
