@@ -155,9 +155,10 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         """X as a float64 array of the fitted width (NaN allowed, inf refused).
 
         A float64 ndarray of the right width, fitted without feature names and free of inf,
-        passes as it is: sklearn's ``validate_data`` would only confirm that, and it costs more
-        than scoring one row (72 of 86 us for one MNIST row, 300 trees). Anything else (lists,
-        DataFrames, other dtypes, bad shapes, inf) goes through ``validate_data``.
+        passes as it is: sklearn's ``validate_data`` would only confirm that, and it costs
+        several times the scoring of one row (single-row latency: BENCHMARKS.md, issue 19).
+        Anything else (lists, DataFrames, other dtypes, bad shapes, inf) goes through
+        ``validate_data``.
         """
         check_is_fitted(self)
         if (type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and X.shape[0]
@@ -168,8 +169,8 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
 
     def _threads(self, X: np.ndarray):
         """Thread settings for scoring X; none where a tree model scores it on the calling
-        thread (fewer than ``SERIAL_ROWS`` rows): setting them costs 74 of the 124 us it takes
-        to predict one MNIST row with 300 trees (cgroup files read, BLAS limits set)."""
+        thread (fewer than ``SERIAL_ROWS`` rows): setting them (cgroup files read, BLAS limits
+        set) takes longer than scoring one row."""
         if X.shape[0] < SERIAL_ROWS and isinstance(self.model_.learners, TreeArrays):
             return nullcontext()
         return numba_threads(self.n_jobs, blas_threads=None)
