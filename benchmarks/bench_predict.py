@@ -38,6 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 SECTION = "## Predictions (issue 19)"
+NOTES_BEGIN = "<!-- notes: kept when the section is regenerated -->"
 
 
 def load(name: str):
@@ -399,6 +400,9 @@ def main(argv=None):
         if SECTION in doc:
             head, rest = doc.split(SECTION, 1)
             tail = rest[rest.find("\n## "):] if "\n## " in rest else "\n"
+            section = rest[:len(rest) - len(tail)] if "\n## " in rest else rest
+            if NOTES_BEGIN in section:  # hand-written notes survive a rerun
+                text += "\n" + section[section.index(NOTES_BEGIN):].rstrip("\n") + "\n"
             doc = head + text + tail
         else:
             doc = doc.rstrip("\n") + "\n\n" + text
