@@ -90,6 +90,15 @@ def test_predict_writes_classes_probabilities_and_expected_costs(trained):
     np.testing.assert_allclose(preds.iloc[:, 4:], model.expected_cost(X), rtol=1e-12)
 
 
+def test_predict_with_early_exit_writes_the_same_classes(trained):
+    folder, data, model_path, _ = trained
+    outs = [folder / "full.csv", folder / "exit.csv"]
+    for out, flags in zip(outs, ([], ["--early-exit"]), strict=True):
+        result = _rebelboost("predict", str(model_path), str(data), *flags, "--out", str(out))
+        assert result.returncode == 0, result.stderr
+    assert outs[0].read_text() == outs[1].read_text()
+
+
 def test_evaluate_json_matches_an_in_process_computation(trained):
     _, data, model_path, _ = trained
     result = _rebelboost("evaluate", str(model_path), str(data), "--target", "species", "--json")

@@ -191,9 +191,12 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
 @click.option("--expected-cost", is_flag=True,
               help="Add a column expected_cost_<class> per class: the expected cost of "
               "predicting that class.")
+@click.option("--early-exit", is_flag=True,
+              help="Stop adding a row's learners once its class can no longer change: the "
+              "same predictions from fewer learners (tree models).")
 @TARGET_TO_DROP
 def predict(model_path: str, data: str, out: str, proba: bool, expected_cost: bool,
-            target: str | None) -> None:
+            early_exit: bool, target: str | None) -> None:
     """Predict the class of every row of DATA with the model in MODEL; write a CSV.
 
     Values below 1e-300 are written as 0 (the model's probabilities are floored at float64's
@@ -211,7 +214,7 @@ def predict(model_path: str, data: str, out: str, proba: bool, expected_cost: bo
     table = read_table(data, USE_ARRAYS)
     X = _model_input(model, table, target)
     with _library_errors(f"cannot predict {data!r}"):
-        columns = {"prediction": model.predict(X)}
+        columns = {"prediction": model.predict(X, early_exit="exact" if early_exit else None)}
         for prefix, method in extras:
             names = [f"{prefix}_{c}" for c in model.classes_.tolist()]
             values = getattr(model, method)(X)

@@ -12,12 +12,14 @@ from here, so this is where early exit plugs in.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..io import corrupt, float_array, int_array
 from ..learners.registry import LearnerStack, learners_from_dict
+from ..learners.tree import TreeArrays
+from . import early_exit as exits
 
 _STAGED_BLOCK_ENTRIES = 2**22  # (rows x learners) routes held at once by staged scoring
 _MAX_SCORE = 1e300  # a model whose scores could exceed this is refused at load
@@ -28,6 +30,9 @@ class AdditiveModel:
     learners: LearnerStack
     values: np.ndarray  # (T, n_slots, K)
     stage_ends: np.ndarray  # (S,) int64, non-decreasing, last = T
+    # early-exit bounds by (first, last learner, check interval); computed when first needed,
+    # never written to model files
+    _exit_bounds: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def n_stages(self) -> int:
@@ -54,6 +59,47 @@ class AdditiveModel:
         if t1 > t0:
             self.learners.take(slice(t0, t1)).accumulate(X, self.values[t0:t1], out)
         return out
+
+    def predict_codes(self, X: np.ndarray, start: int = 0, stop: int | None = None,
+                      early_exit: str | exits.SoftCascade | None = None,
+                      check_every: int = exits.CHECK_EVERY) -> tuple[np.ndarray, np.ndarray]:
+        """(``argmax_k H_k(x)`` of stages ``[start, stop)``, learners evaluated per row).
+
+        ``early_exit='exact'`` stops a row's sum once its leading class cannot be overtaken
+        (:mod:`rebelboost.engine.early_exit`), testing every ``check_every`` learners; the
+        labels are those of full evaluation bit for bit (similarity models evaluate in full).
+        A :class:`~rebelboost.engine.early_exit.SoftCascade` stops rows by its thresholds.
+        """
+        t0, t1 = self.learner_range(start, stop)
+        if isinstance(early_exit, exits.SoftCascade):
+            if early_exit.learners != (t0, t1) or not isinstance(self.learners, TreeArrays):
+                raise ValueError("the soft cascade was calibrated on other learners")
+            return exits.cascade_codes(self.learners.take(slice(t0, t1)), self.values[t0:t1],
+                                       X, early_exit)
+        if early_exit not in (None, "exact"):
+            raise ValueError(f"early_exit must be None, 'exact' or a SoftCascade, not "
+                             f"{early_exit!r}")
+        if early_exit is None or t1 == t0 or not isinstance(self.learners, TreeArrays):
+            codes = np.argmax(self.scores(X, start, stop), axis=1)
+            return codes, np.full(X.shape[0], t1 - t0, np.int64)
+        trees, values = self.learners.take(slice(t0, t1)), self.values[t0:t1]
+        key = (t0, t1, check_every)
+        if key not in self._exit_bounds:
+            self._exit_bounds[key] = exits.tree_bounds(trees, values, check_every)
+        return exits.tree_exit_codes(trees, values, X, self._exit_bounds[key])
+
+    def calibrate_cascade(self, X: np.ndarray, keep: float = 0.995, start: int = 0,
+                          stop: int | None = None,
+                          check_every: int = exits.CASCADE_EVERY) -> exits.SoftCascade:
+        """A soft cascade over stages ``[start, stop)`` of a tree model that keeps at least
+        ``keep`` of the full model's decisions on the held-out rows ``X``."""
+        if not isinstance(self.learners, TreeArrays):
+            raise ValueError("soft cascades need a tree model")
+        if not 0.0 < keep <= 1.0:
+            raise ValueError(f"keep must be in (0, 1], not {keep!r}")
+        t0, t1 = self.learner_range(start, stop)
+        return exits.calibrate(self.learners.take(slice(t0, t1)), self.values[t0:t1], X, keep,
+                               check_every, (t0, t1))
 
     def staged_scores(self, X: np.ndarray, start: int = 0,
                       stop: int | None = None) -> Iterator[np.ndarray]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterator
+from contextlib import nullcontext
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -22,7 +23,7 @@ from ..callbacks import EarlyStopping
 from ..engine import AdditiveModel, BoostResult, boost
 from ..engine.boosting import Validation
 from ..io import corrupt, float_array, header, read_document, read_header, write_document
-from ..learners.tree import TreeArrays
+from ..learners.tree import SERIAL_ROWS, TreeArrays
 from ..parallel import numba_threads
 from ..validation import check_fit_input, check_predict_input
 
@@ -152,13 +153,33 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
     # --------------------------------------------------------------- prediction
 
     def _check_X(self, X) -> np.ndarray:
+        """X as a float64 array of the fitted width (NaN allowed, inf refused).
+
+        A float64 ndarray of the right width, fitted without feature names and free of inf,
+        passes as it is: sklearn's ``validate_data`` would only confirm that, and it costs
+        several times the scoring of one row (single-row latency: BENCHMARKS.md, issue 19).
+        Anything else (lists, DataFrames, other dtypes, bad shapes, inf) goes through
+        ``validate_data``.
+        """
         check_is_fitted(self)
+        if (type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and X.shape[0]
+                and X.shape[1] == self.n_features_in_ and not hasattr(self, "feature_names_in_")
+                and not np.isinf(X).any()):
+            return X
         return check_predict_input(self, X)
+
+    def _threads(self, X: np.ndarray):
+        """Thread settings for scoring X; none where a tree model scores it on the calling
+        thread (fewer than ``SERIAL_ROWS`` rows): setting them (cgroup files read, BLAS limits
+        set) takes longer than scoring one row."""
+        if X.shape[0] < SERIAL_ROWS and isinstance(self.model_.learners, TreeArrays):
+            return nullcontext()
+        return numba_threads(self.n_jobs, blas_threads=None)
 
     def _scores(self, X, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Class scores ``H(x)`` of iterations ``[start, stop)``, shape (n_samples, K)."""
         X = self._check_X(X)
-        with numba_threads(self.n_jobs, blas_threads=None):
+        with self._threads(X):
             return self.model_.scores(X, start, stop)
 
     def _staged_scores(self, X, start: int = 0, stop: int | None = None) -> Iterator[np.ndarray]:
@@ -187,10 +208,34 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         for scores in self._staged_scores(X, start, stop):
             yield self._decision(scores)
 
-    def predict(self, X, *, start: int = 0, stop: int | None = None) -> np.ndarray:
-        """``classes_[argmax_k H_k(x)]`` over iterations ``[start, stop)``."""
-        scores = self._scores(X, start, stop)
-        return self.classes_[self._decide(scores)]
+    def predict(self, X, *, start: int = 0, stop: int | None = None,
+                early_exit=None) -> np.ndarray:
+        """``classes_[argmax_k H_k(x)]`` over iterations ``[start, stop)``.
+
+        ``early_exit='exact'`` stops adding a row's learners once its leading class cannot be
+        overtaken by what the remaining ones can add (with a rounding margin): the same labels,
+        bit for bit, from fewer learners (tree models deciding by argmax; others evaluate in
+        full). A soft cascade from :meth:`calibrate_cascade` stops rows sooner, approximately.
+        """
+        if early_exit is None or not self._decides_by_argmax():
+            if early_exit not in (None, "exact"):
+                raise ValueError("soft cascades need a model that decides by the largest score")
+            scores = self._scores(X, start, stop)
+            return self.classes_[self._decide(scores)]
+        X = self._check_X(X)
+        with self._threads(X):
+            codes, _ = self.model_.predict_codes(X, start, stop, early_exit)
+        return self.classes_[codes]
+
+    def calibrate_cascade(self, X, keep: float = 0.995, *, start: int = 0,
+                          stop: int | None = None, check_every: int = 10):
+        """A soft cascade (thesis ch. 2) for ``predict(..., early_exit=cascade)``: thresholds
+        on the lead over the runner-up every ``check_every`` learners, set on held-out rows
+        ``X`` so that at least ``keep`` of the full model's decisions there stay the same (tree
+        models; on new rows the kept fraction is measured, not promised)."""
+        X = self._check_X(X)
+        with numba_threads(self.n_jobs, blas_threads=None):
+            return self.model_.calibrate_cascade(X, keep, start, stop, check_every)
 
     def staged_predict(self, X, *, start: int = 0, stop: int | None = None) -> Iterator:
         for scores in self._staged_scores(X, start, stop):
@@ -199,6 +244,10 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
     def _decide(self, scores: np.ndarray) -> np.ndarray:
         """Class codes predicted from class scores (the largest score)."""
         return np.argmax(scores, axis=1)
+
+    def _decides_by_argmax(self) -> bool:
+        """Whether :meth:`_decide` is ``argmax`` (what early exits assume)."""
+        return True
 
     @property
     def trees_(self) -> TreeArrays:

@@ -241,6 +241,9 @@ class RebelClassifier(BoostedClassifier):
         """``argmax_k H_k(x)``, or on the posterior route the least expected cost class."""
         return decision_codes(self, scores)
 
+    def _decides_by_argmax(self) -> bool:
+        return getattr(self, "cost_strategy_", "loss") != "posterior"
+
     def predict_proba(self, X, *, start: int = 0, stop: int | None = None) -> np.ndarray:
         """``sigmoid(2 H / temperature_)`` renormalised over classes.
 

@@ -16,6 +16,8 @@ import numpy as np
 
 from ..io import bool_array, corrupt, float_array, floats_to_json, int_array
 
+SERIAL_ROWS = 64  # fewer rows than this are scored on the calling thread
+
 
 @dataclass
 class TreeArrays:
@@ -51,9 +53,9 @@ class TreeArrays:
     def accumulate(self, X: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
         """``out += sum_t values[t, leaf_t(x)]``, tree by tree in order, for every row."""
         if len(self):
-            _tree_scores(np.ascontiguousarray(X, dtype=np.float64), self.feature,
-                         self.threshold, self.missing_left,
-                         np.ascontiguousarray(values, dtype=np.float64), out)
+            kernel = _tree_scores if X.shape[0] >= SERIAL_ROWS else _tree_scores_serial
+            kernel(np.ascontiguousarray(X, dtype=np.float64), self.feature, self.threshold,
+                   self.missing_left, np.ascontiguousarray(values, dtype=np.float64), out)
 
     def rule(self, t: int, x: np.ndarray, names: list[str], classes) -> tuple[str, list[int]]:
         """The tests row ``x`` passes in tree ``t``, as text, and the features they read."""
@@ -216,14 +218,26 @@ def _tree_leaves(X, feature, threshold, missing_left):
     return out
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_row_scores(x, feature, threshold, missing_left, values, acc):
+    for t in range(feature.shape[0]):
+        leaf = _leaf_of(x, feature[t], threshold[t], missing_left[t])
+        for c in range(values.shape[2]):
+            acc[c] += values[t, leaf, c]
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _tree_scores(X, feature, threshold, missing_left, values, out):
-    n, n_trees, k = X.shape[0], feature.shape[0], values.shape[2]
-    for i in numba.prange(n):
-        for t in range(n_trees):
-            leaf = _leaf_of(X[i], feature[t], threshold[t], missing_left[t])
-            for c in range(k):
-                out[i, c] += values[t, leaf, c]
+    for i in numba.prange(X.shape[0]):
+        _add_row_scores(X[i], feature, threshold, missing_left, values, out[i])
+
+
+@numba.njit(cache=True, nogil=True)
+def _tree_scores_serial(X, feature, threshold, missing_left, values, out):
+    """:func:`_tree_scores` on the calling thread: a few rows do not pay for waking the
+    thread pool, which on a busy machine can take milliseconds."""
+    for i in range(X.shape[0]):
+        _add_row_scores(X[i], feature, threshold, missing_left, values, out[i])
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
