@@ -96,8 +96,12 @@ def test_other_system_errors_are_not_taken_for_ctrl_c(data, monkeypatch):
 
 
 def test_ctrl_c_during_training_through_the_entry_point(data):
-    folder, _, _ = data
-    fit = _cli("fit", folder / "d.csv", "-t", "y", "-o", folder / "long.json",
+    folder, X, y = data
+    # Every row twice with two labels: the loss has a positive floor, so training cannot end
+    # by itself (at a zero loss) before the signal arrives.
+    pd.DataFrame(np.vstack([X, X]), columns=list("abcd")).assign(
+        y=np.concatenate([y, (y + 1) % 3])).to_csv(folder / "noisy.csv", index=False)
+    fit = _cli("fit", folder / "noisy.csv", "-t", "y", "-o", folder / "long.json",
                "--n-estimators", "10000000", cwd=folder)
     fit.stderr.readline()  # the first progress line: training has started
     fit.send_signal(signal.SIGINT)
