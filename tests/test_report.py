@@ -26,7 +26,7 @@ LABELS = np.array(["<b>&", "plain", "quote\"'"])
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
         "track", "wbr"}
 SECTIONS = ("summary", "curves", "evaluation", "confusion", "per-class", "staged", "importances",
-            "learners")
+            "exit", "learners")
 
 
 def _five_features(n, seed=0):
@@ -123,6 +123,15 @@ def test_results_match_the_model(trees5):
     assert f"<td>{error}</td><td>{cost}</td>" in page
     assert "boundary" not in _parse(page).ids  # 5 features: no decision boundary
     assert page.count('<tr><td class="text">x') == 5  # importances table: the 5 features
+
+
+def test_learners_needed_match_the_exact_exit(spiral):
+    model, X, y, *_ = spiral
+    page = render_report(model, X, y)
+    _, used = model.model_.predict_codes(np.asarray(X, dtype=float), early_exit="exact")
+    share = used / len(model.learners_)
+    assert share.mean() < 1.0  # some rows stop early on this model
+    assert f"<td>{share.mean():.4g}</td>" in page and 'id="exit-table"' in page
 
 
 @pytest.mark.parametrize("make", [

@@ -91,6 +91,7 @@ def render_report(model, X, y, *, title: str | None = None, X_train=None, y_trai
         sections.append(("boundary", "Decision boundary", _figure(
             figures.decision_boundary(model, X, y),
             "decision boundary", "Predicted class over the plane; the points are the data.")))
+    sections.append(("exit", "Learners needed per row", _learners_needed(model, X)))
     sections.append(("learners", "Weak learners", _learners(model, labels)))
     nav = "".join(f'<a href="#{sid}">{escape(name)}</a>' for sid, name, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{escape(name)}</h2>{content}</section>'
@@ -199,6 +200,30 @@ def _evaluation(test: Evaluation, train: Evaluation | None, labels: list[str],
                   "(staged_predict).")
         + f'<p class="note">{escape(staged_note)}</p></div>'
     )
+
+
+def _learners_needed(model, X) -> str:
+    """How many learners ``predict(X, early_exit='exact')`` evaluates per row of the data."""
+    from ..learners.tree import TreeArrays
+
+    n_learners = len(model.model_.learners)
+    if not isinstance(model.model_.learners, TreeArrays) or not model._decides_by_argmax():
+        return ('<p class="note">Exact early exit applies to tree models that predict the '
+                "class of largest score; this model evaluates every one of its "
+                f"{n_learners} learners for every row.</p>")
+    _, used = model.model_.predict_codes(model._check_X(X), early_exit="exact")
+    share = used / max(n_learners, 1)
+    rows = [[name, _num(float(value))] for name, value in (
+        ("mean share of learners", share.mean()),
+        ("median share", np.median(share)),
+        ("90th percentile", np.quantile(share, 0.9)),
+        ("rows that stopped early", np.mean(used < n_learners)),
+    )]
+    note = (f"With predict(X, early_exit='exact') a row stops adding learners once its leading "
+            f"class cannot be overtaken by what the remaining ones can add; the labels equal "
+            f"full evaluation. Of this model's {n_learners} learners, on the given data:")
+    return (f'<p class="note">{escape(note)}</p>'
+            + _table(["", "value"], rows, table_id="exit-table"))
 
 
 def _importances(model) -> str:
