@@ -131,12 +131,6 @@ class AdditiveModel:
         part = self.values[np.arange(len(self.learners)), slots[0]]
         return part if weights is None else part * weights[0][:, None]
 
-    def truncate(self, n_stages: int) -> AdditiveModel:
-        """The model of the first ``n_stages`` stages."""
-        _, t1 = self.learner_range(0, n_stages)
-        return AdditiveModel(self.learners.take(slice(0, t1)), self.values[:t1],
-                             self.stage_ends[:n_stages].copy())
-
     # ------------------------------------------------------------------ model files
 
     def to_dict(self) -> dict:

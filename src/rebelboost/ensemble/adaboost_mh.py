@@ -16,10 +16,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..engine import Stage
 from ..io import corrupt, float_array
 from ..learners.hamming_tree import factorized_learner, unfactorized_learners
-from ..learners.tree import TreeArrays
 from ..losses.adaboost_mh import AdaBoostMHLoss
 from ..search.binned import BinnedData
 from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
+from ._tree_booster import TreeBooster
 
 
 @document_loop
@@ -116,22 +116,17 @@ class AdaBoostMHClassifier(BoostedClassifier):
             raise corrupt("non-finite votes, alphas or edges")
 
 
-class _MHBooster:
+class _MHBooster(TreeBooster):
     """AdaBoost.MH's exponential risk with factorized (or per-class) +-1 trees."""
-
-    blas_threads = 1
 
     def __init__(self, data, codes, k, sample_weight, depth, factorized, validation,
                  learning_rate):
-        self.data, self.depth, self.factorized = data, depth, factorized
-        self.learning_rate = learning_rate
+        self.factorized = factorized
         self.loss = AdaBoostMHLoss(codes, k, sample_weight)
-        self.val_loss = (AdaBoostMHLoss(validation.codes, k, validation.sample_weight)
-                         if validation is not None else None)
-        self.scores = np.zeros((len(codes), k))
-
-    def initial_loss(self) -> float:
-        return self.loss.risk(np.zeros_like(self.scores))
+        val_loss = (AdaBoostMHLoss(validation.codes, k, validation.sample_weight)
+                    if validation is not None else None)
+        super().__init__(data, depth, learning_rate, k, self.loss.risk,
+                         val_loss.risk if val_loss is not None else None)
 
     def fit_stage(self, iteration: int) -> Stage:
         loss, k = self.loss, self.scores.shape[1]
@@ -151,12 +146,6 @@ class _MHBooster:
             values[c, :, c] = alpha * tree.leaf_value[0]
             gains += [(int(f), 1.0) for f in tree.features_used(0)]
         self.scores += alpha * phis
-        return Stage(TreeArrays.stack(class_trees, self.depth), values, loss.risk(self.scores),
+        return Stage(self.stack(class_trees), values, loss.risk(self.scores),
                      gains, {"votes": np.ones(k), "alpha": alpha,
                              "edge": float((w * loss.y * phis).sum())})
-
-    def validation_loss(self, scores) -> float:
-        return self.val_loss.risk(scores)
-
-    def stack(self, pieces) -> TreeArrays:
-        return TreeArrays.stack(pieces, self.depth)

@@ -18,10 +18,10 @@ from ..engine import Stage
 from ..io import corrupt, float_array, int_array
 from ..learners.codeword_tree import codeword_tree
 from ..learners.hamming_tree import free_sign_tree, signed_cost_channels
-from ..learners.tree import TreeArrays
 from ..losses.mcboost import MCBoostLoss, simplex_codewords
 from ..search.binned import BinnedData
 from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
+from ._tree_booster import TreeBooster
 
 
 @document_loop
@@ -117,24 +117,20 @@ class MCBoostClassifier(BoostedClassifier):
             yield _softmax(scores)
 
 
-class _MCBooster:
-    """The MCBoost risk with CD (one component, +-1 trees) or GD (codeword trees) steps."""
-
-    blas_threads = 1
+class _MCBooster(TreeBooster):
+    """The MCBoost risk with CD (one component, +-1 trees) or GD (codeword trees) steps; the
+    training scores are ``s_k = <f, y_k>``."""
 
     def __init__(self, data, codes, codewords, sample_weight, depth, algorithm, validation,
                  learning_rate):
-        self.data, self.depth, self.algorithm = data, depth, algorithm
-        self.learning_rate = learning_rate
+        self.algorithm = algorithm
         self.codewords = codewords
         self.gram = codewords @ codewords.T
         self.loss = MCBoostLoss(codes, codewords, sample_weight)
-        self.val_loss = (MCBoostLoss(validation.codes, codewords, validation.sample_weight)
-                         if validation is not None else None)
-        self.scores = np.zeros((len(codes), codewords.shape[0]))  # s_k = <f, y_k>
-
-    def initial_loss(self) -> float:
-        return self.loss.risk(np.zeros_like(self.scores))
+        val_loss = (MCBoostLoss(validation.codes, codewords, validation.sample_weight)
+                    if validation is not None else None)
+        super().__init__(data, depth, learning_rate, codewords.shape[0], self.loss.risk,
+                         val_loss.risk if val_loss is not None else None)
 
     def fit_stage(self, iteration: int) -> Stage:
         loss, k = self.loss, self.scores.shape[1]
@@ -157,12 +153,6 @@ class _MCBooster:
         gains = [(int(f), abs(alpha)) for f in tree.features_used(0)]
         return Stage(tree, table[None], loss.risk(self.scores), gains,
                      {"component": j, "alpha": alpha})
-
-    def validation_loss(self, scores) -> float:
-        return self.val_loss.risk(scores)
-
-    def stack(self, pieces) -> TreeArrays:
-        return TreeArrays.stack(pieces, self.depth)
 
 
 def _softmax(scores: np.ndarray) -> np.ndarray:

@@ -17,10 +17,10 @@ from sklearn.utils._param_validation import Interval
 from ..engine import Stage
 from ..io import corrupt, float_array
 from ..learners.hamming_tree import free_sign_tree, signed_cost_channels
-from ..learners.tree import TreeArrays
 from ..losses.adaboost_mh import binary_alpha, sign_labels
 from ..search.binned import BinnedData
 from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
+from ._tree_booster import TreeBooster
 
 
 @document_loop
@@ -113,22 +113,20 @@ class _ClassLosses:
         m = z.max(axis=0)
         return np.exp(m) * np.exp(z - m).sum(axis=0)
 
+    def risk(self, scores) -> float:
+        """The sum of the class losses."""
+        return float(self(scores).sum())
 
-class _OneVsAllBooster:
+
+class _OneVsAllBooster(TreeBooster):
     """K binary AdaBoosts, class k against the rest, one +-1 tree per class per round."""
 
-    blas_threads = 1
-
     def __init__(self, data, codes, k, sample_weight, depth, validation, learning_rate):
-        self.data, self.depth = data, depth
-        self.learning_rate = learning_rate
         self.losses = _ClassLosses(codes, k, sample_weight)
-        self.val_losses = (_ClassLosses(validation.codes, k, validation.sample_weight)
-                           if validation is not None else None)
-        self.scores = np.zeros((len(codes), k))
-
-    def initial_loss(self) -> float:
-        return float(self.losses(np.zeros_like(self.scores)).sum())
+        val_losses = (_ClassLosses(validation.codes, k, validation.sample_weight)
+                      if validation is not None else None)
+        super().__init__(data, depth, learning_rate, k, self.losses.risk,
+                         val_losses.risk if val_losses is not None else None)
 
     def fit_stage(self, iteration: int) -> Stage:
         k = self.scores.shape[1]
@@ -148,11 +146,5 @@ class _OneVsAllBooster:
             round_alpha[c] = alpha
             gains += [(int(f), alpha) for f in tree.features_used(0)]
         class_loss = self.losses(self.scores)
-        return Stage(TreeArrays.stack(trees, self.depth), values, float(class_loss.sum()),
+        return Stage(self.stack(trees), values, float(class_loss.sum()),
                      gains, {"alphas": round_alpha, "class_loss": class_loss})
-
-    def validation_loss(self, scores) -> float:
-        return float(self.val_losses(scores).sum())
-
-    def stack(self, pieces) -> TreeArrays:
-        return TreeArrays.stack(pieces, self.depth)

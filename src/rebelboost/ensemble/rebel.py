@@ -242,7 +242,7 @@ class RebelClassifier(BoostedClassifier):
         return decision_codes(self, scores)
 
     def _decides_by_argmax(self) -> bool:
-        return getattr(self, "cost_strategy_", "loss") != "posterior"
+        return self.cost_strategy_ != "posterior"
 
     def predict_proba(self, X, *, start: int = 0, stop: int | None = None) -> np.ndarray:
         """``sigmoid(2 H / temperature_)`` renormalised over classes.
