@@ -107,7 +107,10 @@ class LayerGrower:
             raise ValueError("QuickBoost builds no layer histograms to subtract from")
         self._channels = channels
         local = self.node_of_row - self.first
-        counts, mass = _layer_stats(channels, local, 2**self.layer)
+        if self.layer == 0:  # the root holds every row: no pass over the channels needed
+            counts, mass = np.array([self.data.n_samples]), np.ones(1)
+        else:
+            counts, mass = _layer_stats(channels, local, 2**self.layer)
         searched = [self.first + int(i) for i in np.flatnonzero((counts >= 2) & (mass > 0))
                     if self.first + int(i) not in self._passed]
         self.nodes_searched += len(searched)
