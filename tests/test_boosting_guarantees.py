@@ -25,7 +25,7 @@ from rebelboost.losses.rebel import STEP_EPS
     d=st.integers(1, 3),
     k=st.integers(2, 4),
     nan_rate=st.sampled_from([0.0, 0.1, 0.4]),
-    learner=st.sampled_from([("stump", 1), ("tree", 2), ("tree", 3)]),
+    learner=st.sampled_from([("stump", 1), ("tree", 2), ("tree", 3), ("vector_tree", None)]),
     cost_sensitive=st.booleans(),
     weighted=st.booleans(),
     max_bins=st.sampled_from([3, 255]),
@@ -46,12 +46,13 @@ def test_training_loss_never_increases(seed, n, d, k, nan_rate, learner, cost_se
     w = rng.uniform(0.1, 3.0, size=n) if weighted else None
     weak, depth = learner
     model = RebelClassifier(12, weak_learner=weak, max_depth=depth, cost_matrix=cost,
-                            cost_strategy="loss", max_bins=max_bins, random_state=0)
+                            cost_strategy="loss", max_bins=max_bins, random_state=0,
+                            max_leaves=6, min_samples_leaf=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         model.fit(X, y, sample_weight=w)
     losses = np.concatenate([[model.init_loss_], model.train_loss_])
-    assert np.isfinite(losses).all() and np.isfinite(model.vectors_).all()
+    assert np.isfinite(losses).all() and np.isfinite(model.model_.values).all()
     assert np.all(np.diff(losses) <= 1e-12 * losses[:-1])
     if cost is None:
         assert_allclose(model.init_loss_, k / 2, rtol=1e-12)

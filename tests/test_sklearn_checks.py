@@ -20,6 +20,7 @@ def _expected_failed_checks(estimator):
 @parametrize_with_checks(
     [RebelClassifier(n_estimators=10, random_state=0),
      RebelClassifier(n_estimators=10, weak_learner="stump", random_state=0),
+     RebelClassifier(n_estimators=10, weak_learner="vector_tree", random_state=0),
      RebelClassifier(n_estimators=10, weak_learner="similarity", random_state=0)],
     expected_failed_checks=_expected_failed_checks,
 )

@@ -23,6 +23,7 @@ from ..callbacks import EarlyStopping
 from ..engine import AdditiveModel, BoostResult, boost
 from ..engine.boosting import Validation
 from ..io import corrupt, float_array, header, read_document, read_header, write_document
+from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.tree import SERIAL_ROWS, TreeArrays
 from ..parallel import numba_threads
 from ..validation import check_fit_input, check_predict_input
@@ -172,7 +173,8 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         """Thread settings for scoring X; none where a tree model scores it on the calling
         thread (fewer than ``SERIAL_ROWS`` rows): setting them (cgroup files read, BLAS limits
         set) takes longer than scoring one row."""
-        if X.shape[0] < SERIAL_ROWS and isinstance(self.model_.learners, TreeArrays):
+        if X.shape[0] < SERIAL_ROWS and isinstance(self.model_.learners,
+                                                   (TreeArrays, LeafTreeArrays)):
             return nullcontext()
         return numba_threads(self.n_jobs, blas_threads=None)
 
@@ -250,10 +252,10 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         return True
 
     @property
-    def trees_(self) -> TreeArrays:
+    def trees_(self) -> TreeArrays | LeafTreeArrays:
         """The weak learners of a tree or stump model, stacked."""
         check_is_fitted(self)
-        if not isinstance(self.model_.learners, TreeArrays):
+        if not isinstance(self.model_.learners, (TreeArrays, LeafTreeArrays)):
             raise AttributeError("a similarity model has no trees_; see learners_")
         return self.model_.learners
 

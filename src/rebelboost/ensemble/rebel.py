@@ -25,7 +25,9 @@ from ..costs import (
 )
 from ..engine import Stage
 from ..io import corrupt, float_array
+from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.rebel_learners import REBEL_LEARNERS, LearnerOptions
+from ..learners.vector_tree import SAMPLINGS, VectorTreeOptions
 from ..losses.rebel import SUBCOSTS, RebelLoss
 from ..validation import check_cost_matrix
 from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
@@ -39,12 +41,36 @@ class RebelClassifier(BoostedClassifier):
     ----------
     n_estimators : int, default=100
         Number of boosting iterations (weak learners, the constant learner included).
-    weak_learner : {'tree', 'stump', 'similarity'}, default='tree'
-        'tree' grows depth-``max_depth`` trees layer by layer; 'stump' is depth 1;
-        'similarity' uses localized similarities (Appel & Perona 2017), which compare a query
-        with one or two training points and drive the training error to zero on any data set.
-    max_depth : int, default=2
-        Depth of the trees (ignored for stumps).
+    weak_learner : {'tree', 'stump', 'vector_tree', 'similarity'}, default='tree'
+        'tree' grows the paper's binary trees (``f(x) = +-1`` times one step vector) of depth
+        ``max_depth`` layer by layer; 'stump' is depth 1; 'vector_tree' grows trees leaf by
+        leaf (LightGBM's order) up to ``max_leaves`` leaves, each leaf with its own
+        closed-form K-vector, so one tree does the work of LightGBM's K trees per round
+        (:mod:`rebelboost.learners.vector_tree`); 'similarity' uses localized similarities
+        (Appel & Perona 2017), which compare a query with one or two training points and
+        drive the training error to zero on any data set.
+    max_depth : int or None, default=None
+        Depth limit of the trees: None means 2 for 'tree' and no limit for 'vector_tree'
+        (ignored for stumps and similarities).
+    max_leaves : int, default=31
+        'vector_tree' only: leaves per tree (LightGBM's ``num_leaves``).
+    min_samples_leaf : int, default=20
+        'vector_tree' only: the fewest (sampled) training rows a leaf may hold (LightGBM's
+        ``min_child_samples``).
+    leaf_smoothing : float, default=1.0
+        'vector_tree' only: pseudo-rows of the average weight added to both sides of each
+        leaf's class sums before its step is solved; shrinks the steps of small leaves
+        towards 0 (never past the exact step, so the loss still cannot rise).
+    subsample : float, default=1.0
+        'vector_tree' only: fraction of the training rows each tree is grown on (LightGBM's
+        ``bagging_fraction`` with ``bagging_freq=1``); every row still gets the tree's step.
+    sampling : {'uniform', 'goss'}, default='uniform'
+        How ``subsample < 1`` draws rows: uniformly, or as LightGBM's GOSS by REBEL weight
+        (the heaviest two thirds of the budget, plus a uniform third of the rest scaled up to
+        keep every sum unbiased).
+    colsample_bytree : float, default=1.0
+        'vector_tree' only: fraction of the features each tree may split on (LightGBM's
+        ``feature_fraction``).
     cost_matrix : array-like of shape (n_classes, n_classes), default=None
         ``cost_matrix[i, j]`` is the cost of predicting class ``classes_[j]`` when the truth is
         ``classes_[i]``: non-negative, zero diagonal. None means 0-1 cost (or per-sample
@@ -95,10 +121,11 @@ class RebelClassifier(BoostedClassifier):
         Held-out mean cost of each route when ``cost_strategy='auto'`` (else empty).
     model_ : AdditiveModel
         The fitted model (learners, their slots' class scores, iteration ends).
-    learners_ : TreeArrays or SimilarityArrays
-        The weak learners, stacked (``trees_`` for tree and stump models).
-    vectors_ : ndarray of shape (n_estimators_, n_classes)
-        The step vector ``a_t`` of each learner.
+    learners_ : TreeArrays, LeafTreeArrays or SimilarityArrays
+        The weak learners, stacked (``trees_`` for tree models).
+    vectors_ : ndarray of shape (n_estimators_, n_classes) or None
+        The step vector ``a_t`` of each learner (None for 'vector_tree': each leaf's vector
+        is in ``leaf_scores_``).
     n_estimators_ : int
     init_loss_ : float
         Training loss before the first iteration.
@@ -123,7 +150,13 @@ class RebelClassifier(BoostedClassifier):
         "weak_learner": [StrOptions(set(REBEL_LEARNERS))],
         "similarity_mode": [StrOptions({"two-point", "one-point"})],
         "scaling": [StrOptions({"standard", "minmax"}), None],
-        "max_depth": [Interval(numbers.Integral, 1, 16, closed="both")],
+        "max_depth": [Interval(numbers.Integral, 1, 16, closed="both"), None],
+        "max_leaves": [Interval(numbers.Integral, 2, 1 << 16, closed="both")],
+        "min_samples_leaf": [Interval(numbers.Integral, 1, None, closed="left")],
+        "leaf_smoothing": [Interval(numbers.Real, 0, None, closed="left")],
+        "subsample": [Interval(numbers.Real, 0, 1, closed="right")],
+        "sampling": [StrOptions(set(SAMPLINGS))],
+        "colsample_bytree": [Interval(numbers.Real, 0, 1, closed="right")],
         "cost_matrix": ["array-like", None],
         "subcosts": [StrOptions(set(SUBCOSTS))],
         "cost_strategy": [StrOptions(set(COST_STRATEGIES))],
@@ -136,7 +169,13 @@ class RebelClassifier(BoostedClassifier):
         n_estimators: int = 100,
         *,
         weak_learner: str = "tree",
-        max_depth: int = 2,
+        max_depth: int | None = None,
+        max_leaves: int = 31,
+        min_samples_leaf: int = 20,
+        leaf_smoothing: float = 1.0,
+        subsample: float = 1.0,
+        sampling: str = "uniform",
+        colsample_bytree: float = 1.0,
         cost_matrix=None,
         subcosts: str = "thesis",
         cost_strategy: str = "posterior",
@@ -158,6 +197,12 @@ class RebelClassifier(BoostedClassifier):
         self.n_estimators = n_estimators
         self.weak_learner = weak_learner
         self.max_depth = max_depth
+        self.max_leaves = max_leaves
+        self.min_samples_leaf = min_samples_leaf
+        self.leaf_smoothing = leaf_smoothing
+        self.subsample = subsample
+        self.sampling = sampling
+        self.colsample_bytree = colsample_bytree
         self.cost_matrix = cost_matrix
         self.subcosts = subcosts
         self.cost_strategy = cost_strategy
@@ -212,10 +257,21 @@ class RebelClassifier(BoostedClassifier):
         return self.cost_matrix_
 
     def _make_booster(self, X, codes, sample_weight, cost_rows, rng, validation):
+        vector = self.weak_learner == "vector_tree"
+        if not vector and (self.subsample < 1 or self.colsample_bytree < 1):
+            raise ValueError("subsample and colsample_bytree < 1 need weak_learner="
+                             f"'vector_tree', not {self.weak_learner!r}")
+        if vector and self.quickboost:
+            raise ValueError("quickboost prunes binary trees' searches; 'vector_tree' has none")
         options = LearnerOptions(
-            depth=1 if self.weak_learner == "stump" else int(self.max_depth),
+            depth=1 if self.weak_learner == "stump" else int(self.max_depth or 2),
             max_bins=self.max_bins, quickboost=bool(self.quickboost),
             similarity_mode=self.similarity_mode, scaling=self.scaling,
+            vector_tree=VectorTreeOptions(
+                max_leaves=self.max_leaves, max_depth=self.max_depth,
+                min_samples_leaf=self.min_samples_leaf, leaf_smoothing=self.leaf_smoothing,
+                subsample=self.subsample, sampling=self.sampling,
+                colsample_bytree=self.colsample_bytree) if vector else None,
         )
         family = REBEL_LEARNERS[self.weak_learner](X, codes, sample_weight, self.cost_matrix_,
                                                    options, rng)
@@ -230,7 +286,8 @@ class RebelClassifier(BoostedClassifier):
 
     def _set_records(self, records, n_kept, booster) -> None:
         k = len(self.classes_)
-        self.vectors_ = np.asarray([r["vector"] for r in records[:n_kept]]).reshape(n_kept, k)
+        self.vectors_ = (None if self.weak_learner == "vector_tree" else
+                         np.asarray([r["vector"] for r in records[:n_kept]]).reshape(n_kept, k))
         self.histogram_updates_ = np.asarray([r["work"] for r in records], dtype=np.int64)
         if self.weak_learner == "similarity":
             self.n_relabeled_ = booster.family.state["n_relabeled"]
@@ -289,10 +346,19 @@ class RebelClassifier(BoostedClassifier):
         except ValueError as exc:
             raise corrupt(str(exc)) from None
         n = len(self.model_.learners)
-        self.vectors_ = float_array(fitted["vectors"], (n, k), "step vectors")
-        expected = self.model_.learners.slot_outputs()[:, :, None] * self.vectors_[:, None, :]
-        if not np.array_equal(expected, self.model_.values):
-            raise corrupt("learner values differ from the step vectors")
+        vector_leaves = isinstance(self.model_.learners, LeafTreeArrays)
+        if vector_leaves != (self.weak_learner == "vector_tree"):
+            raise corrupt(f"a {self.weak_learner!r} model holds {self.model_.learners.kind_name}")
+        if vector_leaves:  # each leaf its own vector: no step vectors to check against
+            if fitted["vectors"] is not None:
+                raise corrupt("a vector-leaf model has no step vectors")
+            self.vectors_ = None
+        else:
+            self.vectors_ = float_array(fitted["vectors"], (n, k), "step vectors")
+            expected = (self.model_.learners.slot_outputs()[:, :, None]
+                        * self.vectors_[:, None, :])
+            if not np.array_equal(expected, self.model_.values):
+                raise corrupt("learner values differ from the step vectors")
         if self.model_.n_stages != n:
             raise corrupt("a REBEL iteration holds one learner")
         # Files from before the posterior route (issue 15) were all on the 'loss' route.
@@ -334,11 +400,16 @@ class _RebelBooster:
 
     def fit_stage(self, iteration: int) -> Stage:
         learner, work = self.family.fit(self.channels)
-        vector = self.learning_rate * learner.vector
-        self.scores += learner.output[:, None] * vector
+        if hasattr(learner, "leaf_values"):  # a vector-leaf tree: each leaf its own step
+            steps = self.learning_rate * learner.leaf_values
+            self.scores += steps[learner.leaf_of_row]
+            values, vector = steps[None], None
+        else:
+            vector = self.learning_rate * learner.vector
+            self.scores += learner.output[:, None] * vector
+            values = learner.arrays.slot_outputs()[:, :, None] * vector
         gains = [(f, gain * self.scale) for f, gain in learner.gains]
         self.channels, self.scale, loss = self.loss.weights_and_loss(self.scores)
-        values = learner.arrays.slot_outputs()[:, :, None] * vector
         return Stage(learner.arrays, values, loss, gains, {"vector": vector, "work": work})
 
     def validation_loss(self, scores) -> float:

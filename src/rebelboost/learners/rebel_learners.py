@@ -20,10 +20,12 @@ import numpy as np
 from ..search.binned import BinnedData
 from ..search.columns import HistogramPool
 from ..search.splits import is_better
+from .leaf_tree import LeafTreeArrays
 from .rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
 from .similarity import SimilarityArrays, resolve_coincident, scaling_statistics
 from .similarity_search import fit_follow_up, fit_similarity
 from .tree import TreeArrays
+from .vector_tree import VectorTreeFit, VectorTreeGrower, VectorTreeOptions
 
 _FLOAT32_ENTRIES = 10_000_000  # training matrices this large are searched in float32
 
@@ -37,6 +39,7 @@ class LearnerOptions:
     quickboost: bool
     similarity_mode: str
     scaling: str | None
+    vector_tree: VectorTreeOptions | None = None
 
 
 class TreeFamily:
@@ -115,8 +118,36 @@ class SimilarityFamily:
         return SimilarityArrays.stack(pieces, self.X.shape[1], self.offset, self.scale)
 
 
+class VectorTreeFamily:
+    """Vector-leaf trees grown leaf-wise (:mod:`.vector_tree`): each leaf its own K-vector.
+
+    Its fits carry ``leaf_values`` (each leaf's step) and ``leaf_of_row`` instead of one
+    output and one step vector.
+    """
+
+    blas_threads = 1
+
+    def __init__(self, X, codes, sample_weight, cost_matrix, options: LearnerOptions, rng):
+        self.data = BinnedData.fit(X, sample_weight, options.max_bins, rng.randint(2**31),
+                                   row_layout=True)
+        self.n_classes = cost_matrix.shape[0]
+        self.max_leaves = options.vector_tree.max_leaves
+        self.grower = VectorTreeGrower(self.data, self.n_classes, options.vector_tree,
+                                       np.random.RandomState(rng.randint(2**31)))
+        self.codes = codes
+        self.state: dict = {}
+
+    def fit(self, channels) -> tuple[VectorTreeFit, int]:
+        fit = self.grower.grow(channels)
+        return fit, fit.histogram_updates
+
+    def stack(self, pieces) -> LeafTreeArrays:
+        return LeafTreeArrays.stack(pieces, self.max_leaves)
+
+
 REBEL_LEARNERS: dict[str, type] = {
     "tree": TreeFamily,
+    "vector_tree": VectorTreeFamily,
     "stump": TreeFamily,
     "similarity": SimilarityFamily,
 }

@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from ..io import corrupt
+from .leaf_tree import LeafTreeArrays
 from .similarity import SimilarityArrays
 from .tree import TreeArrays
 
@@ -35,6 +36,7 @@ class LearnerStack(Protocol):
 
 LEARNER_KINDS: dict[str, type] = {
     TreeArrays.kind_name: TreeArrays,
+    LeafTreeArrays.kind_name: LeafTreeArrays,
     SimilarityArrays.kind_name: SimilarityArrays,
 }
 

@@ -210,6 +210,14 @@ def accumulate_histogram(
     _run(bins, row_channels, rows, r0, r1, features, hist, True, False, skip)
 
 
+def add_sparse_entries(sparse: SparseBins, row_channels: np.ndarray, rows: np.ndarray,
+                       hist: np.ndarray) -> None:
+    """Add the entries of ``rows`` outside their features' default bins to ``hist`` in place
+    (``row_channels[r]`` belongs to ``rows[r]``); the default bins are left to the caller."""
+    _run_sparse(sparse, np.ascontiguousarray(row_channels, dtype=np.float64),
+                np.ascontiguousarray(rows, dtype=np.intp), 0, len(rows), hist, True)
+
+
 def row_totals(row_channels: np.ndarray) -> np.ndarray:
     """Channel totals of a node's rows, summed in row order (one definition for every search)."""
     return _column_sums(np.ascontiguousarray(row_channels, dtype=np.float64))

@@ -1,0 +1,233 @@
+"""Trees of any shape with explicit children (grown leaf by leaf), as a learner kind.
+
+A leaf-wise tree with ``L`` leaves need not be complete or shallow, so it is stored the way
+LightGBM stores its trees: ``L - 1`` internal nodes, each with a test and two children; a child
+``>= 0`` is an internal node, a child ``< 0`` is leaf ``~child``. Every tree of a stack is
+padded to ``max_leaves - 1`` nodes (unused nodes never reached). A child's index is always
+larger than its parent's, so routing ends after at most ``max_leaves - 1`` tests, even on a
+corrupt file (which :meth:`LeafTreeArrays.from_dict` refuses anyway). A tree without splits is
+node 0 with ``feature == -1`` sending every row to leaf 0.
+
+A leaf routes its rows to one slot (weight 1); the model's ``values[t, leaf]`` holds the leaf's
+class scores (a vector-leaf REBEL tree: each leaf its own K-vector).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ..io import bool_array, corrupt, float_array, floats_to_json, int_array
+from .tree import SERIAL_ROWS
+
+
+@dataclass
+class LeafTreeArrays:
+    """A stack of T trees with at most ``max_leaves`` leaves each (see the module docstring)."""
+
+    kind_name = "leaf_trees"
+    weighted_output = False  # a leaf's output is its value; rows carry weight 1
+
+    feature: np.ndarray  # (T, M) int32, -1: send every row left (only node 0 of a stump-less tree)
+    threshold: np.ndarray  # (T, M) float64, go left when x <= threshold
+    missing_left: np.ndarray  # (T, M) bool, side of NaN
+    left: np.ndarray  # (T, M) int32, child: >= 0 internal node, < 0 leaf ~child
+    right: np.ndarray  # (T, M) int32
+
+    def __len__(self) -> int:
+        return self.feature.shape[0]
+
+    @property
+    def max_leaves(self) -> int:
+        return self.feature.shape[1] + 1
+
+    @property
+    def n_slots(self) -> int:
+        return self.max_leaves
+
+    def _arrays(self):
+        return self.feature, self.threshold, self.missing_left, self.left, self.right
+
+    def leaves(self, X: np.ndarray) -> np.ndarray:
+        """Index of the leaf each row reaches in each tree, shape (n_samples, T)."""
+        return _leaf_tree_leaves(np.ascontiguousarray(X, dtype=np.float64), *self._arrays())
+
+    def route(self, X: np.ndarray) -> tuple[np.ndarray, None]:
+        """(leaf of every row in every tree (n_samples, T), None: every weight is 1)."""
+        return self.leaves(X), None
+
+    def accumulate(self, X: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
+        """``out += sum_t values[t, leaf_t(x)]``, tree by tree in order, for every row."""
+        if len(self):
+            kernel = _leaf_tree_scores if X.shape[0] >= SERIAL_ROWS else _leaf_tree_scores_serial
+            kernel(np.ascontiguousarray(X, dtype=np.float64), *self._arrays(),
+                   np.ascontiguousarray(values, dtype=np.float64), out)
+
+    def slot_outputs(self) -> np.ndarray:
+        """(T, max_leaves) ones: a leaf adds its own class-score vector."""
+        return np.ones((len(self), self.max_leaves))
+
+    def _walk(self, t: int, x: np.ndarray):
+        """(node, went left) pairs of row ``x``'s path in tree ``t``, and its leaf."""
+        feature, threshold, missing_left = self.feature[t], self.threshold[t], self.missing_left[t]
+        node, path = 0, []
+        while True:
+            f = int(feature[node])
+            if f < 0:
+                go_left = True
+            else:
+                v = x[f]
+                go_left = bool(missing_left[node]) if np.isnan(v) else bool(v <= threshold[node])
+                path.append((node, go_left))
+            child = int(self.left[t, node] if go_left else self.right[t, node])
+            if child < 0:
+                return path, ~child
+            node = child
+
+    def rule(self, t: int, x: np.ndarray, names: list[str], classes) -> tuple[str, list[int]]:
+        """The tests row ``x`` passes in tree ``t``, as text, and the features they read."""
+        path, _ = self._walk(t, x)
+        tests, used = [], []
+        for node, go_left in path:
+            f = int(self.feature[t, node])
+            if np.isnan(x[f]):
+                tests.append(f"{names[f]} is missing")
+            else:
+                thr = f"{self.threshold[t, node]:.6g}"
+                tests.append(f"{names[f]} {'<=' if go_left else '>'} {thr}")
+            used.append(f)
+        return (" and ".join(tests) if tests else "always (bias)"), used
+
+    def regions(self, t: int, names: list[str], classes,
+                output: Callable[[int], object] = int) -> list[tuple[str, object]]:
+        """(tests in words, ``output(leaf)``) for the leaves of tree ``t``, left to right."""
+        feature, threshold, missing_left = self.feature[t], self.threshold[t], self.missing_left[t]
+
+        def walk(child: int, tests: list[str]) -> list[tuple[list[str], object]]:
+            if child < 0:
+                return [(tests, output(~child))]
+            f = int(feature[child])
+            if f < 0:
+                return walk(int(self.left[t, child]), tests)
+            name, thr = names[f], f"{threshold[child]:.6g}"
+            miss = bool(missing_left[child])
+            return (walk(int(self.left[t, child]),
+                         [*tests, f"{name} <= {thr}" + (" (or missing)" if miss else "")])
+                    + walk(int(self.right[t, child]),
+                           [*tests, f"{name} > {thr}" + ("" if miss else " (or missing)")]))
+
+        return [(" and ".join(tests) if tests else "always", out) for tests, out in walk(0, [])]
+
+    def features_used(self, t: int) -> np.ndarray:
+        return self.feature[t][self.feature[t] >= 0]
+
+    def take(self, index) -> LeafTreeArrays:
+        return LeafTreeArrays(*(a[index] for a in self._arrays()))
+
+    @classmethod
+    def empty(cls, max_leaves: int) -> LeafTreeArrays:
+        m = max_leaves - 1
+        return cls(np.zeros((0, m), np.int32), np.zeros((0, m)), np.zeros((0, m), bool),
+                   np.zeros((0, m), np.int32), np.zeros((0, m), np.int32))
+
+    @classmethod
+    def stack(cls, trees: list[LeafTreeArrays], max_leaves: int) -> LeafTreeArrays:
+        if not trees:
+            return cls.empty(max_leaves)
+        return cls(*(np.concatenate(parts) for parts in zip(*(t._arrays() for t in trees),
+                                                              strict=True)))
+
+    # ------------------------------------------------------------------ model files
+
+    def to_dict(self) -> dict:
+        return {
+            "type": self.kind_name,
+            "max_leaves": self.max_leaves,
+            "feature": self.feature.tolist(),
+            "threshold": floats_to_json(self.threshold),
+            "missing_left": self.missing_left.tolist(),
+            "left": self.left.tolist(),
+            "right": self.right.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, doc: dict, n_features: int, n_classes: int) -> LeafTreeArrays:
+        """Rebuild and check a stack written by :meth:`to_dict` (ValueError if corrupt)."""
+        max_leaves = doc["max_leaves"]
+        if type(max_leaves) is not int or not 2 <= max_leaves <= 1 << 16:
+            raise corrupt(f"max_leaves {max_leaves!r} is not an integer in [2, 65536]")
+        if not isinstance(doc["feature"], list):
+            raise corrupt("trees' feature is not a list")
+        shape = (len(doc["feature"]), max_leaves - 1)
+        feature = int_array(doc["feature"], shape, "split feature", -1, n_features)
+        threshold = float_array(doc["threshold"], shape, "thresholds", null=np.inf)
+        if np.isnan(threshold).any() or np.any(threshold == -np.inf):
+            raise corrupt("NaN or -inf thresholds")
+        missing_left = bool_array(doc["missing_left"], shape, "missing_left")
+        left = int_array(doc["left"], shape, "left children", -max_leaves, max_leaves - 1)
+        right = int_array(doc["right"], shape, "right children", -max_leaves, max_leaves - 1)
+        node = np.arange(shape[1])
+        if np.any((left >= 0) & (left <= node)) or np.any((right >= 0) & (right <= node)):
+            raise corrupt("a tree node's child does not come after it")
+        return cls(feature.astype(np.int32), threshold, missing_left, left.astype(np.int32),
+                   right.astype(np.int32))
+
+
+def constant_leaf_tree(max_leaves: int) -> LeafTreeArrays:
+    """A tree without splits: every row reaches leaf 0 (every node sends its rows there)."""
+    m = max_leaves - 1
+    left = np.full((1, m), -1, np.int32)  # ~0: leaf 0
+    return LeafTreeArrays(np.full((1, m), -1, np.int32), np.zeros((1, m)),
+                          np.zeros((1, m), bool), left, left.copy())
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def leaf_of(x, feature, threshold, missing_left, left, right):
+    """The leaf row ``x`` reaches in one tree."""
+    node = 0
+    while True:
+        f = feature[node]
+        if f < 0:
+            child = left[node]
+        else:
+            v = x[f]
+            go_left = missing_left[node] if np.isnan(v) else v <= threshold[node]
+            child = left[node] if go_left else right[node]
+        if child < 0:
+            return ~child
+        node = child
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _leaf_tree_leaves(X, feature, threshold, missing_left, left, right):
+    n, n_trees = X.shape[0], feature.shape[0]
+    out = np.empty((n, n_trees), dtype=np.int32)
+    for i in numba.prange(n):
+        for t in range(n_trees):
+            out[i, t] = leaf_of(X[i], feature[t], threshold[t], missing_left[t], left[t],
+                                right[t])
+    return out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_row(x, feature, threshold, missing_left, left, right, values, acc):
+    for t in range(feature.shape[0]):
+        leaf = leaf_of(x, feature[t], threshold[t], missing_left[t], left[t], right[t])
+        for c in range(values.shape[2]):
+            acc[c] += values[t, leaf, c]
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _leaf_tree_scores(X, feature, threshold, missing_left, left, right, values, out):
+    for i in numba.prange(X.shape[0]):
+        _add_row(X[i], feature, threshold, missing_left, left, right, values, out[i])
+
+
+@numba.njit(cache=True, nogil=True)
+def _leaf_tree_scores_serial(X, feature, threshold, missing_left, left, right, values, out):
+    """:func:`_leaf_tree_scores` on the calling thread (a few rows: no thread-pool wake-up)."""
+    for i in range(X.shape[0]):
+        _add_row(X[i], feature, threshold, missing_left, left, right, values, out[i])

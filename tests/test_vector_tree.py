@@ -1,0 +1,233 @@
+"""Vector-leaf REBEL trees: closed-form leaf vectors, leaf-wise growth, histogram subtraction,
+sampling, and the learner kind's routing and model files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy.optimize import minimize
+
+from rebelboost import RebelClassifier
+from rebelboost.learners import vector_tree
+from rebelboost.learners.leaf_tree import LeafTreeArrays, constant_leaf_tree
+from rebelboost.learners.vector_tree import VectorTreeGrower, VectorTreeOptions
+from rebelboost.losses.rebel import RebelLoss
+from rebelboost.search.binned import BinnedData
+
+
+def _data(n=400, d=5, k=4, seed=0, nan_rate=0.0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = (np.digitize(X[:, 0] + 0.5 * X[:, 1] ** 2, [-0.5, 0.3, 1.0]) + (rng.random(n) < 0.1)) % k
+    X[rng.random((n, d)) < nan_rate] = np.nan
+    return X, y
+
+
+def _channels(X, y, k, seed=0):
+    """REBEL weight channels at random scores (so the classes' sums differ by leaf)."""
+    rng = np.random.default_rng(seed)
+    loss = RebelLoss(1.0 - np.eye(k), y, np.ones(len(y)))
+    scores = rng.normal(scale=0.5, size=(len(y), k))
+    channels, _ = loss.weights(scores)
+    return channels
+
+
+def _grow(X, channels, k, seed=0, **options):
+    data = BinnedData.fit(X, None, 255, 0, row_layout=True)
+    grower = VectorTreeGrower(data, k, VectorTreeOptions(**options), np.random.RandomState(seed))
+    return grower.grow(channels), grower
+
+
+def test_leaf_vectors_minimise_each_leafs_loss_numerically():
+    X, y = _data()
+    k = 4
+    channels = _channels(X, y, k)
+    fit, _ = _grow(X, channels, k, leaf_smoothing=0.0, min_samples_leaf=5, max_leaves=8)
+    leaves = np.unique(fit.leaf_of_row)
+    assert len(leaves) == 8
+    for leaf in leaves:
+        rows = fit.leaf_of_row == leaf
+        w_plus, w_minus = channels[rows, :k], channels[rows, k:]
+
+        def loss(a, w_plus=w_plus, w_minus=w_minus):
+            return np.sum(w_plus * np.exp(a) + w_minus * np.exp(-a))
+
+        best = minimize(loss, np.zeros(k), method="BFGS", options={"gtol": 1e-12})
+        both = (w_plus.sum(axis=0) > 0) & (w_minus.sum(axis=0) > 0)
+        assert_allclose(fit.leaf_values[leaf][both], best.x[both], atol=1e-5)
+        # a one-sided class has no finite optimum: its step is capped at ln(1/eps)/2
+        assert np.all(np.abs(fit.leaf_values[leaf][~both]) <= 0.5 * np.log(1e10) + 1e-9)
+        def class_loss(a, w_plus=w_plus, w_minus=w_minus, both=both):
+            return np.sum((w_plus * np.exp(a) + w_minus * np.exp(-a))[:, both])
+
+        assert class_loss(fit.leaf_values[leaf]) <= class_loss(best.x) * (1 + 1e-12)
+    total = sum(np.sum(channels[fit.leaf_of_row == leaf, :k] * np.exp(fit.leaf_values[leaf])
+                       + channels[fit.leaf_of_row == leaf, k:] * np.exp(-fit.leaf_values[leaf]))
+                for leaf in leaves)
+    assert_allclose(fit.loss, total, rtol=1e-10)
+
+
+def test_smoothing_shrinks_steps_towards_zero_and_keeps_the_loss_down():
+    X, y = _data(seed=1)
+    k = 4
+    channels = _channels(X, y, k, seed=1)
+    exact, _ = _grow(X, channels, k, leaf_smoothing=0.0, max_leaves=6)
+    smooth, _ = _grow(X, channels, k, leaf_smoothing=50.0, max_leaves=6)
+    before = channels.sum()
+    assert smooth.loss < before
+    assert exact.loss <= smooth.loss * (1 + 1e-12)
+    # on the exact tree's partition, smoothing only shortens each step
+    grower_exact = exact
+    for leaf in np.unique(grower_exact.leaf_of_row):
+        sums = np.concatenate([channels[grower_exact.leaf_of_row == leaf].sum(axis=0), [1.0]])
+        prior = np.full(k, 10.0 * sums[:2 * k].mean())
+        a = vector_tree._leaf_vector(sums, prior, k)
+        a0 = grower_exact.leaf_values[leaf]
+        assert np.all(np.abs(a) <= np.abs(a0) + 1e-12) and np.all(a * a0 >= 0)
+
+
+def test_leafwise_growth_respects_max_leaves_depth_and_leaf_size():
+    X, y = _data(n=600, d=6)
+    k = 4
+    channels = _channels(X, y, k)
+    fit, _ = _grow(X, channels, k, max_leaves=12, min_samples_leaf=25)
+    counts = np.bincount(fit.leaf_of_row)
+    assert len(counts[counts > 0]) == 12 and counts[counts > 0].min() >= 25
+    fit2, _ = _grow(X, channels, k, max_leaves=31, max_depth=2, min_samples_leaf=1)
+    assert len(np.unique(fit2.leaf_of_row)) <= 4
+    # the tree routes the training rows exactly as the growth partitioned them
+    assert_array_equal(fit.arrays.leaves(X)[:, 0], fit.leaf_of_row)
+
+
+@pytest.mark.parametrize("nan_rate", [0.0, 0.2])
+def test_histogram_subtraction_builds_the_same_tree_as_direct_histograms(monkeypatch, nan_rate):
+    X, y = _data(n=800, d=6, nan_rate=nan_rate, seed=3)
+    k = 4
+    channels = _channels(X, y, k, seed=3)
+    fit, grower = _grow(X, channels, k, max_leaves=20, min_samples_leaf=5)
+    monkeypatch.setattr(vector_tree, "HISTOGRAM_BUDGET", 0)  # every histogram built directly
+    direct, _ = _grow(X, channels, k, max_leaves=20, min_samples_leaf=5)
+    for name in ("feature", "threshold", "missing_left", "left", "right"):
+        assert_array_equal(getattr(fit.arrays, name), getattr(direct.arrays, name))
+    assert_allclose(fit.leaf_values, direct.leaf_values, rtol=1e-10, atol=1e-12)
+    # and a subtracted histogram equals the direct one on the cells a search reads
+    rows = np.arange(len(y))
+    grower.features = np.arange(X.shape[1])
+    grower.channels, grower.amplify = channels, None
+    sums = vector_tree._row_sums(channels, rows, None)
+    left = rows[rows % 3 == 0]
+    parent = grower._build(rows, sums).copy()
+    small = grower._build(left, vector_tree._row_sums(channels, left, None)).copy()
+    right = rows[rows % 3 != 0]
+    big = grower._build(right, vector_tree._row_sums(channels, right, None)).copy()
+    vector_tree._subtract_used(parent, small, grower.n_value_bins, grower.data.layout.missing_bin)
+    for f in range(X.shape[1]):
+        used = list(range(grower.n_value_bins[f])) + [grower.data.layout.missing_bin]
+        assert_allclose(parent[f, used], big[f, used], rtol=1e-9, atol=1e-12)
+
+
+def test_sparse_and_dense_histograms_agree():
+    rng = np.random.default_rng(5)
+    X = np.where(rng.random((500, 8)) < 0.8, 0.0, rng.integers(1, 6, (500, 8)).astype(float))
+    y = rng.integers(0, 3, 500)
+    channels = _channels(X, y, 3, seed=5)
+    data = BinnedData.fit(X, None, 255, 0, row_layout=True)
+    assert data.sparse is not None
+    grower = VectorTreeGrower(data, 3, VectorTreeOptions(), np.random.RandomState(0))
+    grower.features = np.arange(8)
+    grower.channels, grower.amplify = channels, None
+    rows = np.flatnonzero(rng.random(500) < 0.4)
+    sums = vector_tree._row_sums(channels, rows, None)
+    sparse_hist = grower._build(rows, sums).copy()
+    data.sparse = None
+    dense_hist = grower._build(rows, sums).copy()
+    for f in range(8):
+        used = list(range(grower.n_value_bins[f])) + [data.layout.missing_bin]
+        assert_allclose(sparse_hist[f, used], dense_hist[f, used], rtol=1e-9, atol=1e-12)
+
+
+def test_vector_tree_classifier_learns_and_its_loss_matches_its_predictions():
+    X, y = _data(n=600, nan_rate=0.1, seed=4)
+    model = RebelClassifier(40, weak_learner="vector_tree", learning_rate=0.3,
+                            random_state=0).fit(X[:450], y[:450])
+    assert model.vectors_ is None
+    assert isinstance(model.trees_, LeafTreeArrays)
+    assert np.mean(model.predict(X[450:]) == y[450:]) > 0.7  # 10% label noise, 10% NaN
+    assert np.all(np.diff(model.train_loss_) <= 1e-12 * model.train_loss_[:-1])
+    # the training loss the booster tracked is the loss of the model's own scores
+    loss = RebelLoss(model.cost_matrix_, y[:450], np.ones(450))
+    assert_allclose(loss.loss(model.decision_function(X[:450])), model.train_loss_[-1],
+                    rtol=1e-9)
+
+
+@pytest.mark.parametrize("sampling", ["uniform", "goss"])
+def test_row_and_feature_sampling_is_seeded_and_routes_every_row(sampling):
+    X, y = _data(n=800, d=8, nan_rate=0.05, seed=6)
+    params = dict(weak_learner="vector_tree", learning_rate=0.3, subsample=0.5,
+                  sampling=sampling, colsample_bytree=0.5, random_state=3)
+    a = RebelClassifier(15, **params).fit(X, y)
+    b = RebelClassifier(15, **params).fit(X, y)
+    assert_array_equal(a.decision_function(X), b.decision_function(X))
+    c = RebelClassifier(15, **{**params, "random_state": 4}).fit(X, y)
+    assert not np.array_equal(a.decision_function(X), c.decision_function(X))
+    # every tree splits on at most half the features
+    for t in range(len(a.trees_)):
+        assert len(np.unique(a.trees_.features_used(t))) <= 4
+    # rows left out of a tree's sample still got its step: the tracked loss is the model's
+    loss = RebelLoss(a.cost_matrix_, y, np.ones(len(y)))
+    assert_allclose(loss.loss(a.decision_function(X)), a.train_loss_[-1], rtol=1e-9)
+
+
+def test_goss_sums_are_unbiased():
+    X, y = _data(n=300, seed=7)
+    k = 4
+    channels = _channels(X, y, k, seed=7) * np.linspace(0.1, 3, 300)[:, None]
+    data = BinnedData.fit(X, None, 255, 0, row_layout=True)
+    grower = VectorTreeGrower(data, k, VectorTreeOptions(subsample=0.3, sampling="goss"),
+                              np.random.RandomState(0))
+    draws = []
+    for _ in range(400):
+        rows, amplify = grower._sample_rows(channels)
+        assert np.all(np.diff(rows) > 0)
+        draws.append(vector_tree._row_sums(channels, rows, amplify)[:2 * k])
+    assert_allclose(np.mean(draws, axis=0), channels.sum(axis=0), rtol=0.03)
+
+
+def test_leaf_tree_files_round_trip_and_refuse_cycles(tmp_path):
+    X, y = _data(n=300, seed=8)
+    model = RebelClassifier(8, weak_learner="vector_tree", random_state=0).fit(X, y)
+    path = tmp_path / "m.json"
+    model.save(path)
+    loaded = RebelClassifier.load(path)
+    assert_array_equal(loaded.decision_function(X), model.decision_function(X))
+    doc = json.loads(path.read_text())
+    learners = doc["model"]["learners"]
+    learners["left"][0][0] = 0  # node 0's child is node 0: a cycle
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="child does not come after"):
+        RebelClassifier.load(path)
+
+
+def test_constant_leaf_tree_and_description():
+    tree = constant_leaf_tree(4)
+    X = np.array([[1.0, np.nan], [-3.0, 2.0]])
+    assert_array_equal(tree.leaves(X), [[0], [0]])
+    X, y = _data(n=300, seed=9)
+    model = RebelClassifier(3, weak_learner="vector_tree", max_leaves=4,
+                            random_state=0).fit(X, y)
+    regions = model.trees_.regions(0, [f"x{i}" for i in range(5)], model.classes_)
+    assert len(regions) == 4
+    text, used = model.trees_.rule(0, X[0], [f"x{i}" for i in range(5)], model.classes_)
+    leaf = model.trees_.leaves(X[:1])[0, 0]
+    assert regions[leaf][0] == text.replace(" and ", " and ") or used
+
+
+def test_sampling_and_quickboost_are_refused_where_they_do_not_apply():
+    X, y = _data(n=100)
+    with pytest.raises(ValueError, match="vector_tree"):
+        RebelClassifier(3, subsample=0.5).fit(X, y)
+    with pytest.raises(ValueError, match="quickboost"):
+        RebelClassifier(3, weak_learner="vector_tree", quickboost=True).fit(X, y)
