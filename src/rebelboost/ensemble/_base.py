@@ -10,6 +10,7 @@ its class-probability link if it has one.
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Iterator
 from contextlib import nullcontext
 
@@ -73,9 +74,14 @@ LOOP_PARAMETERS_DOC = """\
 """
 
 
-def document_loop(cls):
-    """Class decorator: the loop's parameters replace ``{loop}`` in the class docstring."""
-    cls.__doc__ = cls.__doc__.replace("{loop}\n", LOOP_PARAMETERS_DOC)
+def document_loop(cls=None, *, own: tuple[str, ...] = ()):
+    """Class decorator: the loop's parameters replace ``{loop}`` in the class docstring,
+    except those in ``own`` (documented by the class itself: another default)."""
+    if cls is None:
+        return lambda c: document_loop(c, own=own)
+    entries = re.split(r"(?m)^(?=    \w+ : )", LOOP_PARAMETERS_DOC)
+    kept = "".join(e for e in entries if e.split(" : ")[0].strip() not in own)
+    cls.__doc__ = cls.__doc__.replace("{loop}\n", kept)
     return cls
 
 

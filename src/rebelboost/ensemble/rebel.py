@@ -33,7 +33,7 @@ from ..validation import check_cost_matrix
 from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
 
 
-@document_loop
+@document_loop(own=("learning_rate",))
 class RebelClassifier(BoostedClassifier):
     """REBEL boosting (Appel, Burgos-Artizzu and Perona, 2016) with stumps or trees.
 
@@ -41,7 +41,7 @@ class RebelClassifier(BoostedClassifier):
     ----------
     n_estimators : int, default=100
         Number of boosting iterations (weak learners, the constant learner included).
-    weak_learner : {'tree', 'stump', 'vector_tree', 'similarity'}, default='tree'
+    weak_learner : {'vector_tree', 'tree', 'stump', 'similarity'}, default='vector_tree'
         'tree' grows the paper's binary trees (``f(x) = +-1`` times one step vector) of depth
         ``max_depth`` layer by layer; 'stump' is depth 1; 'vector_tree' grows trees leaf by
         leaf (LightGBM's order) up to ``max_leaves`` leaves, each leaf with its own
@@ -49,6 +49,10 @@ class RebelClassifier(BoostedClassifier):
         (:mod:`rebelboost.learners.vector_tree`); 'similarity' uses localized similarities
         (Appel & Perona 2017), which compare a query with one or two training points and
         drive the training error to zero on any data set.
+    learning_rate : float or None, default=None
+        Shrinkage: every step is multiplied by it (LightGBM's ``learning_rate``). None: 0.3
+        for 'vector_tree' (the fastest to LightGBM's test error among 0.1-0.5 on the data
+        measured, BENCHMARKS.md), 1 for the paper's learners (their closed-form steps).
     max_depth : int or None, default=None
         Depth limit of the trees: None means 2 for 'tree' and no limit for 'vector_tree'
         (ignored for stumps and similarities).
@@ -148,6 +152,7 @@ class RebelClassifier(BoostedClassifier):
     _parameter_constraints: dict = {
         **LOOP_CONSTRAINTS,
         "weak_learner": [StrOptions(set(REBEL_LEARNERS))],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "similarity_mode": [StrOptions({"two-point", "one-point"})],
         "scaling": [StrOptions({"standard", "minmax"}), None],
         "max_depth": [Interval(numbers.Integral, 1, 16, closed="both"), None],
@@ -168,7 +173,7 @@ class RebelClassifier(BoostedClassifier):
         self,
         n_estimators: int = 100,
         *,
-        weak_learner: str = "tree",
+        weak_learner: str = "vector_tree",
         max_depth: int | None = None,
         max_leaves: int = 31,
         min_samples_leaf: int = 20,
@@ -180,7 +185,7 @@ class RebelClassifier(BoostedClassifier):
         subcosts: str = "thesis",
         cost_strategy: str = "posterior",
         max_bins: int = 255,
-        learning_rate: float = 1.0,
+        learning_rate: float | None = None,
         similarity_mode: str = "two-point",
         scaling: str | None = "standard",
         target_loss=None,
@@ -281,7 +286,10 @@ class RebelClassifier(BoostedClassifier):
                       else check_cost_matrix(None, len(self.classes_)))
             cost_rows = cost_rows.copy()
             cost_rows[moved] = matrix[family.codes[moved]]
-        return _RebelBooster(family, cost_rows, sample_weight, validation, self.learning_rate,
+        learning_rate = self.learning_rate
+        if learning_rate is None:
+            learning_rate = 0.3 if vector else 1.0
+        return _RebelBooster(family, cost_rows, sample_weight, validation, learning_rate,
                              self.subcosts)
 
     def _set_records(self, records, n_kept, booster) -> None:

@@ -149,9 +149,8 @@ class VectorTreeGrower:
             feature.append(f)
             threshold.append(self.data.threshold(f, b))
             split_bins.append(b)
-            goes_left = _goes_left(self.data.bins, leaf.rows, f, b,
-                                   self.data.layout.missing_bin, m_left)
-            lrows, rrows = leaf.rows[goes_left], leaf.rows[~goes_left]
+            lrows, rrows = _partition(self.data.bins, leaf.rows, f, b,
+                                      self.data.layout.missing_bin, m_left)
             if not self.data.layout.has_missing[f]:  # NaN at prediction: the larger side
                 m_left = len(lrows) >= len(rrows)
             missing_left.append(m_left)
@@ -281,7 +280,7 @@ class VectorTreeGrower:
         else:
             clear = _clear_sparse if parallel else _clear_sparse_serial
             clear(hist, self.n_value_bins, missing_bin)
-            add_sparse_entries(sparse, row_channels, rows, hist)
+            add_sparse_entries(sparse, row_channels, rows, hist, parallel)
             fill = _fill_defaults if parallel else _fill_defaults_serial
             fill(hist, self.n_value_bins, missing_bin, sparse.default_bin, sums)
         self.updates += len(rows) * len(self.features)
@@ -489,12 +488,22 @@ def _gather(channels, rows, amplify):
 
 
 @numba.njit(cache=True, nogil=True)
-def _goes_left(bins, rows, feature, split_bin, missing_bin, missing_left):
-    out = np.empty(rows.shape[0], dtype=np.bool_)
-    for i in range(rows.shape[0]):
-        b = bins[rows[i], feature]
-        out[i] = missing_left if b == missing_bin else b <= split_bin
-    return out
+def _partition(bins, rows, feature, split_bin, missing_bin, missing_left):
+    """The rows going left and right under a split, each in the given (increasing) order."""
+    n = rows.shape[0]
+    left = np.empty(n, dtype=rows.dtype)
+    right = np.empty(n, dtype=rows.dtype)
+    n_left = n_right = 0
+    for i in range(n):
+        r = rows[i]
+        b = bins[r, feature]
+        if missing_left if b == missing_bin else b <= split_bin:
+            left[n_left] = r
+            n_left += 1
+        else:
+            right[n_right] = r
+            n_right += 1
+    return left[:n_left].copy(), right[:n_right].copy()
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

@@ -211,11 +211,12 @@ def accumulate_histogram(
 
 
 def add_sparse_entries(sparse: SparseBins, row_channels: np.ndarray, rows: np.ndarray,
-                       hist: np.ndarray) -> None:
+                       hist: np.ndarray, parallel: bool | None = None) -> None:
     """Add the entries of ``rows`` outside their features' default bins to ``hist`` in place
-    (``row_channels[r]`` belongs to ``rows[r]``); the default bins are left to the caller."""
+    (``row_channels[r]`` belongs to ``rows[r]``); the default bins are left to the caller.
+    ``parallel`` None: on every thread from ``_PARALLEL_MIN_ADDS`` expected additions."""
     _run_sparse(sparse, np.ascontiguousarray(row_channels, dtype=np.float64),
-                np.ascontiguousarray(rows, dtype=np.intp), 0, len(rows), hist, True)
+                np.ascontiguousarray(rows, dtype=np.intp), 0, len(rows), hist, True, parallel)
 
 
 def row_totals(row_channels: np.ndarray) -> np.ndarray:
@@ -273,14 +274,14 @@ def _run(bins, channels, rows, r0, r1, features, hist, by_position, fresh, skip)
            by_position, fresh, width, skip)
 
 
-def _run_sparse(sparse, channels, rows, r0, r1, hist, by_position) -> None:
+def _run_sparse(sparse, channels, rows, r0, r1, hist, by_position, parallel=None) -> None:
     """Add rows ``r0:r1``'s entries outside the default bins, for every feature."""
     n_channels = channels.shape[1]
     if n_channels == 0 or r1 <= r0:
         return
     n_entries = len(sparse.entries) * (r1 - r0) / max(1, sparse.indptr.shape[1] - 1)
     adds = n_entries * n_channels  # expected
-    serial = adds < _PARALLEL_MIN_ADDS
+    serial = adds < _PARALLEL_MIN_ADDS if parallel is None else not parallel
     specialize = adds >= _SPARSE_SPECIALIZE_MIN_ADDS and n_channels <= _SPECIALIZE_MAX_CHANNELS
     width = (0,) * n_channels if specialize else ()
     kernel = _sparse_serial if serial else _sparse_parallel
