@@ -105,7 +105,7 @@ def test_explain_reads_dataframe_rows_and_every_booster(data):
 @pytest.mark.parametrize("estimator", BOOSTERS, ids=IDS)
 def test_learning_rate_shrinks_the_first_step(data, estimator):
     X, y, X_test = data
-    full = clone(estimator).set_params(n_estimators=1).fit(X, y)
+    full = clone(estimator).set_params(n_estimators=1, learning_rate=1.0).fit(X, y)
     half = clone(estimator).set_params(n_estimators=1, learning_rate=0.5).fit(X, y)
     np.testing.assert_allclose(half.decision_function(X_test),
                                0.5 * full.decision_function(X_test), rtol=1e-12, atol=1e-12)

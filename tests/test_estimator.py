@@ -255,9 +255,9 @@ def _doc(fitted, tmp_path):
         (lambda d: d.update(estimator="Nope"), "unknown estimator"),
         (lambda d: d["fitted"].pop("vectors"), "corrupt"),
         (lambda d: d["model"]["learners"].update(
-            feature=[[7, 0, 0]] * len(d["fitted"]["vectors"])), "feature"),
-        (lambda d: d["fitted"].update(vectors=[[1.0, 2.0]] * len(d["fitted"]["vectors"])),
-         "corrupt"),
+            feature=[[7, 0, 0]] * len(d["model"]["learners"]["feature"])), "feature"),
+        (lambda d: d["fitted"].update(
+            vectors=[[1.0, 2.0]] * len(d["model"]["learners"]["feature"])), "corrupt"),
         (lambda d: d["fitted"].update(cost_matrix=[[0, 1], [1, 0]]), "cost matrix"),
     ],
 )
@@ -342,7 +342,7 @@ def test_callbacks_see_every_iteration_and_can_stop():
 
     stopped = RebelClassifier(30, random_state=0).fit(X, y, callbacks=[lambda i: i.iteration == 7])
     assert stopped.n_estimators_ == 7
-    np.testing.assert_array_equal(stopped.vectors_, model.vectors_[:7])
+    np.testing.assert_array_equal(stopped.model_.values, model.model_.values[:7])
 
     seen.clear()
     early = RebelClassifier(30, early_stopping=True, n_iter_no_change=100, random_state=0)

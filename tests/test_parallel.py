@@ -159,6 +159,7 @@ def _recording(monkeypatch, owner, name, seen):
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
 def test_prediction_and_binning_follow_n_jobs(monkeypatch):
     from rebelboost import AdaBoostMHClassifier, RebelClassifier, binning
+    from rebelboost.learners.leaf_tree import LeafTreeArrays
     from rebelboost.learners.tree import TreeArrays
 
     rng = np.random.RandomState(0)
@@ -166,6 +167,7 @@ def test_prediction_and_binning_follow_n_jobs(monkeypatch):
     seen = []
     for name in ("leaves", "outputs"):
         _recording(monkeypatch, TreeArrays, name, seen)
+    _recording(monkeypatch, LeafTreeArrays, "leaves", seen)
     _recording(monkeypatch, binning, "_bin_rows", seen)
     for cls in (RebelClassifier, AdaBoostMHClassifier):
         model = cls(3, n_jobs=1).fit(X, y)

@@ -115,18 +115,32 @@ def test_histogram_subtraction_builds_the_same_tree_as_direct_histograms(monkeyp
     assert_allclose(fit.leaf_values, direct.leaf_values, rtol=1e-10, atol=1e-12)
     # and a subtracted histogram equals the direct one on the cells a search reads
     rows = np.arange(len(y))
+    ones = np.ones(len(y))
     grower.features = np.arange(X.shape[1])
     grower.channels, grower.amplify = channels, None
-    sums = vector_tree._row_sums(channels, rows, None)
+    sums = vector_tree._row_sums(channels, rows, None, ones)
     left = rows[rows % 3 == 0]
     parent = grower._build(rows, sums).copy()
-    small = grower._build(left, vector_tree._row_sums(channels, left, None)).copy()
+    small = grower._build(left, vector_tree._row_sums(channels, left, None, ones)).copy()
     right = rows[rows % 3 != 0]
-    big = grower._build(right, vector_tree._row_sums(channels, right, None)).copy()
+    big = grower._build(right, vector_tree._row_sums(channels, right, None, ones)).copy()
     vector_tree._subtract_used(parent, small, grower.n_value_bins, grower.data.layout.missing_bin)
     for f in range(X.shape[1]):
         used = list(range(grower.n_value_bins[f])) + [grower.data.layout.missing_bin]
         assert_allclose(parent[f, used], big[f, used], rtol=1e-9, atol=1e-12)
+
+
+def test_min_samples_leaf_counts_sample_weight():
+    X, y = _data(n=300, seed=10)
+    k = 4
+    channels = _channels(X, y, k, seed=10)
+    data = BinnedData.fit(X, None, 255, 0, row_layout=True)
+    weight = np.full(300, 0.5)
+    grower = VectorTreeGrower(data, k, VectorTreeOptions(min_samples_leaf=20, max_leaves=40),
+                              np.random.RandomState(0), weight)
+    fit = grower.grow(channels)
+    counts = np.bincount(fit.leaf_of_row)
+    assert counts[counts > 0].min() >= 40  # 40 rows of weight 0.5
 
 
 def test_sparse_and_dense_histograms_agree():
@@ -140,7 +154,7 @@ def test_sparse_and_dense_histograms_agree():
     grower.features = np.arange(8)
     grower.channels, grower.amplify = channels, None
     rows = np.flatnonzero(rng.random(500) < 0.4)
-    sums = vector_tree._row_sums(channels, rows, None)
+    sums = vector_tree._row_sums(channels, rows, None, np.ones(len(channels)))
     sparse_hist = grower._build(rows, sums).copy()
     data.sparse = None
     dense_hist = grower._build(rows, sums).copy()
@@ -192,7 +206,7 @@ def test_goss_sums_are_unbiased():
     for _ in range(400):
         rows, amplify = grower._sample_rows(channels)
         assert np.all(np.diff(rows) > 0)
-        draws.append(vector_tree._row_sums(channels, rows, amplify)[:2 * k])
+        draws.append(vector_tree._row_sums(channels, rows, amplify, np.ones(300))[:2 * k])
     assert_allclose(np.mean(draws, axis=0), channels.sum(axis=0), rtol=0.03)
 
 
@@ -228,6 +242,6 @@ def test_constant_leaf_tree_and_description():
 def test_sampling_and_quickboost_are_refused_where_they_do_not_apply():
     X, y = _data(n=100)
     with pytest.raises(ValueError, match="vector_tree"):
-        RebelClassifier(3, subsample=0.5).fit(X, y)
+        RebelClassifier(3, weak_learner="tree", subsample=0.5).fit(X, y)
     with pytest.raises(ValueError, match="quickboost"):
         RebelClassifier(3, weak_learner="vector_tree", quickboost=True).fit(X, y)

@@ -29,13 +29,15 @@ DATASETS = ("pendigits", "vowel", "glass_nan")
 
 CASES = {
     "rebel_stump": (RebelClassifier, dict(n_estimators=30, weak_learner="stump")),
-    "rebel_tree2": (RebelClassifier, dict(n_estimators=25, max_depth=2)),
-    "rebel_tree3_qb": (RebelClassifier, dict(n_estimators=15, max_depth=3, quickboost=True)),
+    # The paper's binary trees were the default weak learner when these files were written.
+    "rebel_tree2": (RebelClassifier, dict(n_estimators=25, weak_learner="tree", max_depth=2)),
+    "rebel_tree3_qb": (RebelClassifier, dict(n_estimators=15, weak_learner="tree", max_depth=3,
+                                             quickboost=True)),
     "rebel_tree2_cost": (RebelClassifier,
-                         dict(n_estimators=20, max_depth=2, cost_matrix="ordinal",
-                              subcosts="thesis", cost_strategy="loss")),
-    "rebel_tree2_es": (RebelClassifier, dict(n_estimators=40, max_depth=2, early_stopping=True,
-                                             n_iter_no_change=5)),
+                         dict(n_estimators=20, weak_learner="tree", max_depth=2,
+                              cost_matrix="ordinal", subcosts="thesis", cost_strategy="loss")),
+    "rebel_tree2_es": (RebelClassifier, dict(n_estimators=40, weak_learner="tree", max_depth=2,
+                                             early_stopping=True, n_iter_no_change=5)),
     "rebel_similarity": (RebelClassifier, dict(n_estimators=25, weak_learner="similarity")),
     "mh_stump": (AdaBoostMHClassifier, dict(n_estimators=30)),
     "mh_tree2": (AdaBoostMHClassifier, dict(n_estimators=20, weak_learner="tree", max_depth=2)),

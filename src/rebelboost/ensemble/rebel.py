@@ -59,8 +59,9 @@ class RebelClassifier(BoostedClassifier):
     max_leaves : int, default=31
         'vector_tree' only: leaves per tree (LightGBM's ``num_leaves``).
     min_samples_leaf : int, default=20
-        'vector_tree' only: the fewest (sampled) training rows a leaf may hold (LightGBM's
-        ``min_child_samples``).
+        'vector_tree' only: the least sample weight (the number of rows when unweighted) of
+        the sampled training rows a leaf may hold (LightGBM's ``min_child_samples``); a
+        weight of 2 counts as a repeated row.
     leaf_smoothing : float, default=1.0
         'vector_tree' only: pseudo-rows of the average weight added to both sides of each
         leaf's class sums before its step is solved; shrinks the steps of small leaves

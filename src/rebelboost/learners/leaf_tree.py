@@ -103,7 +103,8 @@ class LeafTreeArrays:
 
     def regions(self, t: int, names: list[str], classes,
                 output: Callable[[int], object] = int) -> list[tuple[str, object]]:
-        """(tests in words, ``output(leaf)``) for the leaves of tree ``t``, left to right."""
+        """(tests in words, ``output(leaf)``) for the leaves of tree ``t``, left to right;
+        sibling leaves with equal outputs merge (a tree of equal leaves reads "always")."""
         feature, threshold, missing_left = self.feature[t], self.threshold[t], self.missing_left[t]
 
         def walk(child: int, tests: list[str]) -> list[tuple[list[str], object]]:
@@ -114,10 +115,13 @@ class LeafTreeArrays:
                 return walk(int(self.left[t, child]), tests)
             name, thr = names[f], f"{threshold[child]:.6g}"
             miss = bool(missing_left[child])
-            return (walk(int(self.left[t, child]),
-                         [*tests, f"{name} <= {thr}" + (" (or missing)" if miss else "")])
-                    + walk(int(self.right[t, child]),
-                           [*tests, f"{name} > {thr}" + ("" if miss else " (or missing)")]))
+            left = walk(int(self.left[t, child]),
+                        [*tests, f"{name} <= {thr}" + (" (or missing)" if miss else "")])
+            right = walk(int(self.right[t, child]),
+                         [*tests, f"{name} > {thr}" + ("" if miss else " (or missing)")])
+            if len(left) == len(right) == 1 and _same(left[0][1], right[0][1]):
+                return [(tests, left[0][1])]
+            return left + right
 
         return [(" and ".join(tests) if tests else "always", out) for tests, out in walk(0, [])]
 
@@ -174,6 +178,10 @@ class LeafTreeArrays:
             raise corrupt("a tree node's child does not come after it")
         return cls(feature.astype(np.int32), threshold, missing_left, left.astype(np.int32),
                    right.astype(np.int32))
+
+
+def _same(a, b) -> bool:
+    return bool(np.array_equal(a, b)) if isinstance(a, np.ndarray) else a == b
 
 
 def constant_leaf_tree(max_leaves: int) -> LeafTreeArrays:

@@ -133,7 +133,7 @@ class VectorTreeFamily:
         self.n_classes = cost_matrix.shape[0]
         self.max_leaves = options.vector_tree.max_leaves
         self.grower = VectorTreeGrower(self.data, self.n_classes, options.vector_tree,
-                                       np.random.RandomState(rng.randint(2**31)))
+                                       np.random.RandomState(rng.randint(2**31)), sample_weight)
         self.codes = codes
         self.state: dict = {}
 

@@ -90,7 +90,7 @@ class VectorTreeGrower:
     """Grows vector-leaf trees on one binned training set, one per :meth:`grow` call."""
 
     def __init__(self, data: BinnedData, n_classes: int, options: VectorTreeOptions,
-                 rng: np.random.RandomState):
+                 rng: np.random.RandomState, sample_weight: np.ndarray | None = None):
         if options.max_leaves < 2:
             raise ValueError(f"max_leaves must be at least 2, got {options.max_leaves}")
         if options.sampling not in SAMPLINGS:
@@ -99,6 +99,9 @@ class VectorTreeGrower:
             from ..search.histogram import sparse_bins
             data.sparse = sparse_bins(data.bins)
         self.data = data
+        # what min_samples_leaf counts: sample weights, so a weight of 2 is a repeated row
+        self.row_weight = (np.ones(data.n_samples) if sample_weight is None
+                           else np.ascontiguousarray(sample_weight, dtype=np.float64))
         self.k = n_classes
         self.options = options
         self.rng = rng
@@ -213,12 +216,12 @@ class VectorTreeGrower:
     # ------------------------------------------------------------------ pieces
 
     def _leaf(self, rows, depth, parent, side) -> _Leaf:
-        sums = _row_sums(self.channels, rows, self.amplify)
+        sums = _row_sums(self.channels, rows, self.amplify, self.row_weight)
         return _Leaf(rows, sums, depth, parent, side)
 
     def _can_split(self, leaf: _Leaf) -> bool:
         opt = self.options
-        return (len(leaf.rows) >= max(2, 2 * opt.min_samples_leaf)
+        return (len(leaf.rows) >= 2 and leaf.sums[2 * self.k] >= 2 * opt.min_samples_leaf
                 and (opt.max_depth is None or leaf.depth < opt.max_depth)
                 and leaf.loss > 0.0 and len(self.features) > 0)
 
@@ -268,7 +271,7 @@ class VectorTreeGrower:
         Only the cells a search reads are written (each feature's value bins and the missing
         bin), so a buffer is reused without clearing it whole."""
         hist = self._free.pop() if self._free else np.empty(self.hist_shape)
-        row_channels = _gather(self.channels, rows, self.amplify)
+        row_channels = _gather(self.channels, rows, self.amplify, self.row_weight)
         sparse = self.data.sparse
         parallel = len(rows) * self.hist_shape[2] * max(1, len(self.features)) >= _PARALLEL_ADDS
         missing_bin = self.data.layout.missing_bin
@@ -410,7 +413,7 @@ def _scan_one(hist_f, n_bins, has_missing, missing_bin, prior, k, min_count):
         for c in range(n_channels):
             left[c] += hist_f[b, c]
             right[c] = total[c] - left[c]
-        if hist_f[b, count] == 0.0 and b > 0:  # an empty bin: the same split as the last
+        if hist_f[b, count] == 0.0 and b > 0:  # no weight in the bin: the last split again
             continue
         s = _pair_loss(left, right, prior, k, min_count)
         if s < fbest * (1.0 - TIE_RTOL):
@@ -460,8 +463,9 @@ def _scan_serial(hist, features, n_value_bins, has_missing, missing_bin, prior, 
 
 
 @numba.njit(cache=True, nogil=True)
-def _row_sums(channels, rows, amplify):
-    """Channel sums (times ``amplify``; None: 1) and the count of ``rows``, in row order."""
+def _row_sums(channels, rows, amplify, row_weight):
+    """Channel sums (times ``amplify``; None: 1) and the sample weight of ``rows``, in row
+    order."""
     c = channels.shape[1]
     out = np.zeros(c + 1)
     for i in range(rows.shape[0]):
@@ -469,13 +473,13 @@ def _row_sums(channels, rows, amplify):
         s = 1.0 if amplify is None else amplify[r]
         for j in range(c):
             out[j] += channels[r, j] * s
-        out[c] += 1.0
+        out[c] += row_weight[r]
     return out
 
 
 @numba.njit(cache=True, nogil=True)
-def _gather(channels, rows, amplify):
-    """The histogram channels of ``rows``: their weights (amplified) and a 1 (the count)."""
+def _gather(channels, rows, amplify, row_weight):
+    """The histogram channels of ``rows``: their weights (amplified) and sample weight."""
     c = channels.shape[1]
     out = np.empty((rows.shape[0], c + 1))
     for i in range(rows.shape[0]):
@@ -483,7 +487,7 @@ def _gather(channels, rows, amplify):
         s = 1.0 if amplify is None else amplify[r]
         for j in range(c):
             out[i, j] = channels[r, j] * s
-        out[i, c] = 1.0
+        out[i, c] = row_weight[r]
     return out
 
 
