@@ -86,12 +86,18 @@ TARGET_TO_DROP = click.option(
 @click.option("--model-out", "-o", default="model.json", show_default=True,
               type=click.Path(dir_okay=False),
               help="Model file to write (gzip-compressed when it ends in .gz).")
-@click.option("--weak-learner", type=click.Choice(["tree", "stump", "similarity"]),
-              default="tree", show_default=True, help="The binary weak learners.")
+@click.option("--weak-learner",
+              type=click.Choice(["vector_tree", "tree", "stump", "similarity"]),
+              default="vector_tree", show_default=True,
+              help="Leaf-wise trees with a K-vector per leaf, or the paper's binary learners.")
 @click.option("--n-estimators", type=click.IntRange(min=1), default=100, show_default=True,
               help="Boosting iterations (LightGBM's num_iterations).")
-@click.option("--max-depth", type=click.IntRange(1, 16), default=2, show_default=True,
-              help="Depth of the trees.")
+@click.option("--max-depth", type=click.IntRange(1, 16),
+              help="Depth limit of the trees [default: 2 for tree, none for vector_tree].")
+@click.option("--max-leaves", type=click.IntRange(2, 1 << 16), default=31, show_default=True,
+              help="Leaves per vector_tree (LightGBM's num_leaves).")
+@click.option("--learning-rate", type=click.FloatRange(0, min_open=True),
+              help="Shrinkage of every step [default: 0.3 for vector_tree, else 1].")
 @click.option("--max-bins", type=click.IntRange(2, 255), default=255, show_default=True,
               help="Value bins per feature for the split search (LightGBM's max_bin).")
 @click.option("--cost-matrix", type=click.Path(dir_okay=False),
@@ -111,7 +117,8 @@ TARGET_TO_DROP = click.option(
 @click.option("--n-jobs", type=int, help="Threads for the split search (default: all cores).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
 def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_estimators: int,
-        max_depth: int, max_bins: int, cost_matrix: str | None, cost_columns: bool,
+        max_depth: int | None, max_leaves: int, learning_rate: float | None, max_bins: int,
+        cost_matrix: str | None, cost_columns: bool,
         validation_fraction: float | None, n_iter_no_change: int | None,
         random_state: int | None, n_jobs: int | None, quiet: bool) -> None:
     """Train a REBEL model on DATA and write it to --model-out."""
@@ -137,7 +144,8 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
             sample_cost, names = read_cost_columns(table.frame, np.unique(y))
         table.frame = table.frame.drop(columns=names)
     X = features(table, target=target)
-    params = dict(weak_learner=weak_learner, max_depth=max_depth, max_bins=max_bins,
+    params = dict(weak_learner=weak_learner, max_depth=max_depth, max_leaves=max_leaves,
+                  learning_rate=learning_rate, max_bins=max_bins,
                   random_state=random_state, n_jobs=n_jobs)
     if cost_matrix is not None:
         params["cost_matrix"] = read_cost_matrix(cost_matrix, np.unique(y))
@@ -162,7 +170,8 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
         return
 
     predicted = model.predict(X)
-    kind = {"tree": f"depth-{max_depth} trees", "stump": "stumps",
+    kind = {"tree": f"depth-{max_depth or 2} trees", "stump": "stumps",
+            "vector_tree": f"vector-leaf trees of up to {max_leaves} leaves",
             "similarity": "localized similarities"}[weak_learner]
     click.echo(f"fitted {model.n_estimators_} iterations ({kind}) on {len(y)} rows x "
                f"{model.n_features_in_} features, {len(model.classes_)} classes, in "
