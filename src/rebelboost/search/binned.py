@@ -36,7 +36,7 @@ class BinnedData:
         self.binner = binner
         self.bins = bins
         self.layout: BinLayout = binner.layout
-        self.columns: BinColumns = bin_columns(bins)
+        self._columns: BinColumns | None = None
         self.sparse: SparseBins | None = sparse_bins(bins) if row_layout else None
 
     @classmethod
@@ -53,11 +53,21 @@ class BinnedData:
             sample_weight = np.asarray(sample_weight, dtype=np.float64)
             if sample_weight.shape != (X.shape[0],):
                 raise ValueError("sample_weight must have one entry per row of X")
-            fit_rows = X[sample_weight > 0]
+            positive = sample_weight > 0
+            if not positive.all():  # (no copy of X when every row counts)
+                fit_rows = X[positive]
         if fit_rows.shape[0] == 0:
             raise ValueError("no rows of positive weight to place the bin thresholds")
         binner.fit(fit_rows)
         return cls(binner, binner.transform(X), row_layout)
+
+    @property
+    def columns(self) -> BinColumns:
+        """The feature-major copy the layer histograms read, built on first use (leaf-wise
+        growth reads the row-major bins only)."""
+        if self._columns is None:
+            self._columns = bin_columns(self.bins)
+        return self._columns
 
     @property
     def n_samples(self) -> int:
