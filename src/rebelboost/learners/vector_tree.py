@@ -40,7 +40,7 @@ from .leaf_tree import LeafTreeArrays, constant_leaf_tree
 
 # Leaf histograms kept for subtraction at once (bytes); beyond it the lowest-gain leaves'
 # histograms are dropped and their children built directly.
-HISTOGRAM_BUDGET = 1 << 28
+HISTOGRAM_BUDGET = 1 << 27
 # Histogram additions (rows x features x channels) from which the kernels use every thread.
 _PARALLEL_ADDS = 1 << 20
 SAMPLINGS = ("uniform", "goss")
