@@ -234,9 +234,29 @@ def test_constant_leaf_tree_and_description():
                             random_state=0).fit(X, y)
     regions = model.trees_.regions(0, [f"x{i}" for i in range(5)], model.classes_)
     assert len(regions) == 4
-    text, used = model.trees_.rule(0, X[0], [f"x{i}" for i in range(5)], model.classes_)
-    leaf = model.trees_.leaves(X[:1])[0, 0]
-    assert regions[leaf][0] == text.replace(" and ", " and ") or used
+    assert all(text for text, _ in regions)
+
+
+def test_rules_merge_the_tests_on_one_feature_and_hold_for_the_row():
+    X, y = _data(n=500, d=3, seed=11)
+    model = RebelClassifier(5, weak_learner="vector_tree", min_samples_leaf=2,
+                            random_state=0).fit(X, y)
+    names = ["a", "b", "c"]
+    for t in range(5):
+        for x in X[:40]:
+            text, used = model.trees_.rule(t, x, names, model.classes_)
+            if text == "always (bias)":
+                continue
+            assert len(used) == len(set(used))  # one test per feature
+            for test in text.split(" and "):
+                parts = test.split()
+                if len(parts) == 5:  # low < name <= high
+                    low, name, high = float(parts[0]), parts[2], float(parts[4])
+                    assert low < x[names.index(name)] <= high
+                elif parts[1] == "<=":
+                    assert x[names.index(parts[0])] <= float(parts[2])
+                else:
+                    assert x[names.index(parts[0])] > float(parts[2])
 
 
 def test_sampling_and_quickboost_are_refused_where_they_do_not_apply():

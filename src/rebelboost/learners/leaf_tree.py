@@ -88,18 +88,25 @@ class LeafTreeArrays:
             node = child
 
     def rule(self, t: int, x: np.ndarray, names: list[str], classes) -> tuple[str, list[int]]:
-        """The tests row ``x`` passes in tree ``t``, as text, and the features they read."""
+        """The tests row ``x`` passes in tree ``t``, as text (one per feature: a deep path
+        often tests a feature twice), and the features they read."""
         path, _ = self._walk(t, x)
-        tests, used = [], []
+        bounds: dict[int, list] = {}  # feature -> [lower (>), upper (<=)], in path order
         for node, go_left in path:
             f = int(self.feature[t, node])
+            low, high = bounds.setdefault(f, [-np.inf, np.inf])
+            thr = float(self.threshold[t, node])
+            bounds[f] = [low, min(high, thr)] if go_left else [max(low, thr), high]
+        tests = []
+        for f, (low, high) in bounds.items():  # tests on one feature merged into one
             if np.isnan(x[f]):
                 tests.append(f"{names[f]} is missing")
+            elif low > -np.inf and high < np.inf:
+                tests.append(f"{low:.6g} < {names[f]} <= {high:.6g}")
             else:
-                thr = f"{self.threshold[t, node]:.6g}"
-                tests.append(f"{names[f]} {'<=' if go_left else '>'} {thr}")
-            used.append(f)
-        return (" and ".join(tests) if tests else "always (bias)"), used
+                tests.append(f"{names[f]} > {low:.6g}" if low > -np.inf
+                             else f"{names[f]} <= {high:.6g}")
+        return (" and ".join(tests) if tests else "always (bias)"), list(bounds)
 
     def regions(self, t: int, names: list[str], classes,
                 output: Callable[[int], object] = int) -> list[tuple[str, object]]:

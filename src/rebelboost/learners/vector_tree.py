@@ -87,7 +87,11 @@ class _Leaf:
 
 
 class VectorTreeGrower:
-    """Grows vector-leaf trees on one binned training set, one per :meth:`grow` call."""
+    """Grows vector-leaf trees on one binned training set, one per :meth:`grow` call.
+
+    ``data`` should carry its row-wise sparse layout (``BinnedData.fit(..., row_layout=True)``)
+    when the bins are mostly in one bin per feature; ``sample_weight`` is what
+    ``min_samples_leaf`` counts."""
 
     def __init__(self, data: BinnedData, n_classes: int, options: VectorTreeOptions,
                  rng: np.random.RandomState, sample_weight: np.ndarray | None = None):
@@ -95,9 +99,6 @@ class VectorTreeGrower:
             raise ValueError(f"max_leaves must be at least 2, got {options.max_leaves}")
         if options.sampling not in SAMPLINGS:
             raise ValueError(f"sampling must be one of {SAMPLINGS}, got {options.sampling!r}")
-        if data.sparse is None and data.n_features:  # build_histogram's row-wise layout
-            from ..search.histogram import sparse_bins
-            data.sparse = sparse_bins(data.bins)
         self.data = data
         # what min_samples_leaf counts: sample weights, so a weight of 2 is a repeated row
         self.row_weight = (np.ones(data.n_samples) if sample_weight is None
@@ -302,7 +303,7 @@ class VectorTreeGrower:
         held.sort(key=lambda leaf: leaf.gain)
         for leaf in held[:len(held) - max(1, int(HISTOGRAM_BUDGET // size))]:
             leaf.hist = None  # dropped for good: its children get built directly
-        self._free = self._free[:2]
+        del self._free[2:]  # and no spare buffers beyond two
 
     def _sample_rows(self, channels):
         """Rows of this iteration (increasing) and each row's amplification (None: 1)."""
