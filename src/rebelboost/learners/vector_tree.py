@@ -415,6 +415,10 @@ def _scan_one(hist_f, n_bins, has_missing, missing_bin, prior, k, min_count):
         for c in range(n_channels):
             left[c] += hist_f[b, c]
             right[c] = total[c] - left[c]
+        if right[count] < min_count:  # (only falls as b grows, also with missing left)
+            break
+        if left[count] + missing[count] < min_count:  # too light either way
+            continue
         if hist_f[b, count] == 0.0 and b > 0:  # no weight in the bin: the last split again
             continue
         s = _pair_loss(left, right, prior, k, min_count)
