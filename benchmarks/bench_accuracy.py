@@ -1,0 +1,356 @@
+"""Test error against training time (issue 16): rebelboost's defaults against LightGBM & co.
+
+For each data set (``../shared/data/NAME.npz``: the official split, else a seeded stratified
+80/20 split) every method runs in its own subprocess: a warm-up fit on a small slice (numba
+compilation and cache loading, thread start-up), then the timed fit, with a callback that
+stamps the wall time after every iteration. Test error is computed afterwards at checkpoints
+(staged predictions; not timed), so each method gives a curve of test error against training
+time. Every library gets ``--threads`` threads. Peak memory is the peak RSS during the fit
+minus the RSS just before it.
+
+Methods: rebelboost's defaults (``RebelClassifier()``), rebelboost at learning rate 0.5,
+LightGBM's defaults (31 leaves, learning rate 0.1, 100 rounds) and LightGBM with 4 and 31
+leaves at learning rates 0.1 and 0.05 (more rounds, up to a time budget), XGBoost ``hist``
+with its defaults, scikit-learn ``HistGradientBoostingClassifier`` with its defaults but
+``early_stopping=False`` (its per-iteration curve comes from ``warm_start`` steps of 5).
+Methods other than the defaults stop at ``--budget`` times LightGBM-default's fit time.
+
+Reported per set: LightGBM-default's final test error ``e*`` and fit time ``t*``; for each
+method its final error, fit time, the time at which it first reaches ``e*`` (and the ratio to
+``t*``), its best error within ``t*``, and peak memory. Targets (issue 16): rebelboost's
+defaults reach ``e*`` in at most 0.7 ``t*`` and end at or below ``e*`` on most sets; MNIST under
+2.0%; peak memory within 2x LightGBM's.
+
+Usage (from the repository root)::
+
+    python benchmarks/bench_accuracy.py                       # all sets: BENCHMARKS.md + plot
+    python benchmarks/bench_accuracy.py --datasets letter --output /tmp/a.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_core import _git, _machine, _reset_peak, _rss_kib, _versions, write_section  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+RESULTS = ROOT / "benchmarks" / "results"
+SECTION = "## Test error against training time (issue 16)"
+DATASETS = ("mnist", "letter", "satimage", "pendigits", "optdigits", "shuttle", "connect4",
+            "sleep", "fars")
+# name: (label, library, parameters); rebel configurations are RebelClassifier parameters
+METHODS = {
+    "rebel-default": ("rebelboost defaults", "rebelboost", {}),
+    "rebel-lr0.5": ("rebelboost, learning rate 0.5", "rebelboost",
+                    {"learning_rate": 0.5, "n_estimators": 300}),
+    "lgbm-default": ("LightGBM defaults (31 leaves, lr 0.1, 100 rounds)", "lightgbm", {}),
+    "lgbm-l4-lr0.1": ("LightGBM, 4 leaves, lr 0.1", "lightgbm",
+                      {"num_leaves": 4, "learning_rate": 0.1, "n_estimators": 2000}),
+    "lgbm-l4-lr0.05": ("LightGBM, 4 leaves, lr 0.05", "lightgbm",
+                       {"num_leaves": 4, "learning_rate": 0.05, "n_estimators": 2000}),
+    "lgbm-l31-lr0.1": ("LightGBM, 31 leaves, lr 0.1, more rounds", "lightgbm",
+                       {"num_leaves": 31, "learning_rate": 0.1, "n_estimators": 1000}),
+    "lgbm-l31-lr0.05": ("LightGBM, 31 leaves, lr 0.05", "lightgbm",
+                        {"num_leaves": 31, "learning_rate": 0.05, "n_estimators": 1000}),
+    "xgb-hist": ("XGBoost hist defaults", "xgboost", {}),
+    "hgb": ("sklearn HistGB defaults (no early stopping)", "scikit-learn", {}),
+}
+N_CHECKPOINTS = 40
+
+
+def load(name: str):
+    import numpy as np
+
+    with np.load(DATA / f"{name}.npz") as d:
+        if "X_train" in d:
+            return (d["X_train"].astype(np.float32), d["y_train"],
+                    d["X_test"].astype(np.float32), d["y_test"])
+        X, y = d["X"].astype(np.float32), d["y"]
+    from sklearn.model_selection import train_test_split
+
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
+    return X_tr, y_tr, X_te, y_te
+
+
+# --------------------------------------------------------------------------- one method
+
+
+class _Budget(Exception):
+    pass
+
+
+def worker(dataset: str, method: str, threads: int, budget_s: float | None) -> dict:
+    import numpy as np
+
+    X, y, X_test, y_test = load(dataset)
+    _, library, params = METHODS[method]
+    stamps: list[float] = []
+    start = [0.0]
+
+    def tick() -> bool:
+        stamps.append(time.perf_counter() - start[0])
+        return budget_s is not None and stamps[-1] > budget_s
+
+    if library == "rebelboost":
+        from rebelboost import RebelClassifier
+
+        def make(n=None):
+            p = dict(params, n_jobs=threads, random_state=0)
+            if n is not None:
+                p["n_estimators"] = n
+            return RebelClassifier(**p)
+
+        def fit(est, X_, y_):
+            est.fit(X_, y_, callbacks=[lambda info: tick()])
+
+        def staged(est, its):
+            wanted = set(its)
+            return [np.mean(p != y_test) for i, p in enumerate(est.staged_predict(X_test), 1)
+                    if i in wanted]
+    elif library == "lightgbm":
+        import lightgbm as lgb
+
+        def make(n=None):
+            p = dict(params, n_jobs=threads, verbose=-1, random_state=0)
+            if n is not None:
+                p["n_estimators"] = n
+            return lgb.LGBMClassifier(**p)
+
+        def callback(env):
+            if tick():
+                raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list)
+
+        def fit(est, X_, y_):
+            est.fit(X_, y_, callbacks=[callback])
+
+        def staged(est, its):
+            return [np.mean(est.predict(X_test, num_iteration=i) != y_test) for i in its]
+    elif library == "xgboost":
+        import xgboost as xgb
+
+        class Stamp(xgb.callback.TrainingCallback):
+            def after_iteration(self, model, epoch, evals_log):
+                return tick()
+
+        def make(n=None):
+            p = dict(params, tree_method="hist", n_jobs=threads, random_state=0,
+                     callbacks=[Stamp()])
+            if n is not None:
+                p["n_estimators"] = n
+            return xgb.XGBClassifier(**p)
+
+        def fit(est, X_, y_):
+            est.fit(X_, y_)
+
+        def staged(est, its):
+            return [np.mean(est.predict(X_test, iteration_range=(0, i)) != y_test)
+                    for i in its]
+    else:
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        def make(n=None):
+            return HistGradientBoostingClassifier(early_stopping=False, random_state=0,
+                                                  max_iter=n or 100)
+
+        def fit(est, X_, y_):  # warm-start steps of 5 give the curve
+            total = est.max_iter
+            for n in range(5, total + 1, 5):
+                est.set_params(max_iter=n, warm_start=True)
+                est.fit(X_, y_)
+                stamps.extend([time.perf_counter() - start[0]] * 5)
+                if budget_s is not None and stamps[-1] > budget_s:
+                    break
+
+        def staged(est, its):
+            wanted = set(its)
+            return [np.mean(p != y_test) for i, p in enumerate(est.staged_predict(X_test), 1)
+                    if i in wanted]
+
+    small = min(len(y), 3000)
+    warm = make(3)
+    fit(warm, X[:small], y[:small])
+    stamps.clear()
+    if library == "scikit-learn":
+        from threadpoolctl import threadpool_limits
+
+        limiter = threadpool_limits(threads)
+    before = _rss_kib()
+    peak_reset = _reset_peak()
+    est = make()
+    start[0] = time.perf_counter()
+    fit(est, X, y)
+    fit_time = time.perf_counter() - start[0]
+    peak = _rss_kib("VmHWM")
+    if library == "scikit-learn":
+        limiter.unregister()
+    n = len(stamps)
+    its = sorted({max(1, round(n * (i / N_CHECKPOINTS) ** 1.5)) for i in range(1, N_CHECKPOINTS + 1)}
+                 | {n})
+    errors = staged(est, its)
+    return {"dataset": dataset, "method": method, "iterations": n, "fit_time": fit_time,
+            "checkpoints": its, "times": [stamps[i - 1] for i in its],
+            "errors": [float(e) for e in errors],
+            "peak_mib": (peak - before) / 1024 if peak_reset else None}
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def run(dataset: str, method: str, args, budget_s: float | None) -> dict:
+    cmd = [sys.executable, __file__, "--worker", dataset, method, "--threads", str(args.threads)]
+    if budget_s is not None:
+        cmd += ["--budget-s", f"{budget_s:.3f}"]
+    out = subprocess.run(cmd, text=True, capture_output=True, cwd=ROOT)
+    if out.returncode != 0:
+        raise RuntimeError(f"{dataset} {method} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def summarise(rows: list[dict]) -> dict:
+    ref = next(r for r in rows if r["method"] == "lgbm-default")
+    target, t_ref = ref["errors"][-1], ref["fit_time"]
+    out = {}
+    for r in rows:
+        reach = next((t for t, e in zip(r["times"], r["errors"], strict=True) if e <= target),
+                     None)
+        within = [e for t, e in zip(r["times"], r["errors"], strict=True) if t <= t_ref]
+        out[r["method"]] = {"final": r["errors"][-1], "fit_time": r["fit_time"],
+                            "iterations": r["iterations"], "reach": reach,
+                            "ratio": None if reach is None else reach / t_ref,
+                            "best_within": min(within) if within else None,
+                            "peak_mib": r["peak_mib"]}
+    return {"target": target, "t_ref": t_ref, "methods": out}
+
+
+def render(results: dict[str, list[dict]], command: str) -> str:
+    lines = [
+        f"Command (from the repository root): `{command}`  ",
+        f"Date: {datetime.date.today()}; code: {_git()}  ",
+        f"Machine: {_machine()}; {ARGS.threads} threads for every library; other jobs may "
+        "share the machine: compare rows of one data set (each method ran once, one after "
+        "the other).  ",
+        f"Versions: {_versions()}",
+        "",
+        "Time is wall-clock training time from the start of `fit` (binning included); test "
+        "error at checkpoints of the staged predictions. `e*`, `t*`: LightGBM-default's final "
+        "test error and fit time. 'reaches e*': the training time after which the method's "
+        "test error is first at or below `e*` (ratio to `t*`). 'best in t*': the lowest test "
+        "error reached within `t*`. Methods other than the defaults stop at "
+        f"{ARGS.budget}x `t*`.",
+        "",
+        "| data set | method | iterations | final test error | fit time (s) | reaches e* at (s) "
+        "| vs t* | best in t* | peak memory (MiB) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    verdicts = []
+    for dataset, rows in results.items():
+        s = summarise(rows)
+        for r in rows:
+            m = s["methods"][r["method"]]
+            reach = "never" if m["reach"] is None else f"{m['reach']:.2f}"
+            ratio = "—" if m["ratio"] is None else f"{m['ratio']:.2f}"
+            best = "—" if m["best_within"] is None else f"{m['best_within']:.4f}"
+            peak = "—" if m["peak_mib"] is None else f"{m['peak_mib']:.0f}"
+            lines.append(f"| {dataset} (e* {s['target']:.4f}, t* {s['t_ref']:.2f} s) | "
+                         f"{METHODS[r['method']][0]} | {m['iterations']} | {m['final']:.4f} | "
+                         f"{m['fit_time']:.2f} | {reach} | {ratio} | {best} | {peak} |")
+        d = s["methods"].get("rebel-default")
+        if d is not None:
+            verdicts.append((dataset, d, s))
+    lines += ["", "Targets for rebelboost's defaults:", ""]
+    fast = [v for v in verdicts if v[1]["ratio"] is not None and v[1]["ratio"] <= 0.7]
+    low = [v for v in verdicts if v[1]["final"] <= v[2]["target"]]
+    lines.append(f"* reaches LightGBM-default's final test error within 0.7x its time: "
+                 f"{len(fast)} of {len(verdicts)} sets ({', '.join(v[0] for v in fast)}).")
+    lines.append(f"* ends at or below it: {len(low)} of {len(verdicts)} sets "
+                 f"({', '.join(v[0] for v in low)}).")
+    for dataset, d, s in verdicts:
+        lgbm = s["methods"]["lgbm-default"]["peak_mib"]
+        if dataset == "mnist":
+            lines.append(f"* MNIST test error {d['final']:.4f} (target < 0.02): "
+                         f"**{'met' if d['final'] < 0.02 else 'NOT met'}**.")
+        if lgbm and d["peak_mib"] is not None:
+            lines.append(f"* {dataset}: peak memory {d['peak_mib']:.0f} MiB against LightGBM's "
+                         f"{lgbm:.0f} MiB ({d['peak_mib'] / lgbm:.2f}x; target <= 2x).")
+    return "\n".join(lines)
+
+
+def plot(results: dict[str, list[dict]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(results)
+    cols = min(3, n)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    for ax, (dataset, runs) in zip(axes.flat, results.items(), strict=False):
+        for r in runs:
+            style = "-" if r["method"].startswith("rebel") else "--"
+            ax.plot(r["times"], r["errors"], style, label=r["method"])
+        ref = next(r for r in runs if r["method"] == "lgbm-default")
+        ax.axhline(ref["errors"][-1], color="grey", lw=0.6)
+        ax.set_xscale("log")
+        ax.set_title(dataset)
+        ax.set_xlabel("training time (s)")
+        ax.set_ylabel("test error")
+        low = min(min(r["errors"]) for r in runs)
+        ax.set_ylim(low * 0.9, max(ref["errors"][-1] * 3, low * 2))
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--methods", nargs="+", default=list(METHODS))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--budget", type=float, default=2.0,
+                        help="non-default methods stop at this multiple of t*")
+    parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
+    parser.add_argument("--worker", nargs=2, metavar=("DATASET", "METHOD"))
+    parser.add_argument("--budget-s", type=float)
+    global ARGS
+    ARGS = args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(*args.worker, args.threads, args.budget_s)))
+        return
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    results = {}
+    methods = ["lgbm-default"] + [m for m in args.methods if m != "lgbm-default"]
+    for dataset in args.datasets:
+        rows = []
+        for method in methods:
+            budget = None
+            if method not in ("lgbm-default", "rebel-default"):
+                budget = args.budget * rows[0]["fit_time"]
+            r = run(dataset, method, args, budget)
+            rows.append(r)
+            print(f"# {dataset:9s} {method:16s} {r['iterations']:5d} it  error "
+                  f"{r['errors'][-1]:.4f}  fit {r['fit_time']:7.2f} s", flush=True)
+        results[dataset] = rows
+        (RESULTS / f"accuracy_{dataset}.json").write_text(json.dumps(rows))
+    command = "python benchmarks/bench_accuracy.py" + (
+        "" if args.datasets == list(DATASETS) else " --datasets " + " ".join(args.datasets))
+    body = render(results, command)
+    body += "\n\n![test error against training time](benchmarks/results/accuracy.png)"
+    plot(results, RESULTS / "accuracy.png")
+    out = Path(args.output)
+    write_section(out, body, SECTION)
+    print(body)
+
+
+if __name__ == "__main__":
+    main()
