@@ -192,8 +192,8 @@ def worker(dataset: str, method: str, threads: int, budget_s: float | None) -> d
     if library == "scikit-learn":
         limiter.unregister()
     n = len(stamps)
-    its = sorted({max(1, round(n * (i / N_CHECKPOINTS) ** 1.5)) for i in range(1, N_CHECKPOINTS + 1)}
-                 | {n})
+    grid = (max(1, round(n * (i / N_CHECKPOINTS) ** 1.5)) for i in range(1, N_CHECKPOINTS + 1))
+    its = sorted(set(grid) | {n})
     errors = staged(est, its)
     return {"dataset": dataset, "method": method, "iterations": n, "fit_time": fit_time,
             "checkpoints": its, "times": [stamps[i - 1] for i in its],

@@ -350,3 +350,15 @@ def test_callbacks_see_every_iteration_and_can_stop():
     assert [i.validation_loss for i in seen] == early.validation_loss_.tolist()
     assert all(0.0 <= i.validation_cost <= 1.0 for i in seen)
     assert seen[-1].validation_cost < 0.5  # 3 balanced classes: far better than guessing
+
+
+@pytest.mark.parametrize("weak_learner", ["vector_tree", "tree"])
+def test_float32_training_data_gives_the_float64_model(weak_learner):
+    """float32 X is binned without a float64 copy, into the bins of its float64 copy."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + X[:, 1] ** 2 > 0.5).astype(int) + (X[:, 2] > 1)
+    a = RebelClassifier(10, weak_learner=weak_learner, random_state=0).fit(X, y)
+    b = RebelClassifier(10, weak_learner=weak_learner, random_state=0).fit(X.astype(float), y)
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))

@@ -13,12 +13,15 @@ def check_fit_input(estimator, X, y, sample_weight):
     """Validated ``(X, codes, sample_weight)`` for a classifier's ``fit``.
 
     Checks the parameters, sets ``classes_``, ``n_features_in_`` (and feature names); X may hold
-    NaN but not infinity; weights must be non-negative with a positive sum.
+    NaN but not infinity; weights must be non-negative with a positive sum. A float32 X stays
+    float32 (binning reads it as it is: no float64 copy of the training set); other types
+    become float64.
     """
     estimator._validate_params()
     try:
         X, y = validate_data(
-            estimator, X, y, dtype=np.float64, ensure_all_finite="allow-nan", y_numeric=False,
+            estimator, X, y, dtype=[np.float64, np.float32], ensure_all_finite="allow-nan",
+            y_numeric=False,
             ensure_min_samples=2,
         )
     except ValueError as exc:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..binning import BinLayout, Binner
+from ..binning import BinLayout, Binner, as_float
 from .columns import BinColumns, bin_columns
 from .histogram import SparseBins, sparse_bins
 
@@ -44,7 +44,7 @@ class BinnedData:
             random_state=0, row_layout: bool = False) -> BinnedData:
         """Bin ``X`` with thresholds from its rows of positive weight (a zero weight equals
         removal); ``random_state`` seeds the binner's subsample."""
-        X = np.asarray(X, dtype=np.float64)
+        X = as_float(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-d, got {X.ndim} dims")
         binner = Binner(max_bins, random_state=random_state)
