@@ -57,8 +57,8 @@ def test_iteration_ranges_add_up(data, estimator):
 def test_callbacks_and_early_stopping_for_every_booster(data, estimator):
     X, y, _ = data
     seen: list[IterationInfo] = []
-    model = estimator.set_params(early_stopping=True, n_iter_no_change=3).fit(
-        X, y, callbacks=[seen.append])
+    model = estimator.set_params(early_stopping=True, n_iter_no_change=3,
+                                 validation_metric="loss").fit(X, y, callbacks=[seen.append])
     assert [i.iteration for i in seen] == list(range(1, len(seen) + 1))
     assert all(i.model is model for i in seen)
     assert [i.validation_loss for i in seen] == model.validation_loss_.tolist()
@@ -130,3 +130,24 @@ def test_a_text_column_at_predict_time_is_named(data):
     frame["f2"] = "v" + frame["f2"].astype(str)
     with pytest.raises(ValueError, match=r"\['f2'\] are not numeric"):
         model.predict(frame)
+
+
+def test_early_stopping_on_the_cost_keeps_the_first_lowest_error():
+    from rebelboost.callbacks import EarlyStopping
+
+    stop = EarlyStopping(patience=3, tol=1e-7, metric="cost")
+    errors = [0.30, 0.20, 0.25, 0.20, 0.19, 0.19, 0.22, 0.19]
+    asked = [stop(IterationInfo(i + 1, 20, 1.0, 9.9, e)) for i, e in enumerate(errors)]
+    # best 0.19 at iteration 5; iterations 6-8 bring nothing lower: stop after 8
+    assert asked == [False] * 7 + [True] and stop.best_iteration == 5
+
+
+@pytest.mark.parametrize(("n", "on"), [(10_000, False), (10_001, True)])
+def test_auto_early_stopping_holds_out_a_split_above_ten_thousand_rows(n, on):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 2))
+    y = (X[:, 0] > 0).astype(int)
+    model = RebelClassifier(2, weak_learner="stump", random_state=0).fit(X, y)
+    assert model.early_stopping == "auto"
+    assert (model.validation_loss_ is not None) == on
+    assert (model.best_iteration_ is not None) == on

@@ -93,7 +93,8 @@ def test_expected_cost_uses_the_cost_matrix(blobs):
 
 def test_early_stopping_keeps_the_best_iteration():
     X, y = make_spiral(600, noise=3.0, random_state=0)  # noisy: validation loss turns up
-    model = RebelClassifier(400, early_stopping=True, n_iter_no_change=5, random_state=0)
+    model = RebelClassifier(400, early_stopping=True, n_iter_no_change=5,
+                            validation_metric="loss", random_state=0)
     model.fit(X, y)
     assert model.best_iteration_ == model.n_estimators_
     assert model.n_estimators_ < 400

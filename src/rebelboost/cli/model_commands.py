@@ -108,18 +108,22 @@ TARGET_TO_DROP = click.option(
               "predicting that class for the row; 0 at the row's own class). They are not "
               "features. Instead of --cost-matrix.")
 @click.option("--validation-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              help="Hold out this share of DATA and stop early when its loss stops improving; "
-              "the model keeps its best iteration.")
+              help="Hold out this share of DATA and stop early when its error (cost) stops "
+              "improving; the model keeps its best iteration. Without it early stopping holds "
+              "out 0.1 when DATA has more than 10,000 rows.")
+@click.option("--no-early-stopping", is_flag=True,
+              help="Train on every row for --n-estimators iterations.")
 @click.option("--n-iter-no-change", type=click.IntRange(min=1),
               help="Early-stopping patience in iterations (LightGBM's early_stopping_round). "
-              "[default: 10]")
+              "[default: 50]")
 @click.option("--random-state", type=int, help="Seed for the validation split and binning.")
 @click.option("--n-jobs", type=int, help="Threads for the split search (default: all cores).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
 def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_estimators: int,
         max_depth: int | None, max_leaves: int, learning_rate: float | None, max_bins: int,
         cost_matrix: str | None, cost_columns: bool,
-        validation_fraction: float | None, n_iter_no_change: int | None,
+        validation_fraction: float | None, no_early_stopping: bool,
+        n_iter_no_change: int | None,
         random_state: int | None, n_jobs: int | None, quiet: bool) -> None:
     """Train a REBEL model on DATA and write it to --model-out."""
     import numpy as np
@@ -128,8 +132,9 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
     from ..callbacks import IterationInfo
     from .progress import ProgressBar
 
-    if n_iter_no_change is not None and validation_fraction is None:
-        raise click.UsageError("--n-iter-no-change needs --validation-fraction (early stopping)")
+    if no_early_stopping and (validation_fraction is not None or n_iter_no_change is not None):
+        raise click.UsageError("--no-early-stopping takes no --validation-fraction or "
+                               "--n-iter-no-change")
     if cost_columns and cost_matrix is not None:
         raise click.UsageError("give --cost-matrix or --cost-columns, not both")
     table = read_table(data, FIT_ARRAYS)
@@ -151,8 +156,10 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
         params["cost_matrix"] = read_cost_matrix(cost_matrix, np.unique(y))
     if validation_fraction is not None:
         params.update(early_stopping=True, validation_fraction=validation_fraction)
-        if n_iter_no_change is not None:
-            params["n_iter_no_change"] = n_iter_no_change
+    if no_early_stopping:
+        params["early_stopping"] = False
+    if n_iter_no_change is not None:
+        params["n_iter_no_change"] = n_iter_no_change
     model = RebelClassifier(n_estimators, **params)
 
     history: list[IterationInfo] = []
