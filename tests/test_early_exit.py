@@ -98,7 +98,9 @@ def test_reachable_leaves():
 
 BOOSTERS = [
     RebelClassifier(25, random_state=0),
-    RebelClassifier(25, max_depth=1, random_state=0),
+    RebelClassifier(25, weak_learner="tree", random_state=0),
+    RebelClassifier(25, weak_learner="stump", random_state=0),
+    RebelClassifier(25, max_leaves=6, min_samples_leaf=1, random_state=0),
     RebelClassifier(10, weak_learner="similarity"),
     RebelClassifier(25, cost_matrix=np.array([[0, 1, 4], [1, 0, 1], [2, 1, 0]]),
                     cost_strategy="loss"),
@@ -109,7 +111,7 @@ BOOSTERS = [
     MCBoostClassifier(8, algorithm="gd", max_depth=2),
     OneVsAllAdaBoostClassifier(8, max_depth=2),
 ]
-IDS = ["rebel", "rebel-stumps", "rebel-similarity", "rebel-costs", "rebel-posterior", "mh",
+IDS = ["rebel", "rebel-paper-trees", "rebel-stumps", "rebel-small-leaves", "rebel-similarity", "rebel-costs", "rebel-posterior", "mh",
        "mh-unfactorized",
        "mcboost-cd", "mcboost-gd", "ova"]
 

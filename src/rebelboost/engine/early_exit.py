@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..learners.tree import SERIAL_ROWS, TreeArrays, _leaf_of
+from ..learners.leaf_tree import LeafTreeArrays, leaf_of
+from ..learners.tree import SERIAL_ROWS, TreeArrays
 
 _MAX_LEARNERS = 10**6  # the margin's slack covers second-order rounding up to here
 _BOUND_ENTRIES = 2**24  # checkpoints x K x K bounds held per model range (128 MiB at most)
@@ -33,19 +34,59 @@ CHECK_EVERY = 8  # learners between exit tests (benchmarks/bench_predict.py --ch
 CASCADE_EVERY = 10  # learners between a soft cascade's tests: coarser, fewer thresholds to fit
 
 
-def reachable_leaves(trees: TreeArrays) -> np.ndarray:
-    """(T, 2**D) bool: leaves some row can reach (a pass node or an always-true test cuts
-    its right subtree)."""
-    n_trees, n_internal = trees.feature.shape
-    reach = np.ones((n_trees, 2 * n_internal + 1), bool)
-    cut_right = (trees.feature < 0) | ((trees.threshold == np.inf) & trees.missing_left)
-    for node in range(n_internal):
-        reach[:, 2 * node + 1] = reach[:, node]
-        reach[:, 2 * node + 2] = reach[:, node] & ~cut_right[:, node]
-    return reach[:, n_internal:]
+Trees = TreeArrays | LeafTreeArrays
 
 
-def tree_bounds(trees: TreeArrays, values: np.ndarray, every: int):
+def explicit_trees(trees: Trees) -> tuple[np.ndarray, ...]:
+    """``(feature, threshold, missing_left, left, right)`` of either tree kind with explicit
+    children (:mod:`rebelboost.learners.leaf_tree`), so one routing kernel serves both: a
+    heap tree's node ``i`` has children ``2i+1``, ``2i+2``, leaves after its internal nodes."""
+    if isinstance(trees, LeafTreeArrays):
+        return trees.feature, trees.threshold, trees.missing_left, trees.left, trees.right
+    n_trees, m = trees.feature.shape
+    child = np.arange(m, dtype=np.int64)
+    left, right = 2 * child + 1, 2 * child + 2
+    left = np.where(left < m, left, ~(left - m)).astype(np.int32)
+    right = np.where(right < m, right, ~(right - m)).astype(np.int32)
+    return (trees.feature, trees.threshold, trees.missing_left,
+            np.ascontiguousarray(np.broadcast_to(left, (n_trees, m))),
+            np.ascontiguousarray(np.broadcast_to(right, (n_trees, m))))
+
+
+def reachable_leaves(trees: Trees) -> np.ndarray:
+    """(T, n_slots) bool: leaves some row can reach (a pass node or an always-true test cuts
+    its right subtree; a leaf no node points to is never reached)."""
+    feature, threshold, missing_left, left, right = explicit_trees(trees)
+    return _reachable(feature, threshold, missing_left, left, right, trees.n_slots)
+
+
+@numba.njit(cache=True, nogil=True)
+def _reachable(feature, threshold, missing_left, left, right, n_slots):
+    n_trees, m = feature.shape
+    reach = np.zeros((n_trees, n_slots), np.bool_)
+    for t in range(n_trees):
+        open_ = np.zeros(m, np.bool_)  # internal nodes reached; children come after parents
+        open_[0] = True
+        for node in range(m):
+            if not open_[node]:
+                continue
+            cut = feature[t, node] < 0 or (threshold[t, node] == np.inf
+                                           and missing_left[t, node])
+            child = left[t, node]
+            if child >= 0:
+                open_[child] = True
+            else:
+                reach[t, ~child] = True
+            if not cut:
+                child = right[t, node]
+                if child >= 0:
+                    open_[child] = True
+                else:
+                    reach[t, ~child] = True
+    return reach
+
+
+def tree_bounds(trees: Trees, values: np.ndarray, every: int):
     """Checkpoints (learners added before each test), the first worth testing, and the
     right sides ``R + margin`` (C, K, K) of the exit test at each, and ``right - most`` (the
     most the left side can grow by each checkpoint) to skip tests that cannot pass yet."""
@@ -80,15 +121,15 @@ def tree_bounds(trees: TreeArrays, values: np.ndarray, every: int):
     return checks, first, np.ascontiguousarray(right), np.ascontiguousarray(beyond)
 
 
-def tree_exit_codes(trees: TreeArrays, values: np.ndarray, X: np.ndarray, bounds):
+def tree_exit_codes(trees: Trees, values: np.ndarray, X: np.ndarray, bounds):
     """(class index of each row, learners it evaluated), labels identical to full evaluation."""
     checks, first, right, beyond = bounds
     n = X.shape[0]
     codes = np.empty(n, np.int64)
     used = np.empty(n, np.int64)
     kernel = _tree_exit if n >= SERIAL_ROWS else _tree_exit_serial
-    kernel(np.ascontiguousarray(X, dtype=np.float64), trees.feature, trees.threshold,
-           trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), checks, first,
+    kernel(np.ascontiguousarray(X, dtype=np.float64), *explicit_trees(trees),
+           np.ascontiguousarray(values, dtype=np.float64), checks, first,
            right, beyond, np.zeros((2, 0)), np.zeros((n, values.shape[2])), codes, used)
     return codes, used
 
@@ -106,7 +147,7 @@ class SoftCascade:
     keep: float  # fraction of the full model's held-out decisions it was calibrated to keep
 
 
-def calibrate(trees: TreeArrays, values: np.ndarray, X: np.ndarray, keep: float, every: int,
+def calibrate(trees: Trees, values: np.ndarray, X: np.ndarray, keep: float, every: int,
               learners: tuple[int, int]) -> SoftCascade:
     """Thresholds that keep at least ``keep`` of the full model's decisions on rows ``X``.
 
@@ -119,9 +160,9 @@ def calibrate(trees: TreeArrays, values: np.ndarray, X: np.ndarray, keep: float,
     lead = np.empty((X.shape[0], len(checks)), np.int64)
     gap = np.empty((X.shape[0], len(checks)))
     final = np.empty(X.shape[0], np.int64)
-    _tree_margins(np.ascontiguousarray(X, dtype=np.float64), trees.feature, trees.threshold,
-                  trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), checks,
-                  np.zeros(k), lead, gap, final)
+    _tree_margins(np.ascontiguousarray(X, dtype=np.float64), *explicit_trees(trees),
+                  np.ascontiguousarray(values, dtype=np.float64), checks, np.zeros(k), lead,
+                  gap, final)
     allowed = (1.0 - keep) * X.shape[0]
     running = np.ones(X.shape[0], bool)
     thresholds = np.full(len(checks), np.inf)
@@ -144,22 +185,22 @@ def calibrate(trees: TreeArrays, values: np.ndarray, X: np.ndarray, keep: float,
     return SoftCascade(learners, checks, thresholds, growth, keep)
 
 
-def cascade_codes(trees: TreeArrays, values: np.ndarray, X: np.ndarray, cascade: SoftCascade):
+def cascade_codes(trees: Trees, values: np.ndarray, X: np.ndarray, cascade: SoftCascade):
     """(class index of each row under the soft cascade, learners it evaluated)."""
     n, k = X.shape[0], values.shape[2]
     codes = np.empty(n, np.int64)
     used = np.empty(n, np.int64)
     kernel = _tree_exit if n >= SERIAL_ROWS else _tree_exit_serial
-    kernel(np.ascontiguousarray(X, dtype=np.float64), trees.feature, trees.threshold,
-           trees.missing_left, np.ascontiguousarray(values, dtype=np.float64), cascade.checks,
+    kernel(np.ascontiguousarray(X, dtype=np.float64), *explicit_trees(trees),
+           np.ascontiguousarray(values, dtype=np.float64), cascade.checks,
            0, np.zeros((0, k, k)), np.zeros((0, k, k)),
            np.stack([cascade.thresholds, cascade.growth]), np.zeros((n, k)), codes, used)
     return codes, used
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _exit_row(x, feature, threshold, missing_left, values, checks, first, right, beyond, soft,
-              acc):
+def _exit_row(x, feature, threshold, missing_left, left, right_child, values, checks, first,
+              right, beyond, soft, acc):
     """Add row ``x``'s learners into ``acc`` until the exit test passes: (class, learners).
 
     The test is the exact one, or with ``soft`` (thresholds, growth) (non-empty) a soft
@@ -170,7 +211,8 @@ def _exit_row(x, feature, threshold, missing_left, values, checks, first, right,
     while True:
         stop = checks[c] if c < n_checks else n_trees
         while t < stop:
-            leaf = _leaf_of(x, feature[t], threshold[t], missing_left[t])
+            leaf = leaf_of(x, feature[t], threshold[t], missing_left[t], left[t],
+                           right_child[t])
             for j in range(k):
                 acc[j] += values[t, leaf, j]
             t += 1
@@ -205,23 +247,24 @@ def _exit_row(x, feature, threshold, missing_left, values, checks, first, right,
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _tree_exit(X, feature, threshold, missing_left, values, checks, first, right, beyond, soft,
-               scores, codes, used):
+def _tree_exit(X, feature, threshold, missing_left, left, right_child, values, checks, first,
+               right, beyond, soft, scores, codes, used):
     for i in numba.prange(X.shape[0]):
-        codes[i], used[i] = _exit_row(X[i], feature, threshold, missing_left, values, checks,
-                                      first, right, beyond, soft, scores[i])
+        codes[i], used[i] = _exit_row(X[i], feature, threshold, missing_left, left, right_child,
+                                      values, checks, first, right, beyond, soft, scores[i])
 
 
 @numba.njit(cache=True, nogil=True)
-def _tree_exit_serial(X, feature, threshold, missing_left, values, checks, first, right, beyond,
-                      soft, scores, codes, used):
+def _tree_exit_serial(X, feature, threshold, missing_left, left, right_child, values, checks,
+                      first, right, beyond, soft, scores, codes, used):
     for i in range(X.shape[0]):
-        codes[i], used[i] = _exit_row(X[i], feature, threshold, missing_left, values, checks,
-                                      first, right, beyond, soft, scores[i])
+        codes[i], used[i] = _exit_row(X[i], feature, threshold, missing_left, left, right_child,
+                                      values, checks, first, right, beyond, soft, scores[i])
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _tree_margins(X, feature, threshold, missing_left, values, checks, zeros, lead, gap, final):
+def _tree_margins(X, feature, threshold, missing_left, left, right, values, checks, zeros, lead,
+                  gap, final):
     """Each row's leader and its lead over the runner-up at every checkpoint, and the final
     leader (a soft cascade's calibration data)."""
     n_trees, k = feature.shape[0], values.shape[2]
@@ -231,7 +274,8 @@ def _tree_margins(X, feature, threshold, missing_left, values, checks, zeros, le
         for c in range(checks.shape[0] + 1):
             stop = checks[c] if c < checks.shape[0] else n_trees
             while t < stop:
-                leaf = _leaf_of(X[i], feature[t], threshold[t], missing_left[t])
+                leaf = leaf_of(X[i], feature[t], threshold[t], missing_left[t], left[t],
+                               right[t])
                 for j in range(k):
                     acc[j] += values[t, leaf, j]
                 t += 1

@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..io import corrupt, float_array, int_array
+from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.registry import LearnerStack, learners_from_dict
 from ..learners.tree import TreeArrays
 from . import early_exit as exits
 
+_TREES = (TreeArrays, LeafTreeArrays)  # the learner kinds with early exits
 _STAGED_BLOCK_ENTRIES = 2**22  # (rows x learners) routes held at once by staged scoring
 _MAX_SCORE = 1e300  # a model whose scores could exceed this is refused at load
 
@@ -72,14 +74,14 @@ class AdditiveModel:
         """
         t0, t1 = self.learner_range(start, stop)
         if isinstance(early_exit, exits.SoftCascade):
-            if early_exit.learners != (t0, t1) or not isinstance(self.learners, TreeArrays):
+            if early_exit.learners != (t0, t1) or not isinstance(self.learners, _TREES):
                 raise ValueError("the soft cascade was calibrated on other learners")
             return exits.cascade_codes(self.learners.take(slice(t0, t1)), self.values[t0:t1],
                                        X, early_exit)
         if early_exit not in (None, "exact"):
             raise ValueError(f"early_exit must be None, 'exact' or a SoftCascade, not "
                              f"{early_exit!r}")
-        if early_exit is None or t1 == t0 or not isinstance(self.learners, TreeArrays):
+        if early_exit is None or t1 == t0 or not isinstance(self.learners, _TREES):
             codes = np.argmax(self.scores(X, start, stop), axis=1)
             return codes, np.full(X.shape[0], t1 - t0, np.int64)
         trees, values = self.learners.take(slice(t0, t1)), self.values[t0:t1]
@@ -93,7 +95,7 @@ class AdditiveModel:
                           check_every: int = exits.CASCADE_EVERY) -> exits.SoftCascade:
         """A soft cascade over stages ``[start, stop)`` of a tree model that keeps at least
         ``keep`` of the full model's decisions on the held-out rows ``X``."""
-        if not isinstance(self.learners, TreeArrays):
+        if not isinstance(self.learners, _TREES):
             raise ValueError("soft cascades need a tree model")
         if not 0.0 < keep <= 1.0:
             raise ValueError(f"keep must be in (0, 1], not {keep!r}")

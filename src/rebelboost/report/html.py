@@ -204,10 +204,12 @@ def _evaluation(test: Evaluation, train: Evaluation | None, labels: list[str],
 
 def _learners_needed(model, X) -> str:
     """How many learners ``predict(X, early_exit='exact')`` evaluates per row of the data."""
+    from ..learners.leaf_tree import LeafTreeArrays
     from ..learners.tree import TreeArrays
 
     n_learners = len(model.model_.learners)
-    if not isinstance(model.model_.learners, TreeArrays) or not model._decides_by_argmax():
+    if (not isinstance(model.model_.learners, (TreeArrays, LeafTreeArrays))
+            or not model._decides_by_argmax()):
         return ('<p class="note">Exact early exit applies to tree models that predict the '
                 "class of largest score; this model evaluates every one of its "
                 f"{n_learners} learners for every row.</p>")
