@@ -320,6 +320,9 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=2.0,
                         help="non-default methods stop at this multiple of t*")
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
+    parser.add_argument("--from-results", action="store_true",
+                        help="render the saved results/accuracy_<set>.json of --datasets (a "
+                        "set rerun alone, e.g. after other load disturbed it, joins the rest)")
     parser.add_argument("--worker", nargs=2, metavar=("DATASET", "METHOD"))
     parser.add_argument("--budget-s", type=float)
     global ARGS
@@ -331,6 +334,9 @@ def main() -> None:
     results = {}
     methods = ["lgbm-default"] + [m for m in args.methods if m != "lgbm-default"]
     for dataset in args.datasets:
+        if args.from_results:
+            results[dataset] = json.loads((RESULTS / f"accuracy_{dataset}.json").read_text())
+            continue
         rows = []
         for method in methods:
             budget = None
@@ -344,6 +350,9 @@ def main() -> None:
         (RESULTS / f"accuracy_{dataset}.json").write_text(json.dumps(rows))
     command = "python benchmarks/bench_accuracy.py" + (
         "" if args.datasets == list(DATASETS) else " --datasets " + " ".join(args.datasets))
+    if args.from_results:
+        command = ("python benchmarks/bench_accuracy.py --datasets SET (one run per set), then "
+                   + command.replace("py", "py --from-results", 1))
     body = render(results, command)
     body += "\n\n![test error against training time](benchmarks/results/accuracy.png)"
     plot(results, RESULTS / "accuracy.png")
