@@ -352,7 +352,7 @@ def main() -> None:
         "" if args.datasets == list(DATASETS) else " --datasets " + " ".join(args.datasets))
     if args.from_results:
         command = ("python benchmarks/bench_accuracy.py --datasets SET (one run per set), then "
-                   + command.replace("py", "py --from-results", 1))
+                   + command.replace(".py", ".py --from-results", 1))
     body = render(results, command)
     body += "\n\n![test error against training time](benchmarks/results/accuracy.png)"
     plot(results, RESULTS / "accuracy.png")
