@@ -111,9 +111,9 @@ BOOSTERS = [
     MCBoostClassifier(8, algorithm="gd", max_depth=2),
     OneVsAllAdaBoostClassifier(8, max_depth=2),
 ]
-IDS = ["rebel", "rebel-paper-trees", "rebel-stumps", "rebel-small-leaves", "rebel-similarity", "rebel-costs", "rebel-posterior", "mh",
-       "mh-unfactorized",
-       "mcboost-cd", "mcboost-gd", "ova"]
+IDS = ["rebel", "rebel-paper-trees", "rebel-stumps", "rebel-small-leaves", "rebel-similarity",
+       "rebel-costs", "rebel-posterior", "mh", "mh-unfactorized", "mcboost-cd", "mcboost-gd",
+       "ova"]
 
 
 @pytest.mark.parametrize("estimator", BOOSTERS, ids=IDS)

@@ -108,7 +108,7 @@ def test_page_is_well_formed_self_contained_and_escaped(spiral, tmp_path):
     assert "<b>&" in text and "quote\"'" in text and "<i>spirals</i>" in text
     # nothing to fetch: figures are inline PNGs
     assert all(s.startswith(("data:", "#")) for s in parsed.srcs)
-    assert sum(s.startswith("data:image/png;base64,") for s in parsed.srcs) == 5
+    assert sum(s.startswith("data:image/png;base64,") for s in parsed.srcs) == 6
     assert page.count("<tr><td>") >= model.n_estimators_
     assert "training data" in text  # X_train adds a row to the results
 
@@ -300,3 +300,18 @@ def test_learner_filter_and_paging_in_chromium(browser, trees5, tmp_path):
     assert _visible_rows(browser) == []
     severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert not severe, severe
+
+
+def test_reliability_section_reports_the_expected_calibration_error():
+    from rebelboost.costs import expected_calibration_error
+    from rebelboost.report.evaluation import reliability
+
+    X, y = _five_features(300, seed=4)
+    model = RebelClassifier(20, random_state=0).fit(X[:200], y[:200])
+    rel = reliability(model, X[200:], y[200:])
+    codes = np.searchsorted(model.classes_, y[200:])
+    assert rel.ece == pytest.approx(expected_calibration_error(model.predict_proba(X[200:]),
+                                                               codes))
+    assert rel.counts.sum() == 100 and np.all((rel.accuracy >= 0) & (rel.accuracy <= 1))
+    page = render_report(model, X[200:], y[200:])
+    assert 'id="reliability"' in page and f"Expected calibration error {rel.ece:.4g}" in page

@@ -24,6 +24,35 @@ class Evaluation:
     staged_cost: np.ndarray  # (n_iterations,) mean cost after each boosting iteration
 
 
+@dataclass
+class Reliability:
+    """Top-label calibration of ``predict_proba`` on a labelled data set."""
+
+    confidence: np.ndarray  # (B,) mean top probability of the rows in each non-empty bin
+    accuracy: np.ndarray  # (B,) share of those rows whose top class is right
+    counts: np.ndarray  # (B,) rows in each bin
+    ece: float  # expected calibration error: count-weighted mean |accuracy - confidence|
+
+
+def reliability(model, X, y, n_bins: int = 15) -> Reliability:
+    """Equal-width bins of ``predict_proba``'s top probability (the ECE's bins)."""
+    from ..costs import expected_calibration_error
+
+    proba = model.predict_proba(X)
+    index = {c: i for i, c in enumerate(model.classes_.tolist())}
+    true = np.array([index[v] for v in np.asarray(y).tolist()], dtype=np.intp)
+    confidence = proba.max(axis=1)
+    correct = np.argmax(proba, axis=1) == true
+    bins = np.minimum((confidence * n_bins).astype(int), n_bins - 1)
+    used = np.unique(bins)
+    return Reliability(
+        confidence=np.array([confidence[bins == b].mean() for b in used]),
+        accuracy=np.array([correct[bins == b].mean() for b in used]),
+        counts=np.array([np.sum(bins == b) for b in used]),
+        ece=expected_calibration_error(proba, true, n_bins),
+    )
+
+
 def evaluate(model, X, y, cost_matrix: np.ndarray) -> Evaluation:
     """Score ``model`` on (X, y); labels outside ``model.classes_`` raise a ValueError."""
     classes = model.classes_.tolist()

@@ -54,6 +54,23 @@ def error_curves(curves: dict[str, np.ndarray]) -> str:
     return _draw(lambda ax: plot_error_curves(ax, curves, ylabel="error / mean cost"))
 
 
+def reliability(confidence: np.ndarray, accuracy: np.ndarray, counts: np.ndarray) -> str:
+    """Accuracy against mean top probability per bin (marker area: rows), and the diagonal."""
+
+    def draw(ax):
+        ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="calibrated")
+        ax.plot(confidence, accuracy, "-", color="C0")
+        ax.scatter(confidence, accuracy, s=10 + 200 * counts / counts.max(), color="C0",
+                   label="model (area: rows)")
+        ax.set_xlabel("predicted probability of the top class")
+        ax.set_ylabel("share of rows whose top class is right")
+        ax.set_xlim(0, 1.02)
+        ax.set_ylim(0, 1.02)
+        ax.legend()
+
+    return _draw(draw, size=(4.6, 4.0))
+
+
 def confusion(matrix: np.ndarray, labels) -> str:
     k = len(labels)
     side = min(4.0 + 0.35 * k, 12.0)

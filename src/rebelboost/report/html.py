@@ -8,7 +8,7 @@ from html import escape
 import numpy as np
 
 from . import figures
-from .evaluation import Evaluation, evaluate
+from .evaluation import Evaluation, evaluate, reliability
 from .model_view import LearnerView, cost_matrix_of, learner_views, summary_facts
 
 TOP_FEATURES = 20
@@ -91,6 +91,8 @@ def render_report(model, X, y, *, title: str | None = None, X_train=None, y_trai
         sections.append(("boundary", "Decision boundary", _figure(
             figures.decision_boundary(model, X, y),
             "decision boundary", "Predicted class over the plane; the points are the data.")))
+    if hasattr(model, "predict_proba"):
+        sections.append(("reliability", "Probability calibration", _reliability(model, X, y)))
     sections.append(("exit", "Learners needed per row", _learners_needed(model, X)))
     sections.append(("learners", "Weak learners", _learners(model, labels)))
     nav = "".join(f'<a href="#{sid}">{escape(name)}</a>' for sid, name, _ in sections)
@@ -200,6 +202,22 @@ def _evaluation(test: Evaluation, train: Evaluation | None, labels: list[str],
                   "(staged_predict).")
         + f'<p class="note">{escape(staged_note)}</p></div>'
     )
+
+
+def _reliability(model, X, y) -> str:
+    rel = reliability(model, X, y)
+    note = (f"Expected calibration error {_num(rel.ece)}: the row-weighted mean gap between "
+            "accuracy and predicted probability over 15 equal-width bins of the top class's "
+            "predicted probability.")
+    cost, _ = cost_matrix_of(model)
+    zero_one = np.array_equal(cost, 1.0 - np.eye(len(model.classes_)))
+    if not zero_one and getattr(model, "cost_strategy_", None) == "loss":
+        note += (" This model was trained on the cost-sensitive loss: its predict_proba is a "
+                 "score, not an estimate of the posterior.")
+    return (_figure(figures.reliability(rel.confidence, rel.accuracy, rel.counts),
+                    "reliability diagram", "Predicted probability of the top class against "
+                    "how often that class is right, per bin.")
+            + f'<p class="note" id="ece">{escape(note)}</p>')
 
 
 def _learners_needed(model, X) -> str:
