@@ -49,8 +49,10 @@ DATASETS = ("mnist", "letter", "satimage", "pendigits", "optdigits", "shuttle", 
 # name: (label, library, parameters); rebel configurations are RebelClassifier parameters
 METHODS = {
     "rebel-default": ("rebelboost defaults", "rebelboost", {}),
-    "rebel-lr0.5": ("rebelboost, learning rate 0.5", "rebelboost",
-                    {"learning_rate": 0.5, "n_estimators": 300}),
+    "rebel-es-auto": ("rebelboost, early_stopping='auto'", "rebelboost",
+                      {"early_stopping": "auto"}),
+    "rebel-lr0.5": ("rebelboost, lr 0.5, 300 iterations, early_stopping='auto'", "rebelboost",
+                    {"learning_rate": 0.5, "n_estimators": 300, "early_stopping": "auto"}),
     "lgbm-default": ("LightGBM defaults (31 leaves, lr 0.1, 100 rounds)", "lightgbm", {}),
     "lgbm-l4-lr0.1": ("LightGBM, 4 leaves, lr 0.1", "lightgbm",
                       {"num_leaves": 4, "learning_rate": 0.1, "n_estimators": 2000}),
@@ -191,11 +193,14 @@ def worker(dataset: str, method: str, threads: int, budget_s: float | None) -> d
     peak = _rss_kib("VmHWM")
     if library == "scikit-learn":
         limiter.unregister()
-    n = len(stamps)
+    # rebelboost's early stopping keeps its best iteration: the curve ends there (the time
+    # spent on the iterations after it is in fit_time)
+    n = getattr(est, "n_estimators_", len(stamps)) if library == "rebelboost" else len(stamps)
     grid = (max(1, round(n * (i / N_CHECKPOINTS) ** 1.5)) for i in range(1, N_CHECKPOINTS + 1))
     its = sorted(set(grid) | {n})
     errors = staged(est, its)
-    return {"dataset": dataset, "method": method, "iterations": n, "fit_time": fit_time,
+    return {"dataset": dataset, "method": method, "iterations": len(stamps), "kept": n,
+            "fit_time": fit_time,
             "checkpoints": its, "times": [stamps[i - 1] for i in its],
             "errors": [float(e) for e in errors],
             "peak_mib": (peak - before) / 1024 if peak_reset else None}
@@ -323,6 +328,8 @@ def main() -> None:
     parser.add_argument("--from-results", action="store_true",
                         help="render the saved results/accuracy_<set>.json of --datasets (a "
                         "set rerun alone, e.g. after other load disturbed it, joins the rest)")
+    parser.add_argument("--add", action="store_true",
+                        help="run only --methods and add them to each set's saved results")
     parser.add_argument("--worker", nargs=2, metavar=("DATASET", "METHOD"))
     parser.add_argument("--budget-s", type=float)
     global ARGS
@@ -334,14 +341,20 @@ def main() -> None:
     results = {}
     methods = ["lgbm-default"] + [m for m in args.methods if m != "lgbm-default"]
     for dataset in args.datasets:
+        saved = RESULTS / f"accuracy_{dataset}.json"
         if args.from_results:
-            results[dataset] = json.loads((RESULTS / f"accuracy_{dataset}.json").read_text())
+            results[dataset] = json.loads(saved.read_text())
             continue
         rows = []
+        if args.add and saved.exists():  # rerun only these methods, keep the others
+            rows = [r for r in json.loads(saved.read_text()) if r["method"] not in methods]
         for method in methods:
+            if args.add and method == "lgbm-default" and rows:
+                continue
             budget = None
-            if method not in ("lgbm-default", "rebel-default"):
-                budget = args.budget * rows[0]["fit_time"]
+            if method not in ("lgbm-default", "rebel-default", "rebel-es-auto"):
+                ref = next(r for r in rows if r["method"] == "lgbm-default")
+                budget = args.budget * ref["fit_time"]
             r = run(dataset, method, args, budget)
             rows.append(r)
             print(f"# {dataset:9s} {method:16s} {r['iterations']:5d} it  error "

@@ -211,9 +211,8 @@ def test_parquet_without_pyarrow_says_what_to_install(tmp_path, monkeypatch):
 
 def test_patience_without_early_stopping_is_a_usage_error(trained):
     _, data, _, _ = trained
-    result = _invoke("fit", data, "-t", "species", "--no-early-stopping",
-                     "--n-iter-no-change", "3")
-    assert result.exit_code == 2 and "--no-early-stopping" in result.output
+    result = _invoke("fit", data, "-t", "species", "--n-iter-no-change", "3")
+    assert result.exit_code == 2 and "--validation-fraction" in result.output
 
 
 def test_fit_reads_per_row_costs_from_cost_columns(tmp_path):

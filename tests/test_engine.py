@@ -147,7 +147,7 @@ def test_auto_early_stopping_holds_out_a_split_above_ten_thousand_rows(n, on):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(n, 2))
     y = (X[:, 0] > 0).astype(int)
-    model = RebelClassifier(2, weak_learner="stump", random_state=0).fit(X, y)
-    assert model.early_stopping == "auto"
+    model = RebelClassifier(2, weak_learner="stump", early_stopping="auto",
+                            random_state=0).fit(X, y)
     assert (model.validation_loss_ is not None) == on
     assert (model.best_iteration_ is not None) == on

@@ -109,10 +109,7 @@ TARGET_TO_DROP = click.option(
               "features. Instead of --cost-matrix.")
 @click.option("--validation-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               help="Hold out this share of DATA and stop early when its error (cost) stops "
-              "improving; the model keeps its best iteration. Without it early stopping holds "
-              "out 0.1 when DATA has more than 10,000 rows.")
-@click.option("--no-early-stopping", is_flag=True,
-              help="Train on every row for --n-estimators iterations.")
+              "improving; the model keeps its best iteration.")
 @click.option("--n-iter-no-change", type=click.IntRange(min=1),
               help="Early-stopping patience in iterations (LightGBM's early_stopping_round). "
               "[default: 50]")
@@ -122,8 +119,7 @@ TARGET_TO_DROP = click.option(
 def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_estimators: int,
         max_depth: int | None, max_leaves: int, learning_rate: float | None, max_bins: int,
         cost_matrix: str | None, cost_columns: bool,
-        validation_fraction: float | None, no_early_stopping: bool,
-        n_iter_no_change: int | None,
+        validation_fraction: float | None, n_iter_no_change: int | None,
         random_state: int | None, n_jobs: int | None, quiet: bool) -> None:
     """Train a REBEL model on DATA and write it to --model-out."""
     import numpy as np
@@ -132,9 +128,8 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
     from ..callbacks import IterationInfo
     from .progress import ProgressBar
 
-    if no_early_stopping and (validation_fraction is not None or n_iter_no_change is not None):
-        raise click.UsageError("--no-early-stopping takes no --validation-fraction or "
-                               "--n-iter-no-change")
+    if n_iter_no_change is not None and validation_fraction is None:
+        raise click.UsageError("--n-iter-no-change needs --validation-fraction (early stopping)")
     if cost_columns and cost_matrix is not None:
         raise click.UsageError("give --cost-matrix or --cost-columns, not both")
     table = read_table(data, FIT_ARRAYS)
@@ -156,10 +151,8 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
         params["cost_matrix"] = read_cost_matrix(cost_matrix, np.unique(y))
     if validation_fraction is not None:
         params.update(early_stopping=True, validation_fraction=validation_fraction)
-    if no_early_stopping:
-        params["early_stopping"] = False
-    if n_iter_no_change is not None:
-        params["n_iter_no_change"] = n_iter_no_change
+        if n_iter_no_change is not None:
+            params["n_iter_no_change"] = n_iter_no_change
     model = RebelClassifier(n_estimators, **params)
 
     history: list[IterationInfo] = []

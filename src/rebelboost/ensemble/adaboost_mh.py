@@ -73,7 +73,7 @@ class AdaBoostMHClassifier(BoostedClassifier):
 
     def __init__(self, n_estimators: int = 100, *, weak_learner: str = "stump",
                  max_depth: int = 2, factorized: bool = True, max_bins: int = 255,
-                 learning_rate: float = 1.0, target_loss=None, early_stopping: bool | str = "auto",
+                 learning_rate: float = 1.0, target_loss=None, early_stopping: bool | str = False,
                  validation_metric: str = "cost", validation_fraction: float = 0.1,
                  n_iter_no_change: int = 50, tol: float = 1e-7, random_state=None,
                  n_jobs: int | None = None, verbose: int = 0):

@@ -67,7 +67,7 @@ class MCBoostClassifier(BoostedClassifier):
 
     def __init__(self, n_estimators: int = 100, *, algorithm: str = "cd", max_depth: int = 1,
                  max_bins: int = 255, learning_rate: float = 1.0, target_loss=None,
-                 early_stopping: bool | str = "auto", validation_metric: str = "cost",
+                 early_stopping: bool | str = False, validation_metric: str = "cost",
                  validation_fraction: float = 0.1, n_iter_no_change: int = 50,
                  tol: float = 1e-7, random_state=None, n_jobs: int | None = None,
                  verbose: int = 0):

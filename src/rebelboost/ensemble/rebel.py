@@ -193,7 +193,7 @@ class RebelClassifier(BoostedClassifier):
         scaling: str | None = "standard",
         target_loss=None,
         quickboost: bool = False,
-        early_stopping: bool | str = "auto",
+        early_stopping: bool | str = False,
         validation_metric: str = "cost",
         validation_fraction: float = 0.1,
         n_iter_no_change: int = 50,
