@@ -257,6 +257,7 @@ def render(results: dict[str, list[dict]], command: str) -> str:
     ]
     verdicts = []
     for dataset, rows in results.items():
+        rows = sorted(rows, key=lambda r: list(METHODS).index(r["method"]))
         s = summarise(rows)
         for r in rows:
             m = s["methods"][r["method"]]
@@ -340,6 +341,8 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     results = {}
     methods = ["lgbm-default"] + [m for m in args.methods if m != "lgbm-default"]
+    if args.add:  # LightGBM-default is the reference: rerun only when asked for
+        methods = list(dict.fromkeys(args.methods))
     for dataset in args.datasets:
         saved = RESULTS / f"accuracy_{dataset}.json"
         if args.from_results:
@@ -349,8 +352,6 @@ def main() -> None:
         if args.add and saved.exists():  # rerun only these methods, keep the others
             rows = [r for r in json.loads(saved.read_text()) if r["method"] not in methods]
         for method in methods:
-            if args.add and method == "lgbm-default" and rows:
-                continue
             budget = None
             if method not in ("lgbm-default", "rebel-default", "rebel-es-auto"):
                 ref = next(r for r in rows if r["method"] == "lgbm-default")
