@@ -93,7 +93,8 @@ def models(cap: int, tune_rows: int):
     return {
         "REBEL similarities": lambda: RebelClassifier(cap, weak_learner="similarity",
                                                       target_loss="auto", n_jobs=1),
-        "REBEL depth-2 trees (500)": lambda: RebelClassifier(500, max_depth=2, n_jobs=1),
+        "REBEL depth-2 trees (500)": lambda: RebelClassifier(500, weak_learner="tree",
+                                                             max_depth=2, n_jobs=1),
         "LightGBM (default)": lambda: lgb.LGBMClassifier(n_jobs=1, verbose=-1),
         "XGBoost (default, hist)": lambda: xgb.XGBClassifier(n_jobs=1, tree_method="hist"),
         "random forest (500)": lambda: RandomForestClassifier(500, n_jobs=1, random_state=0),

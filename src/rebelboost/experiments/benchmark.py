@@ -71,7 +71,8 @@ def evaluate(X_tr, y_tr, X_val, y_val, X_te, y_te, cap: int, n_boost: int):
         errors[name] = _staged_choice(model, X_val, y_val, X_te, y_te)[1]
         if mode == "two-point":
             errors["REBEL sim. (last iteration)"] = float(np.mean(model.predict(X_te) != y_te))
-    trees = [_staged_choice(RebelClassifier(n_boost, max_depth=depth).fit(X_tr, y_tr),
+    trees = [_staged_choice(RebelClassifier(n_boost, weak_learner="tree",  # the paper's
+                                            max_depth=depth).fit(X_tr, y_tr),
                             X_val, y_val, X_te, y_te) for depth in (1, 2, 3)]
     errors["REBEL trees"] = min(trees)[1]
     errors["AdaBoost.MH"] = _staged_choice(AdaBoostMHClassifier(n_boost).fit(X_tr, y_tr),
