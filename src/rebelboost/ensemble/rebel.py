@@ -28,7 +28,7 @@ from ..io import corrupt, float_array
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.rebel_learners import REBEL_LEARNERS, LearnerOptions
 from ..learners.vector_tree import SAMPLINGS, VectorTreeOptions
-from ..losses.rebel import SUBCOSTS, RebelLoss
+from ..losses.rebel import SUBCOSTS, RebelLoss, add_leaf_steps, add_step
 from ..validation import check_cost_matrix
 from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
 
@@ -417,11 +417,11 @@ class _RebelBooster:
         learner, work = self.family.fit(self.channels)
         if hasattr(learner, "leaf_values"):  # a vector-leaf tree: each leaf its own step
             steps = self.learning_rate * learner.leaf_values
-            self.scores += steps[learner.leaf_of_row]
+            add_leaf_steps(self.scores, learner.leaf_of_row, steps)
             values, vector = steps[None], None
         else:
             vector = self.learning_rate * learner.vector
-            self.scores += learner.output[:, None] * vector
+            add_step(self.scores, np.ascontiguousarray(learner.output, dtype=np.float64), vector)
             values = learner.arrays.slot_outputs()[:, :, None] * vector
         gains = [(f, gain * self.scale) for f, gain in learner.gains]
         self.channels, self.scale, loss = self.loss.weights_and_loss(self.scores)

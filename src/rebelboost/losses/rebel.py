@@ -158,6 +158,24 @@ def _scaled_weights(log_plus, log_minus, scores, channels):
     return shift, row_sums
 
 
+@numba.njit(parallel=True, cache=True, nogil=True)
+def add_step(scores, output, vector):
+    """``scores += output[:, None] * vector`` in place, without an (n, K) temporary (the same
+    products and sums as numpy's, so the same bits)."""
+    for r in numba.prange(scores.shape[0]):
+        for k in range(scores.shape[1]):
+            scores[r, k] += output[r] * vector[k]
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def add_leaf_steps(scores, leaf_of_row, steps):
+    """``scores += steps[leaf_of_row]`` in place (each row its leaf's step vector)."""
+    for r in numba.prange(scores.shape[0]):
+        leaf = leaf_of_row[r]
+        for k in range(scores.shape[1]):
+            scores[r, k] += steps[leaf, k]
+
+
 def step_vector(s_plus: np.ndarray, s_minus: np.ndarray) -> np.ndarray:
     """Closed-form ``a* = 1/2 ln(s- / s+)`` per class, smoothed so empty sums stay finite."""
     # Floored at the smallest normal double: for subnormal sums the relative eps underflows to
