@@ -300,9 +300,10 @@ def plot(results: dict[str, list[dict]], path: Path) -> None:
     rows = -(-n // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
     for ax, (dataset, runs) in zip(axes.flat, results.items(), strict=False):
-        for r in runs:
+        for r in sorted(runs, key=lambda r: list(METHODS).index(r["method"])):
             style = "-" if r["method"].startswith("rebel") else "--"
-            ax.plot(r["times"], r["errors"], style, label=r["method"])
+            color = f"C{list(METHODS).index(r['method'])}"  # one colour per method everywhere
+            ax.plot(r["times"], r["errors"], style, color=color, label=r["method"])
         ref = next(r for r in runs if r["method"] == "lgbm-default")
         ax.axhline(ref["errors"][-1], color="grey", lw=0.6)
         ax.set_xscale("log")
