@@ -51,10 +51,9 @@ class RebelClassifier(BoostedClassifier):
         drive the training error to zero on any data set.
     learning_rate : float or None, default=None
         Shrinkage: every step is multiplied by it (LightGBM's ``learning_rate``). None: 0.3
-        for 'vector_tree', 1 for the paper's learners (their closed-form steps). Measured
-        against 0.2 and 0.5 on eight of the benchmark sets (BENCHMARKS.md, issue 16): 0.5
-        reached LightGBM's test error sooner on five, but was worse on the smallest sets (glass
-        0.26 against 0.20 test error, vowel 0.46 against 0.45).
+        for 'vector_tree', 1 for the paper's learners (their closed-form steps). A larger rate
+        reaches a given test error in fewer trees on most data sets but fits small ones
+        worse; BENCHMARKS.md (issue 16) has a row at 0.5 beside the default for every set.
     max_depth : int or None, default=None
         Depth limit of the trees: None means 2 for 'tree' and no limit for 'vector_tree'
         (ignored for stumps and similarities).
