@@ -48,8 +48,11 @@ def load(name: str):
                 d["y_test"])
 
 
-def fit_models(name: str, cache: Path, threads: int):
-    """REBEL, LightGBM and XGBoost models of the data set (from the cache when there)."""
+def fit_models(name: str, cache: Path, threads: int, rebel_kind: str = "tree"):
+    """REBEL, LightGBM and XGBoost models of the data set (from the cache when there).
+
+    ``rebel_kind`` 'tree': the paper's 300 depth-3 trees; 'default': ``RebelClassifier()``
+    (100 vector-leaf trees); the peers are matched to whichever REBEL model is used."""
     import lightgbm as lgb
     import xgboost as xgb
 
@@ -59,10 +62,11 @@ def fit_models(name: str, cache: Path, threads: int):
     classes = np.unique(y)
     codes, codes_test = np.searchsorted(classes, y), np.searchsorted(classes, y_test)
     cache.mkdir(parents=True, exist_ok=True)
-    rebel_path = cache / f"{name}-rebel-d3-300.json.gz"
+    rebel_path = cache / f"{name}-rebel-{'d3-300' if rebel_kind == 'tree' else 'default'}.json.gz"
     if not rebel_path.exists():
-        RebelClassifier(300, weak_learner="tree", max_depth=3, random_state=0).fit(
-            X, y).save(rebel_path)
+        model = (RebelClassifier(300, weak_learner="tree", max_depth=3, random_state=0)
+                 if rebel_kind == "tree" else RebelClassifier(random_state=0))
+        model.fit(X, y).save(rebel_path)
     rebel = load_model(rebel_path)
     target = float(np.mean(rebel.predict(X_test) != y_test))
 
@@ -294,7 +298,7 @@ def cascades(rebel, lgb_path, X_test, y_test, classes, rounds: int, threads: int
 
 def run(name: str, args) -> list[str]:
     rebel, lgb_path, xgb_path, X_test, y_test, classes = fit_models(name, args.cache,
-                                                                    args.threads)
+                                                                    args.threads, args.rebel)
     ms = methods(name, rebel, lgb_path, xgb_path, args)
     reference = rebel.predict(X_test)
     errors = {n: float(np.mean(classes[np.asarray(m.predict(X_test))] != y_test)
@@ -374,6 +378,9 @@ def main(argv=None):
     parser.add_argument("--cascades", action="store_true",
                         help="also the soft cascades' accuracy/speed table")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/rebelboost-bench-predict"))
+    parser.add_argument("--rebel", choices=["tree", "default"], default="tree",
+                        help="the paper's 300 depth-3 trees, or RebelClassifier()'s vector-leaf "
+                        "trees (use another --cache: the peers are matched to it)")
     parser.add_argument("--write", action="store_true", help="write the section to BENCHMARKS.md")
     parser.add_argument("--lleaves-python", default=None,
                         help="python of a virtual environment with lleaves (and its llvmlite)")
