@@ -310,8 +310,17 @@ def test_reliability_section_reports_the_expected_calibration_error():
     model = RebelClassifier(20, random_state=0).fit(X[:200], y[:200])
     rel = reliability(model, X[200:], y[200:])
     codes = np.searchsorted(model.classes_, y[200:])
-    assert rel.ece == pytest.approx(expected_calibration_error(model.predict_proba(X[200:]),
-                                                               codes))
+    proba = model.predict_proba(X[200:])
+    assert rel.ece == pytest.approx(expected_calibration_error(proba, codes))
+    # Direct computation: 15 equal-width bins [i/15, (i+1)/15) of the top probability.
+    top, right = proba.max(axis=1), proba.argmax(axis=1) == codes
+    edges = np.linspace(0, 1, 16)
+    direct = sum(np.mean(sel) * abs(right[sel].mean() - top[sel].mean())
+                 for lo, hi in zip(edges[:-1], edges[1:], strict=True)
+                 if (sel := (top >= lo) & ((top < hi) | (hi == 1))).any())
+    assert rel.ece == pytest.approx(direct)
+    # The plotted bins carry the printed number.
+    assert rel.ece == pytest.approx(np.sum(rel.counts * abs(rel.accuracy - rel.confidence)) / 100)
     assert rel.counts.sum() == 100 and np.all((rel.accuracy >= 0) & (rel.accuracy <= 1))
     page = render_report(model, X[200:], y[200:])
     assert 'id="reliability"' in page and f"Expected calibration error {rel.ece:.4g}" in page
