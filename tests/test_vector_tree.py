@@ -13,7 +13,12 @@ from scipy.optimize import minimize
 from rebelboost import RebelClassifier
 from rebelboost.learners import vector_tree
 from rebelboost.learners.leaf_tree import LeafTreeArrays, constant_leaf_tree
-from rebelboost.learners.vector_tree import VectorTreeGrower, VectorTreeOptions
+from rebelboost.learners.vector_tree import (
+    LocalRows,
+    VectorTreeGrower,
+    VectorTreeOptions,
+    sample_rows,
+)
 from rebelboost.losses.rebel import RebelLoss
 from rebelboost.search.binned import BinnedData
 
@@ -37,8 +42,16 @@ def _channels(X, y, k, seed=0):
 
 def _grow(X, channels, k, seed=0, **options):
     data = BinnedData.fit(X, None, 255, 0, row_layout=True)
-    grower = VectorTreeGrower(data, k, VectorTreeOptions(**options), np.random.RandomState(seed))
-    return grower.grow(channels), grower
+    grower = VectorTreeGrower(data.binner, k, VectorTreeOptions(**options),
+                              np.random.RandomState(seed))
+    return grower.grow(LocalRows(data, channels)), grower
+
+
+def _histogram(data, channels, rows, sums):
+    """The histogram of ``rows`` on the cells a search reads (the others are left unset)."""
+    out = np.full((data.n_features, data.layout.n_bins_total, channels.shape[1] + 1), np.nan)
+    features = np.arange(data.n_features)
+    return LocalRows(data, channels).histogram(rows, sums, features, out)
 
 
 def test_leaf_vectors_minimise_each_leafs_loss_numerically():
@@ -107,26 +120,26 @@ def test_histogram_subtraction_builds_the_same_tree_as_direct_histograms(monkeyp
     X, y = _data(n=800, d=6, nan_rate=nan_rate, seed=3)
     k = 4
     channels = _channels(X, y, k, seed=3)
-    fit, grower = _grow(X, channels, k, max_leaves=20, min_samples_leaf=5)
+    fit, _ = _grow(X, channels, k, max_leaves=20, min_samples_leaf=5)
     monkeypatch.setattr(vector_tree, "HISTOGRAM_BUDGET", 0)  # every histogram built directly
     direct, _ = _grow(X, channels, k, max_leaves=20, min_samples_leaf=5)
     for name in ("feature", "threshold", "missing_left", "left", "right"):
         assert_array_equal(getattr(fit.arrays, name), getattr(direct.arrays, name))
     assert_allclose(fit.leaf_values, direct.leaf_values, rtol=1e-10, atol=1e-12)
     # and a subtracted histogram equals the direct one on the cells a search reads
+    data = BinnedData.fit(X, None, 255, 0, row_layout=True)
     rows = np.arange(len(y))
     ones = np.ones(len(y))
-    grower.features = np.arange(X.shape[1])
-    grower.channels, grower.amplify = channels, None
     sums = vector_tree._row_sums(channels, rows, None, ones)
     left = rows[rows % 3 == 0]
-    parent = grower._build(rows, sums).copy()
-    small = grower._build(left, vector_tree._row_sums(channels, left, None, ones)).copy()
+    parent = _histogram(data, channels, rows, sums)
+    small = _histogram(data, channels, left, vector_tree._row_sums(channels, left, None, ones))
     right = rows[rows % 3 != 0]
-    big = grower._build(right, vector_tree._row_sums(channels, right, None, ones)).copy()
-    vector_tree._subtract_used(parent, small, grower.n_value_bins, grower.data.layout.missing_bin)
+    big = _histogram(data, channels, right, vector_tree._row_sums(channels, right, None, ones))
+    n_value_bins, missing_bin = data.layout.n_value_bins, data.layout.missing_bin
+    vector_tree._subtract_used(parent, small, n_value_bins, missing_bin)
     for f in range(X.shape[1]):
-        used = list(range(grower.n_value_bins[f])) + [grower.data.layout.missing_bin]
+        used = list(range(n_value_bins[f])) + [missing_bin]
         assert_allclose(parent[f, used], big[f, used], rtol=1e-9, atol=1e-12)
 
 
@@ -136,9 +149,10 @@ def test_min_samples_leaf_counts_sample_weight():
     channels = _channels(X, y, k, seed=10)
     data = BinnedData.fit(X, None, 255, 0, row_layout=True)
     weight = np.full(300, 0.5)
-    grower = VectorTreeGrower(data, k, VectorTreeOptions(min_samples_leaf=20, max_leaves=40),
-                              np.random.RandomState(0), weight)
-    fit = grower.grow(channels)
+    grower = VectorTreeGrower(data.binner, k,
+                              VectorTreeOptions(min_samples_leaf=20, max_leaves=40),
+                              np.random.RandomState(0))
+    fit = grower.grow(LocalRows(data, channels, row_weight=weight))
     counts = np.bincount(fit.leaf_of_row)
     assert counts[counts > 0].min() >= 40  # 40 rows of weight 0.5
 
@@ -150,16 +164,13 @@ def test_sparse_and_dense_histograms_agree():
     channels = _channels(X, y, 3, seed=5)
     data = BinnedData.fit(X, None, 255, 0, row_layout=True)
     assert data.sparse is not None
-    grower = VectorTreeGrower(data, 3, VectorTreeOptions(), np.random.RandomState(0))
-    grower.features = np.arange(8)
-    grower.channels, grower.amplify = channels, None
     rows = np.flatnonzero(rng.random(500) < 0.4)
     sums = vector_tree._row_sums(channels, rows, None, np.ones(len(channels)))
-    sparse_hist = grower._build(rows, sums).copy()
+    sparse_hist = _histogram(data, channels, rows, sums)
     data.sparse = None
-    dense_hist = grower._build(rows, sums).copy()
+    dense_hist = _histogram(data, channels, rows, sums)
     for f in range(8):
-        used = list(range(grower.n_value_bins[f])) + [data.layout.missing_bin]
+        used = list(range(data.layout.n_value_bins[f])) + [data.layout.missing_bin]
         assert_allclose(sparse_hist[f, used], dense_hist[f, used], rtol=1e-9, atol=1e-12)
 
 
@@ -199,12 +210,11 @@ def test_goss_sums_are_unbiased():
     X, y = _data(n=300, seed=7)
     k = 4
     channels = _channels(X, y, k, seed=7) * np.linspace(0.1, 3, 300)[:, None]
-    data = BinnedData.fit(X, None, 255, 0, row_layout=True)
-    grower = VectorTreeGrower(data, k, VectorTreeOptions(subsample=0.3, sampling="goss"),
-                              np.random.RandomState(0))
+    options = VectorTreeOptions(subsample=0.3, sampling="goss")
+    rng = np.random.RandomState(0)
     draws = []
     for _ in range(400):
-        rows, amplify = grower._sample_rows(channels)
+        rows, amplify = sample_rows(channels, options, rng)
         assert np.all(np.diff(rows) > 0)
         draws.append(vector_tree._row_sums(channels, rows, amplify, np.ones(300))[:2 * k])
     assert_allclose(np.mean(draws, axis=0), channels.sum(axis=0), rtol=0.03)

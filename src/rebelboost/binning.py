@@ -69,18 +69,39 @@ class Binner:
         # From all rows, not the subsample: the split search must know every bin that holds
         # training rows (a NaN the subsample missed still lands in the missing bin).
         nan = np.isnan(X)
-        self.has_missing_ = nan.any(axis=0)
-        has_values = ~nan.all(axis=0)
-        if self.subsample is not None and X.shape[0] > self.subsample:
-            rng = np.random.default_rng(self.random_state)
-            X = X[rng.choice(X.shape[0], self.subsample, replace=False)]
-        self.thresholds_ = [_feature_thresholds(X[:, j], self.max_bins) for j in range(X.shape[1])]
+        has_missing, has_values = nan.any(axis=0), ~nan.all(axis=0)
+        rows = self.sample_rows(X.shape[0])
+        if rows is not None:
+            X = X[rows]
+        return self.fit_summary([value_counts(X[:, j]) for j in range(X.shape[1])],
+                                has_missing, has_values)
+
+    def sample_rows(self, n_rows: int) -> np.ndarray | None:
+        """Indices of the rows (of ``n_rows`` that count) whose values place the thresholds;
+        None: all of them. A distributed fit draws the same rows by their global index."""
+        if self.subsample is None or n_rows <= self.subsample:
+            return None
+        rng = np.random.default_rng(self.random_state)
+        return rng.choice(n_rows, self.subsample, replace=False)
+
+    def fit_summary(self, summaries: list[tuple[np.ndarray, np.ndarray]],
+                    has_missing: np.ndarray, has_values: np.ndarray) -> Binner:
+        """Fit from each feature's distinct sampled values and their counts
+        (:func:`value_counts`, merged over partitions by :func:`merge_value_counts`), and
+        whether the feature had NaN / any value among the rows that count."""
+        self.has_missing_ = np.asarray(has_missing, dtype=bool)
+        self.thresholds_ = [_thresholds(values, counts, self.max_bins)
+                            for values, counts in summaries]
         # An all-NaN column has no value bin (so no split that would leave a side empty).
         self.n_value_bins_ = np.array(
             [len(t) + 1 if v else 0 for t, v in zip(self.thresholds_, has_values, strict=True)],
             dtype=np.int32,
         )
         return self
+
+    @property
+    def n_features(self) -> int:
+        return len(self.thresholds_)
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         """Bin codes, C-ordered (n_samples, n_features) ``uint8``."""
@@ -113,13 +134,26 @@ def as_float(X) -> np.ndarray:
     return X if X.dtype in (np.float32, np.float64) else X.astype(np.float64)
 
 
-def _feature_thresholds(col: np.ndarray, max_bins: int) -> np.ndarray:
-    """Midpoints between distinct values, chosen so bins hold about equal counts."""
+def value_counts(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A column's distinct non-NaN values (as float64, increasing) and their counts: an exact
+    summary that merges across row blocks (:func:`merge_value_counts`)."""
     col = np.asarray(col, dtype=np.float64)  # midpoints of float32 values in float64
-    col = col[~np.isnan(col)]
-    if col.size == 0:
+    return np.unique(col[~np.isnan(col)], return_counts=True)
+
+
+def merge_value_counts(*summaries: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray,
+                                                                          np.ndarray]:
+    """The :func:`value_counts` of the rows of several summaries together."""
+    values = np.concatenate([v for v, _ in summaries])
+    counts = np.concatenate([c for _, c in summaries])
+    merged, inverse = np.unique(values, return_inverse=True)
+    return merged, np.bincount(inverse, weights=counts, minlength=len(merged)).astype(np.int64)
+
+
+def _thresholds(values: np.ndarray, counts: np.ndarray, max_bins: int) -> np.ndarray:
+    """Midpoints between distinct values, chosen so bins hold about equal counts."""
+    if values.size == 0:
         return np.empty(0)
-    values, counts = np.unique(col, return_counts=True)
     if len(values) <= max_bins:
         cut_after = np.arange(len(values) - 1)
     else:

@@ -25,7 +25,13 @@ from .rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
 from .similarity import SimilarityArrays, resolve_coincident, scaling_statistics
 from .similarity_search import fit_follow_up, fit_similarity
 from .tree import TreeArrays
-from .vector_tree import VectorTreeFit, VectorTreeGrower, VectorTreeOptions
+from .vector_tree import (
+    LocalRows,
+    VectorTreeFit,
+    VectorTreeGrower,
+    VectorTreeOptions,
+    sample_rows,
+)
 
 _FLOAT32_ENTRIES = 10_000_000  # training matrices this large are searched in float32
 
@@ -131,18 +137,20 @@ class VectorTreeFamily:
         self.data = BinnedData.fit(X, sample_weight, options.max_bins, rng.randint(2**31),
                                    row_layout=True)
         self.n_classes = cost_matrix.shape[0]
-        self.max_leaves = options.vector_tree.max_leaves
-        self.grower = VectorTreeGrower(self.data, self.n_classes, options.vector_tree,
-                                       np.random.RandomState(rng.randint(2**31)), sample_weight)
+        self.options = options.vector_tree
+        self.grower = VectorTreeGrower(self.data.binner, self.n_classes, self.options,
+                                       np.random.RandomState(rng.randint(2**31)))
+        self.sample_weight = sample_weight  # what min_samples_leaf counts
         self.codes = codes
         self.state: dict = {}
 
     def fit(self, channels) -> tuple[VectorTreeFit, int]:
-        fit = self.grower.grow(channels)
+        rows, amplify = sample_rows(channels, self.options, self.grower.rng)
+        fit = self.grower.grow(LocalRows(self.data, channels, rows, amplify, self.sample_weight))
         return fit, fit.histogram_updates
 
     def stack(self, pieces) -> LeafTreeArrays:
-        return LeafTreeArrays.stack(pieces, self.max_leaves)
+        return LeafTreeArrays.stack(pieces, self.options.max_leaves)
 
 
 REBEL_LEARNERS: dict[str, type] = {

@@ -17,6 +17,11 @@ next, until ``max_leaves`` leaves (or ``max_depth``, or no split helps). Each le
 rows (increasing index) and, within a memory budget, its histogram: of two children the one
 with fewer rows is built from its rows and the other is its parent's histogram minus it.
 
+The grower holds the tree and every decision; the rows it reads are behind a row set
+(:class:`LocalRows` here: the rows of each leaf as index arrays; :mod:`rebelboost.dask` keeps
+them on the workers and sums their counts, channel sums and histograms), so a distributed fit
+takes the same decisions from the same sums.
+
 Sampling (per iteration, seeded by the caller's generator): rows uniformly (``subsample``), or
 by weight as in GOSS (``'goss'``: the heaviest rows plus a uniform draw of the rest scaled up
 so every sum stays unbiased), and features (``colsample_bytree``). Leaf vectors come from the
@@ -28,10 +33,12 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
+from ..binning import Binner
 from ..losses.rebel import STEP_EPS
 from ..search.binned import BinnedData
 from ..search.histogram import add_sparse_entries
@@ -72,8 +79,9 @@ class VectorTreeFit:
 
 @dataclass(eq=False)
 class _Leaf:
-    rows: np.ndarray  # sampled rows, increasing
-    sums: np.ndarray  # (2K + 1,) channel sums and row count
+    rows: object  # the row set's handle of its (sampled) rows
+    n_rows: int
+    sums: np.ndarray  # (2K + 1,) channel sums and sample weight
     depth: int
     parent: int  # internal node holding it (-1: root), and which side
     side: int
@@ -89,48 +97,41 @@ class _Leaf:
 class VectorTreeGrower:
     """Grows vector-leaf trees on one binned training set, one per :meth:`grow` call.
 
-    ``data`` should carry its row-wise sparse layout (``BinnedData.fit(..., row_layout=True)``)
-    when the bins are mostly in one bin per feature; ``sample_weight`` is what
-    ``min_samples_leaf`` counts."""
+    ``binner`` (fitted) gives the bins' layout and thresholds; the rows come with each call, as
+    a row set (:class:`LocalRows`)."""
 
-    def __init__(self, data: BinnedData, n_classes: int, options: VectorTreeOptions,
-                 rng: np.random.RandomState, sample_weight: np.ndarray | None = None):
+    def __init__(self, binner: Binner, n_classes: int, options: VectorTreeOptions,
+                 rng: np.random.RandomState):
         if options.max_leaves < 2:
             raise ValueError(f"max_leaves must be at least 2, got {options.max_leaves}")
         if options.sampling not in SAMPLINGS:
             raise ValueError(f"sampling must be one of {SAMPLINGS}, got {options.sampling!r}")
-        self.data = data
-        # what min_samples_leaf counts: sample weights, so a weight of 2 is a repeated row
-        self.row_weight = (np.ones(data.n_samples) if sample_weight is None
-                           else np.ascontiguousarray(sample_weight, dtype=np.float64))
+        self.binner = binner
         self.k = n_classes
         self.options = options
         self.rng = rng
-        layout = data.layout
+        layout = binner.layout
+        self.missing_bin = layout.missing_bin
         self.n_value_bins = np.ascontiguousarray(layout.n_value_bins, dtype=np.int32)
         self.has_missing = np.ascontiguousarray(layout.has_missing, dtype=np.bool_)
-        self.hist_shape = (data.n_features, layout.n_bins_total, 2 * n_classes + 1)
+        self.hist_shape = (binner.n_features, layout.n_bins_total, 2 * n_classes + 1)
         self._free: list[np.ndarray] = []  # histogram buffers to reuse (no fresh page faults)
-        self.features = np.arange(data.n_features, dtype=np.intp)  # this tree's (sampled)
+        self.features = np.arange(binner.n_features, dtype=np.intp)  # this tree's (sampled)
         self.updates = 0  # row x feature histogram additions of this tree
         self.searched = 0  # leaves searched in this tree
-        self._big_histograms = (int(self.n_value_bins.sum()) + data.n_features) * (
-            2 * n_classes + 1) >= _PARALLEL_ADDS // 4
+        self._big_histograms = big_histograms(self.n_value_bins, n_classes)
 
     # ------------------------------------------------------------------ one tree
 
-    def grow(self, channels: np.ndarray) -> VectorTreeFit:
-        """The tree fitted to the 2K weight channels ``(w+, w-)`` of every training row."""
-        opt, n, k = self.options, self.data.n_samples, self.k
-        channels = np.ascontiguousarray(channels, dtype=np.float64)
-        if channels.shape != (n, 2 * k):
-            raise ValueError(f"channels must have shape {(n, 2 * k)}, got {channels.shape}")
-        rows, amplify = self._sample_rows(channels)
+    def grow(self, rows: LocalRows) -> VectorTreeFit:
+        """The tree fitted to the 2K weight channels ``(w+, w-)`` of the row set's rows."""
+        opt, k = self.options, self.k
         self.features = self._sample_features()
-        self.channels, self.amplify = channels, amplify
+        self.rowset = rows
         self.updates = 0
         self.searched = 0
-        root = self._leaf(rows, 0, -1, 0)
+        handle = rows.root()
+        root = _Leaf(handle, rows.count(handle), rows.sums(handle), 0, -1, 0)
         total = root.sums
         count = max(total[2 * k], 1.0)
         self.prior = opt.leaf_smoothing * (total[:k] + total[k:2 * k]) / (2.0 * count)
@@ -151,21 +152,24 @@ class VectorTreeGrower:
             if leaf.parent >= 0:
                 (left if leaf.side == 0 else right)[leaf.parent] = node
             feature.append(f)
-            threshold.append(self.data.threshold(f, b))
+            threshold.append(self.binner.threshold(f, b))
             split_bins.append(b)
-            lrows, rrows = _partition(self.data.bins, leaf.rows, f, b,
-                                      self.data.layout.missing_bin, m_left)
-            if not self.data.layout.has_missing[f]:  # NaN at prediction: the larger side
-                m_left = len(lrows) >= len(rrows)
+            sides = rows.split(leaf.rows, f, b, m_left)
+            n_left, n_right = (rows.count(h) for h in sides)
+            if not self.has_missing[f]:  # NaN at prediction: the larger side
+                m_left = n_left >= n_right
             missing_left.append(m_left)
             left.append(-1)
             right.append(-1)
             gains.append((f, leaf.gain))
-            small_side = 0 if len(lrows) <= len(rrows) else 1
-            small = self._leaf((lrows, rrows)[small_side], leaf.depth + 1, node, small_side)
-            big = _Leaf((rrows, lrows)[small_side], leaf.sums - small.sums, leaf.depth + 1,
+            small_side = 0 if n_left <= n_right else 1
+            small_rows, big_rows = sides[small_side], sides[1 - small_side]
+            small = _Leaf(small_rows, rows.count(small_rows), rows.sums(small_rows),
+                          leaf.depth + 1, node, small_side)
+            big = _Leaf(big_rows, rows.count(big_rows), leaf.sums - small.sums, leaf.depth + 1,
                         node, 1 - small_side)
             children = [small, big] if small_side == 0 else [big, small]
+            rows.release(leaf.rows)
             leaves.remove(leaf)
             leaves += children
             for child in children:
@@ -186,11 +190,10 @@ class VectorTreeGrower:
 
     def _assemble(self, leaves, feature, threshold, missing_left, left, right, split_bins,
                   gains) -> VectorTreeFit:
-        k, n, m = self.k, self.data.n_samples, self.options.max_leaves - 1
+        k, m = self.k, self.options.max_leaves - 1
         arrays = constant_leaf_tree(self.options.max_leaves)  # the nodes not used stay so
         values = np.zeros((self.options.max_leaves, k))
         loss = 0.0
-        leaf_of_row = np.zeros(n, dtype=np.intp)
         # leaves numbered left to right
         order = _left_to_right(leaves, left, right)
         for i, leaf in enumerate(order):
@@ -198,31 +201,25 @@ class VectorTreeGrower:
                 (left if leaf.side == 0 else right)[leaf.parent] = ~i
             values[i] = _leaf_vector(leaf.sums, self.prior, k)
             loss += leaf.loss
-            leaf_of_row[leaf.rows] = i
+        t = len(feature)
         if feature:
-            t = len(feature)
             arrays.feature[0, :t] = feature
             arrays.threshold[0, :t] = threshold
             arrays.missing_left[0, :t] = missing_left
             arrays.left[0, :t] = left
             arrays.right[0, :t] = right
-            if self.sampled:  # route the rows left out of the sample
-                leaf_of_row = _route_bins(self.data.bins, arrays.feature[0],
-                                          np.asarray(split_bins + [0] * (m - t), np.int32),
-                                          arrays.missing_left[0], arrays.left[0],
-                                          arrays.right[0], self.data.layout.missing_bin)
+        bin_tree = BinTree(arrays.feature[0], np.asarray(split_bins + [0] * (m - t), np.int32),
+                           arrays.missing_left[0], arrays.left[0], arrays.right[0])
+        leaf_of_row = self.rowset.assign([leaf.rows for leaf in order], bin_tree)
+        self.rowset = None
         return VectorTreeFit(arrays, values, leaf_of_row, loss, gains, self.updates,
                              self.searched)
 
     # ------------------------------------------------------------------ pieces
 
-    def _leaf(self, rows, depth, parent, side) -> _Leaf:
-        sums = _row_sums(self.channels, rows, self.amplify, self.row_weight)
-        return _Leaf(rows, sums, depth, parent, side)
-
     def _can_split(self, leaf: _Leaf) -> bool:
         opt = self.options
-        return (len(leaf.rows) >= 2 and leaf.sums[2 * self.k] >= 2 * opt.min_samples_leaf
+        return (leaf.n_rows >= 2 and leaf.sums[2 * self.k] >= 2 * opt.min_samples_leaf
                 and (opt.max_depth is None or leaf.depth < opt.max_depth)
                 and leaf.loss > 0.0 and len(self.features) > 0)
 
@@ -232,11 +229,11 @@ class VectorTreeGrower:
             leaf.split = None
             return
         if hist is None:
-            leaf.hist = hist = self._build(leaf.rows, leaf.sums)
+            leaf.hist = hist = self._build(leaf)
         self.searched += 1
         scan = _scan if self._big_histograms else _scan_serial
         scores, bins, m_left = scan(hist, self.features, self.n_value_bins, self.has_missing,
-                                     self.data.layout.missing_bin, self.prior, self.k,
+                                     self.missing_bin, self.prior, self.k,
                                      float(self.options.min_samples_leaf))
         best = pick_split(scores, bins, m_left)
         if best is None or not is_better(best.score, leaf.loss):
@@ -246,48 +243,32 @@ class VectorTreeGrower:
 
     def _children_histograms(self, parent: _Leaf, children: list[_Leaf]) -> None:
         """The smaller child built, the larger by subtraction from the parent (if kept)."""
-        small, big = sorted(children, key=lambda c: len(c.rows))
+        small, big = sorted(children, key=lambda c: c.n_rows)
         wanted = [c for c in children if self._can_split(c)]
         if not wanted:
             self._release(parent)
             return
         if parent.hist is None:
             for child in wanted:
-                child.hist = self._build(child.rows, child.sums)
+                child.hist = self._build(child)
             return
-        small.hist = self._build(small.rows, small.sums)
+        small.hist = self._build(small)
         if big in wanted:
             big.hist = parent.hist
             parent.hist = None
             subtract = _subtract_used if self._big_histograms else _subtract_used_serial
-            subtract(big.hist, small.hist, self.n_value_bins, self.data.layout.missing_bin)
+            subtract(big.hist, small.hist, self.n_value_bins, self.missing_bin)
         else:
             self._release(parent)
         if small not in wanted:
             self._release(small)
 
-    def _build(self, rows, sums) -> np.ndarray:
-        """The histogram of ``rows`` (whose channel sums are ``sums``), built directly.
-
-        Only the cells a search reads are written (each feature's value bins and the missing
-        bin), so a buffer is reused without clearing it whole."""
+    def _build(self, leaf: _Leaf) -> np.ndarray:
+        """The histogram of the leaf's rows, built directly (into a reused buffer: only the
+        cells a search reads are written, so a buffer need not be cleared whole)."""
         hist = self._free.pop() if self._free else np.empty(self.hist_shape)
-        row_channels = _gather(self.channels, rows, self.amplify, self.row_weight)
-        sparse = self.data.sparse
-        parallel = len(rows) * self.hist_shape[2] * max(1, len(self.features)) >= _PARALLEL_ADDS
-        missing_bin = self.data.layout.missing_bin
-        if sparse is None:
-            starts = _task_starts(len(self.features), numba.get_num_threads() if parallel else 1)
-            kernel = _dense_histogram if parallel else _dense_histogram_serial
-            kernel(self.data.bins, row_channels, rows, self.features, starts, hist,
-                   self.n_value_bins, missing_bin)
-        else:
-            clear = _clear_sparse if parallel else _clear_sparse_serial
-            clear(hist, self.n_value_bins, missing_bin)
-            add_sparse_entries(sparse, row_channels, rows, hist, parallel)
-            fill = _fill_defaults if parallel else _fill_defaults_serial
-            fill(hist, self.n_value_bins, missing_bin, sparse.default_bin, sums)
-        self.updates += len(rows) * len(self.features)
+        self.rowset.histogram(leaf.rows, leaf.sums, self.features, hist)
+        self.updates += leaf.n_rows * len(self.features)
         return hist
 
     def _release(self, leaf: _Leaf) -> None:
@@ -305,36 +286,128 @@ class VectorTreeGrower:
             leaf.hist = None  # dropped for good: its children get built directly
         del self._free[2:]  # and no spare buffers beyond two
 
-    def _sample_rows(self, channels):
-        """Rows of this iteration (increasing) and each row's amplification (None: 1)."""
-        opt, n = self.options, self.data.n_samples
-        self.sampled = opt.subsample < 1.0
-        if not self.sampled:
-            return np.arange(n, dtype=np.intp), None
-        if opt.sampling == "uniform":
-            size = max(1, int(round(opt.subsample * n)))
-            return np.sort(self.rng.choice(n, size, replace=False)).astype(np.intp), None
-        # GOSS: the top 2/3 of the budget by row weight, a uniform third of the rest.
-        weight = channels.sum(axis=1)
-        top = max(1, int(round(opt.subsample * n * 2 / 3)))
-        other = max(1, int(round(opt.subsample * n / 3)))
-        order = np.argsort(-weight, kind="stable")
-        rest = order[top:]
-        other = min(other, len(rest))
-        drawn = self.rng.choice(rest, other, replace=False) if other else rest[:0]
-        rows = np.concatenate([order[:top], drawn])
-        amplify = np.ones(n)
-        if other:
-            amplify[drawn] = len(rest) / other
-        keep = np.sort(rows).astype(np.intp)
-        return keep, amplify
-
     def _sample_features(self) -> np.ndarray:
-        d, frac = self.data.n_features, self.options.colsample_bytree
+        d, frac = self.binner.n_features, self.options.colsample_bytree
         if frac >= 1.0:
             return np.arange(d, dtype=np.intp)
         size = max(1, int(round(frac * d)))
         return np.sort(self.rng.choice(d, size, replace=False)).astype(np.intp)
+
+
+def sample_rows(channels: np.ndarray, options: VectorTreeOptions, rng: np.random.RandomState
+                ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Rows of this iteration's tree (increasing) and each row's amplification (None: 1);
+    drawn from the grower's generator before it samples features."""
+    n = channels.shape[0]
+    if options.subsample >= 1.0:
+        return np.arange(n, dtype=np.intp), None
+    if options.sampling == "uniform":
+        size = max(1, int(round(options.subsample * n)))
+        return np.sort(rng.choice(n, size, replace=False)).astype(np.intp), None
+    # GOSS: the top 2/3 of the budget by row weight, a uniform third of the rest.
+    weight = channels.sum(axis=1)
+    top = max(1, int(round(options.subsample * n * 2 / 3)))
+    other = max(1, int(round(options.subsample * n / 3)))
+    order = np.argsort(-weight, kind="stable")
+    rest = order[top:]
+    other = min(other, len(rest))
+    drawn = rng.choice(rest, other, replace=False) if other else rest[:0]
+    rows = np.concatenate([order[:top], drawn])
+    amplify = np.ones(n)
+    if other:
+        amplify[drawn] = len(rest) / other
+    return np.sort(rows).astype(np.intp), amplify
+
+
+class BinTree(NamedTuple):
+    """A grown tree's splits in bin space (how training rows are routed)."""
+
+    feature: np.ndarray
+    split_bin: np.ndarray
+    missing_left: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+
+
+class LocalRows:
+    """One tree's training rows in this process: a leaf's handle is its rows' indices
+    (increasing).
+
+    ``channels`` are the rows' 2K REBEL weights, ``rows`` the ones this tree is grown on (all
+    or a sample), ``amplify`` their sampling factors (None: 1) and ``row_weight`` the sample
+    weights ``min_samples_leaf`` counts (None: 1)."""
+
+    def __init__(self, data: BinnedData, channels: np.ndarray, rows: np.ndarray | None = None,
+                 amplify: np.ndarray | None = None, row_weight: np.ndarray | None = None):
+        n = data.n_samples
+        self.data = data
+        self.channels = np.ascontiguousarray(channels, dtype=np.float64)
+        if self.channels.ndim != 2 or self.channels.shape[0] != n or self.channels.shape[1] % 2:
+            raise ValueError(f"channels must have shape ({n}, 2K), got {self.channels.shape}")
+        self.rows = np.arange(n, dtype=np.intp) if rows is None else rows
+        self.sampled = len(self.rows) < n
+        self.amplify = amplify
+        self.row_weight = (np.ones(n) if row_weight is None
+                           else np.ascontiguousarray(row_weight, dtype=np.float64))
+
+    def root(self) -> np.ndarray:
+        return self.rows
+
+    @staticmethod
+    def count(rows: np.ndarray) -> int:
+        return len(rows)
+
+    def sums(self, rows: np.ndarray) -> np.ndarray:
+        """Channel sums (amplified) and sample weight of ``rows``, in row order."""
+        return _row_sums(self.channels, rows, self.amplify, self.row_weight)
+
+    def split(self, rows: np.ndarray, feature: int, split_bin: int, missing_left: bool
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows going left and right (each increasing)."""
+        return _partition(self.data.bins, rows, feature, split_bin,
+                          self.data.layout.missing_bin, missing_left)
+
+    def release(self, rows: np.ndarray) -> None:
+        """A leaf that was split (the local rows need no freeing)."""
+
+    def histogram(self, rows: np.ndarray, sums: np.ndarray, features: np.ndarray,
+                  out: np.ndarray) -> np.ndarray:
+        """Writes the histogram of ``rows`` (channel sums ``sums``) over ``features`` into
+        the cells of ``out`` (n_features, n_bins, 2K + 1) that a search reads."""
+        row_channels = _gather(self.channels, rows, self.amplify, self.row_weight)
+        sparse = self.data.sparse
+        layout = self.data.layout
+        n_value_bins = np.ascontiguousarray(layout.n_value_bins, dtype=np.int32)
+        parallel = len(rows) * out.shape[2] * max(1, len(features)) >= _PARALLEL_ADDS
+        if sparse is None:
+            starts = _task_starts(len(features), numba.get_num_threads() if parallel else 1)
+            kernel = _dense_histogram if parallel else _dense_histogram_serial
+            kernel(self.data.bins, row_channels, rows, features, starts, out, n_value_bins,
+                   layout.missing_bin)
+        else:
+            clear = _clear_sparse if parallel else _clear_sparse_serial
+            clear(out, n_value_bins, layout.missing_bin)
+            add_sparse_entries(sparse, row_channels, rows, out, parallel)
+            fill = _fill_defaults if parallel else _fill_defaults_serial
+            fill(out, n_value_bins, layout.missing_bin, sparse.default_bin, sums)
+        return out
+
+    def assign(self, leaves: list[np.ndarray], tree: BinTree) -> np.ndarray:
+        """The leaf of every row (leaves in the tree's numbering), the rows outside the
+        sample routed through the tree."""
+        if self.sampled and (tree.feature >= 0).any():
+            return _route_bins(self.data.bins, tree.feature, tree.split_bin, tree.missing_left,
+                               tree.left, tree.right, self.data.layout.missing_bin)
+        leaf_of_row = np.zeros(self.data.n_samples, dtype=np.intp)
+        for i, rows in enumerate(leaves):
+            leaf_of_row[rows] = i
+        return leaf_of_row
+
+
+def big_histograms(n_value_bins: np.ndarray, n_classes: int) -> bool:
+    """Whether histograms are large enough for the multi-threaded scan and subtraction."""
+    n_features = len(n_value_bins)
+    return (int(np.sum(n_value_bins)) + n_features) * (2 * n_classes + 1) >= _PARALLEL_ADDS // 4
 
 
 def _left_to_right(leaves: list[_Leaf], left: list[int], right: list[int]) -> list[_Leaf]:

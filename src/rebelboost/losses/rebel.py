@@ -87,9 +87,11 @@ class RebelLoss:
 
     def __init__(self, cost_matrix: np.ndarray | None, y: np.ndarray,
                  sample_weight: np.ndarray, subcosts: str = "thesis",
-                 sample_cost: np.ndarray | None = None):
+                 sample_cost: np.ndarray | None = None, weight_total: float | None = None):
+        """``weight_total`` (default: ``sample_weight.sum()``) normalises the weights; a
+        partition of a distributed training set passes the whole set's total."""
         c_plus, c_minus = _subcosts(cost_matrix, y, subcosts, sample_cost)
-        w = sample_weight / sample_weight.sum()
+        w = sample_weight / (sample_weight.sum() if weight_total is None else weight_total)
         with np.errstate(divide="ignore"):
             self._log_plus = np.log(c_plus * w[:, None])
             self._log_minus = np.log(c_minus * w[:, None])
@@ -117,22 +119,44 @@ class RebelLoss:
 
     def weights_and_loss(self, scores: np.ndarray) -> tuple[np.ndarray, float, float]:
         """:meth:`weights` and :meth:`loss` at once: the loss is the weights' total."""
+        scores = self._check_scores(scores)
+        shift = self.max_exponent(scores)
+        channels, total = self.scaled_weights(scores, shift)
+        with np.errstate(over="ignore"):  # the channels stay finite; scale and loss may not
+            scale = float(np.exp(shift))
+            loss = float(np.exp(shift + np.log(total)))
+        return channels, scale, loss
+
+    def max_exponent(self, scores: np.ndarray) -> float:
+        """The largest ``log w``: the channels' common scale is its exponential (a
+        distributed fit takes the largest over partitions)."""
+        scores = self._check_scores(scores)
+        return _max_exponent(self._log_plus, self._log_minus, scores) if len(scores) else -np.inf
+
+    def scaled_weights(self, scores: np.ndarray, shift: float) -> tuple[np.ndarray, float]:
+        """Channels ``exp([log+ + H, log- - H] - shift)`` and their total."""
+        scores = self._check_scores(scores)
+        channels = np.empty((scores.shape[0], 2 * self.n_classes))
+        row_sums = _fill_weights(self._log_plus, self._log_minus, scores, shift, channels)
+        return channels, float(row_sums.sum())
+
+    def log_partial_sums(self) -> np.ndarray:
+        """``log`` of the ``c+`` and ``c-`` totals at ``H = 0`` (a partition's share of the
+        initial loss, combined with ``logaddexp``)."""
+        return np.array([logsumexp(self._log_plus), logsumexp(self._log_minus)])
+
+    def _check_scores(self, scores: np.ndarray) -> np.ndarray:
         scores = np.ascontiguousarray(scores, dtype=np.float64)
         if scores.shape != self._log_plus.shape:
             raise ValueError(f"scores must have shape {self._log_plus.shape}, got {scores.shape}")
-        channels = np.empty((scores.shape[0], 2 * self.n_classes))
-        shift, row_sums = _scaled_weights(self._log_plus, self._log_minus, scores, channels)
-        with np.errstate(over="ignore"):  # the channels stay finite; scale and loss may not
-            scale = float(np.exp(shift))
-            loss = float(np.exp(shift + np.log(row_sums.sum())))
-        return channels, scale, loss
+        return scores
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _scaled_weights(log_plus, log_minus, scores, channels):
-    """``channels = exp([log+ + H, log- - H] - shift)`` with ``shift`` their largest exponent;
-    returns ``shift`` and each row's channel sum. (Fused and parallel: numpy's version made
-    four passes over N x 2K arrays, ~8 ms an iteration on MNIST.)"""
+def _max_exponent(log_plus, log_minus, scores):
+    """The largest of ``[log+ + H, log- - H]`` (the shift that scales the largest weight to 1;
+    fused and parallel with :func:`_fill_weights`: numpy's version made four passes over
+    N x 2K arrays, ~8 ms an iteration on MNIST)."""
     n, k = scores.shape
     row_max = np.empty(n)
     for r in numba.prange(n):
@@ -140,7 +164,13 @@ def _scaled_weights(log_plus, log_minus, scores, channels):
         for c in range(k):
             top = max(top, log_plus[r, c] + scores[r, c], log_minus[r, c] - scores[r, c])
         row_max[r] = top
-    shift = row_max.max() if n else 0.0
+    return row_max.max()
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _fill_weights(log_plus, log_minus, scores, shift, channels):
+    """``channels = exp([log+ + H, log- - H] - shift)``; returns each row's channel sum."""
+    n, k = scores.shape
     row_sums = np.empty(n)
     for r in numba.prange(n):
         total = 0.0
@@ -155,7 +185,7 @@ def _scaled_weights(log_plus, log_minus, scores, channels):
             channels[r, k + c] = w
             total += w
         row_sums[r] = total
-    return shift, row_sums
+    return row_sums
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
