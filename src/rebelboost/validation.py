@@ -80,6 +80,20 @@ def check_labels(y) -> tuple[np.ndarray, np.ndarray]:
     All-string labels (also from pandas object, string or categorical columns) come back as a
     numpy string array, which model files can store.
     """
+    y = normalize_labels(y)
+    if y.size == 0:
+        raise ValueError("y is empty; classification needs labelled samples")
+    classes, codes = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(
+            f"y has a single class ({classes[0]!r}); classification needs at least 2 classes"
+        )
+    return classes, codes.astype(np.intp)
+
+
+def normalize_labels(y) -> np.ndarray:
+    """Class labels as a 1-D array of one type (strings as a str array), or a ValueError
+    naming what is wrong (NaN, None, mixed types, fractional floats, a regression target)."""
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.ravel()
@@ -96,13 +110,9 @@ def check_labels(y) -> tuple[np.ndarray, np.ndarray]:
             "scikit-learn reads as a regression target; pass class labels as integers or "
             "strings (for example y.astype(str))"
         )
-    check_classification_targets(y)
-    classes, codes = np.unique(y, return_inverse=True)
-    if len(classes) < 2:
-        raise ValueError(
-            f"y has a single class ({classes[0]!r}); classification needs at least 2 classes"
-        )
-    return classes, codes.astype(np.intp)
+    if y.size:
+        check_classification_targets(y)
+    return y
 
 
 def _object_labels(y: np.ndarray) -> np.ndarray:

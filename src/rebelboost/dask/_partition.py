@@ -1,0 +1,193 @@
+"""What a worker does with its partitions: check them, summarise them for the binner, bin
+them, and answer the grower's questions about its rows.
+
+Every function is pure (it returns new objects and never changes its inputs), so Dask may run
+one again on another worker after a failure and get the same bits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..binning import Binner, as_float, merge_value_counts, value_counts
+from ..learners.vector_tree import BinTree, LocalRows, _row_sums
+from ..losses.rebel import RebelLoss, add_leaf_steps
+from ..search.binned import BinnedData
+from ..validation import normalize_labels
+
+
+@dataclass
+class RawPartition:
+    """One partition's checked input rows."""
+
+    X: np.ndarray  # float32 or float64
+    y: np.ndarray  # labels (one type)
+    weight: np.ndarray  # float64 sample weights
+
+
+def check_partition(X, y, weight, n_features: int, index: int) -> RawPartition:
+    """The partition as arrays, or a ValueError naming the partition and the problem."""
+    where = f"partition {index}: "
+    X = np.asarray(X.to_numpy() if hasattr(X, "to_numpy") else X)
+    if X.ndim != 2 or X.shape[1] != n_features:
+        raise ValueError(f"{where}X must have {n_features} columns, got shape {X.shape}")
+    try:
+        X = as_float(X)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}X is not numeric ({exc})") from None
+    if np.isinf(X).any():
+        raise ValueError(f"{where}X contains infinity (NaN is allowed: a missing value)")
+    y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"{where}y has shape {y.shape} for {X.shape[0]} rows of X; X and y "
+                         "must be partitioned alike")
+    try:
+        y = normalize_labels(y)
+    except ValueError as exc:
+        raise ValueError(where + str(exc)) from None
+    if weight is None:
+        weight = np.ones(X.shape[0])
+    else:
+        weight = np.asarray(weight.to_numpy() if hasattr(weight, "to_numpy") else weight,
+                            dtype=np.float64).ravel()
+        if weight.shape != (X.shape[0],):
+            raise ValueError(f"{where}sample_weight has {weight.shape[0]} entries for "
+                             f"{X.shape[0]} rows")
+        if not np.isfinite(weight).all() or (weight < 0).any():
+            raise ValueError(f"{where}sample_weight must be finite and non-negative")
+    return RawPartition(X, y, weight)
+
+
+def facts(raw: RawPartition) -> dict:
+    """What the client needs to know of a partition before binning (all small)."""
+    positive = raw.weight > 0
+    nan = np.isnan(raw.X[positive])
+    return {
+        "n_rows": raw.X.shape[0],
+        "labels": np.unique(raw.y),
+        "label_kind": raw.y.dtype.kind if raw.y.size else None,
+        "n_positive": int(positive.sum()),
+        "has_missing": nan.any(axis=0),
+        "has_values": ~nan.all(axis=0),
+        "weight_total": float(raw.weight.sum()),
+    }
+
+
+def sample_summary(raw: RawPartition, rows: np.ndarray | None) -> list:
+    """Each feature's :func:`~rebelboost.binning.value_counts` over this partition's share of
+    the binner's sample (``rows`` index its positive-weight rows; None: all of them)."""
+    X = raw.X[raw.weight > 0]
+    if rows is not None:
+        X = X[rows]
+    return [value_counts(X[:, j]) for j in range(X.shape[1])]
+
+
+def merge_summaries(a: list, b: list) -> list:
+    return [merge_value_counts(x, y) for x, y in zip(a, b, strict=True)]
+
+
+def fit_binner(summary: list, max_bins: int, has_missing, has_values) -> Binner:
+    return Binner(max_bins).fit_summary(summary, has_missing, has_values)
+
+
+@dataclass
+class Partition:
+    """A partition being boosted: its bins and loss (fixed), its scores and weight channels
+    (new every iteration) and the rows of each leaf of the tree being grown."""
+
+    data: BinnedData
+    loss: RebelLoss
+    weight: np.ndarray
+    all_rows: np.ndarray
+    scores: np.ndarray
+    channels: np.ndarray | None = None
+    leaves: dict | None = None
+
+    def rows(self) -> LocalRows:
+        return LocalRows(self.data, self.channels, self.all_rows, None, self.weight)
+
+
+def make_partition(raw: RawPartition, binner: Binner, classes: np.ndarray,
+                   cost_matrix: np.ndarray, subcosts: str, weight_total: float) -> Partition:
+    """Bins and REBEL's loss of one partition (the raw rows are dropped)."""
+    codes = np.searchsorted(classes, raw.y).astype(np.intp)
+    data = BinnedData(binner, binner.transform(raw.X), row_layout=True)
+    loss = RebelLoss(None, codes, raw.weight, subcosts, cost_matrix[codes], weight_total)
+    n, k = raw.X.shape[0], len(classes)
+    return Partition(data, loss, raw.weight, np.arange(n, dtype=np.intp), np.zeros((n, k)))
+
+
+def log_partial_sums(part: Partition) -> np.ndarray:
+    if part.scores.shape[0] == 0:
+        return np.full(2, -np.inf)
+    return part.loss.log_partial_sums()
+
+
+def max_exponent(part: Partition) -> float:
+    return part.loss.max_exponent(part.scores)
+
+
+def weigh(part: Partition, shift: float) -> tuple[Partition, np.ndarray]:
+    """The partition with its channels at ``shift``, and ``[total weight, root sums]``."""
+    channels, total = part.loss.scaled_weights(part.scores, shift)
+    part = replace(part, channels=channels, leaves={0: part.all_rows})
+    root = part.rows().sums(part.all_rows)
+    return part, np.concatenate([[total], root])
+
+
+def split(part: Partition, leaf: int, left: int, right: int, feature: int, split_bin: int,
+          missing_left: bool) -> tuple[Partition, np.ndarray]:
+    """The partition with ``leaf``'s rows split into ``left`` and ``right``, and
+    ``[n_left, n_right, sums_left, sums_right]``."""
+    rowset = part.rows()
+    lrows, rrows = rowset.split(part.leaves[leaf], feature, split_bin, missing_left)
+    leaves = {h: r for h, r in part.leaves.items() if h != leaf}
+    leaves[left], leaves[right] = lrows, rrows
+    stats = np.concatenate([[len(lrows), len(rrows)], rowset.sums(lrows), rowset.sums(rrows)])
+    return replace(part, leaves=leaves), stats
+
+
+def histogram(part: Partition, leaf: int, features: np.ndarray) -> np.ndarray:
+    """The leaf's histogram on the cells a search reads (:func:`used_cells`), packed."""
+    rows = part.leaves[leaf]
+    layout = part.data.layout
+    c = part.channels.shape[1] + 1
+    out = np.empty((part.data.n_features, layout.n_bins_total, c))
+    sums = _row_sums(part.channels, rows, None, part.weight)
+    part.rows().histogram(rows, sums, features, out)
+    return out.reshape(-1, c)[used_cells(layout.n_value_bins, layout.n_bins_total,
+                                         layout.missing_bin, features)]
+
+
+def smaller_histogram(part: Partition, stats: list[np.ndarray], left: int, right: int,
+                      features: np.ndarray) -> np.ndarray:
+    """:func:`histogram` of the child with fewer rows over all partitions (``stats``: every
+    partition's :func:`split` counts; the grower's rule: left on a tie)."""
+    n_left = sum(s[0] for s in stats)
+    n_right = sum(s[1] for s in stats)
+    return histogram(part, left if n_left <= n_right else right, features)
+
+
+def used_cells(n_value_bins: np.ndarray, n_bins_total: int, missing_bin: int,
+               features: np.ndarray) -> np.ndarray:
+    """Flat (feature, bin) indices of the histogram cells the split search reads."""
+    cells = [np.append(np.arange(n_value_bins[f]), missing_bin) + f * n_bins_total
+             for f in features]
+    return np.concatenate(cells) if cells else np.empty(0, dtype=np.intp)
+
+
+def step(part: Partition, leaves: list[int], steps: np.ndarray, *tree) -> Partition:
+    """The partition after the tree (a :class:`BinTree`'s arrays): each row's score plus its
+    leaf's step."""
+    leaf_of_row = part.rows().assign([part.leaves[h] for h in leaves], BinTree(*tree))
+    scores = part.scores.copy()
+    add_leaf_steps(scores, leaf_of_row, steps)
+    return replace(part, scores=scores, channels=None, leaves=None)
+
+
+def add(a, b):
+    return a + b

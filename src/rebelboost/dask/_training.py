@@ -1,0 +1,194 @@
+"""The client's side of a distributed fit: the partitions as Dask futures, the binner from
+their merged value counts, and REBEL's booster whose rows stay on the workers.
+
+The vector-tree grower (:mod:`rebelboost.learners.vector_tree`) runs here, unchanged: it asks
+:class:`DaskRows` for counts, channel sums and histograms, which the workers compute for their
+own rows and a fixed-order tree reduction adds up; only split decisions and step vectors go
+back. The weights' common scale (their largest exponent) is agreed first, by a max reduction.
+"""
+
+from __future__ import annotations
+
+import functools
+from operator import getitem
+
+import numpy as np
+
+from ..engine import Stage
+from ..learners.leaf_tree import LeafTreeArrays
+from ..learners.vector_tree import BinTree, VectorTreeGrower, VectorTreeOptions
+from . import _partition as part_fn
+
+
+class Cluster:
+    """Task submission on a Dask client, counting the bytes the client gathers."""
+
+    def __init__(self, client):
+        self.client = client
+        self.gathered_bytes = 0
+
+    def submit(self, func, *args):
+        return self.client.submit(func, *args, pure=False)
+
+    def map(self, func, futures, *args):
+        return [self.submit(func, f, *args) for f in futures]
+
+    def unpack(self, futures, n: int) -> list[list]:
+        """``n`` futures per tuple-valued future: ``[[f[0] ...], [f[1] ...]]``."""
+        return [[self.submit(getitem, f, i) for f in futures] for i in range(n)]
+
+    def reduce(self, func, futures):
+        """``func`` applied pairwise in a fixed order (a tree over the partitions' order), so
+        the result is the same whichever worker computes what."""
+        level = list(futures)
+        while len(level) > 1:
+            nxt = [self.submit(func, a, b) for a, b in zip(level[::2], level[1::2], strict=False)]
+            if len(level) % 2:
+                nxt.append(level[-1])
+            level = nxt
+        return level[0]
+
+    def gather(self, future):
+        value = self.client.gather(future)
+        self.gathered_bytes += _nbytes(value)
+        return value
+
+
+def _nbytes(value) -> int:
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, list | tuple):
+        return sum(_nbytes(v) for v in value)
+    return 8
+
+
+class DaskRows:
+    """The row set of one tree over the partitions (leaf handles are integers).
+
+    One round trip per split: the workers split the leaf's rows, then (from every partition's
+    counts, without the client) build the smaller child's histogram, which the grower asks
+    for next; the root's histogram comes with the weights (:class:`DaskRebelBooster`)."""
+
+    def __init__(self, cluster: Cluster, parts: list, root_sums: np.ndarray, n_rows: int,
+                 layout, root_histogram: np.ndarray, features: np.ndarray):
+        self.cluster = cluster
+        self.parts = parts
+        self._counts = {0: n_rows}
+        self._sums = {0: root_sums}
+        self._next = 1
+        self.layout = layout
+        self._ready = (0, features, root_histogram)  # (leaf, features, packed histogram)
+        self.features = None  # this tree's, from the grower's first histogram
+        self.leaves: list[int] | None = None
+        self.tree: BinTree | None = None
+
+    def root(self) -> int:
+        return 0
+
+    def count(self, leaf: int) -> int:
+        return self._counts[leaf]
+
+    def sums(self, leaf: int) -> np.ndarray:
+        return self._sums[leaf]
+
+    def split(self, leaf: int, feature: int, split_bin: int, missing_left: bool
+              ) -> tuple[int, int]:
+        cluster = self.cluster
+        left, right = self._next, self._next + 1
+        self._next += 2
+        done = cluster.map(part_fn.split, self.parts, leaf, left, right, int(feature),
+                           int(split_bin), bool(missing_left))
+        self.parts, stats = cluster.unpack(done, 2)
+        hist = cluster.reduce(part_fn.add, cluster.map(part_fn.smaller_histogram, self.parts,
+                                                       stats, left, right, self.features))
+        stats, packed = cluster.gather([stats, hist])
+        total = functools.reduce(part_fn.add, stats)  # in the partitions' order
+        c = (len(total) - 2) // 2
+        self._counts[left], self._counts[right] = int(total[0]), int(total[1])
+        self._sums[left], self._sums[right] = total[2:2 + c], total[2 + c:]
+        smaller = left if total[0] <= total[1] else right
+        self._ready = (smaller, self.features, packed)
+        return left, right
+
+    def release(self, leaf: int) -> None:
+        self._counts.pop(leaf, None)
+        self._sums.pop(leaf, None)
+
+    def histogram(self, leaf: int, sums: np.ndarray, features: np.ndarray,
+                  out: np.ndarray) -> np.ndarray:
+        if self.features is None:
+            self.features = np.asarray(features)
+        ready_leaf, ready_features, packed = self._ready
+        if ready_leaf != leaf or not np.isin(features, ready_features).all():
+            ready_features = features
+            packed = self.cluster.gather(self.cluster.reduce(
+                part_fn.add, self.cluster.map(part_fn.histogram, self.parts, leaf, features)))
+        cells = part_fn.used_cells(self.layout.n_value_bins, self.layout.n_bins_total,
+                                   self.layout.missing_bin, ready_features)
+        out.reshape(-1, out.shape[2])[cells] = packed
+        return out
+
+    def assign(self, leaves: list[int], tree: BinTree) -> None:
+        """Remembered for the step: the rows' leaves stay on the workers."""
+        self.leaves, self.tree = list(leaves), tree
+
+
+class DaskRebelBooster:
+    """REBEL's loss with vector-leaf trees on partitions held by the workers (the engine's
+    :class:`~rebelboost.engine.Booster`)."""
+
+    blas_threads = 1
+
+    def __init__(self, cluster: Cluster, parts: list, binner, n_rows: int, n_classes: int,
+                 options: VectorTreeOptions, rng: np.random.RandomState, learning_rate: float):
+        self.cluster = cluster
+        self.parts = parts
+        self.binner = binner
+        self.n_rows = n_rows
+        self.options = options
+        self.learning_rate = learning_rate
+        self.grower = VectorTreeGrower(binner, n_classes, options, rng)
+        self.all_features = np.arange(binner.n_features, dtype=np.intp)
+        logs = cluster.gather(cluster.map(part_fn.log_partial_sums, parts))
+        self._initial = float(np.exp(np.logaddexp(*np.logaddexp.reduce(logs, axis=0))))
+        self._weigh()
+
+    def _weigh(self) -> float:
+        """New channels on the workers (and the next root's histogram, over every feature);
+        returns the loss (the channels' total times their scale)."""
+        cluster = self.cluster
+        shift = cluster.reduce(max, cluster.map(part_fn.max_exponent, self.parts))
+        self.parts, stats = cluster.unpack(cluster.map(part_fn.weigh, self.parts, shift), 2)
+        hist = cluster.reduce(part_fn.add, cluster.map(part_fn.histogram, self.parts, 0,
+                                                       self.all_features))
+        shift, stats, self.root_histogram = cluster.gather([shift, stats, hist])
+        stats = functools.reduce(part_fn.add, stats)
+        self.root_sums = stats[1:]
+        with np.errstate(over="ignore"):
+            self.scale = float(np.exp(shift))
+            return float(np.exp(shift + np.log(stats[0])))
+
+    def initial_loss(self) -> float:
+        return self._initial
+
+    def fit_stage(self, iteration: int) -> Stage:
+        rows = DaskRows(self.cluster, self.parts, self.root_sums, self.n_rows,
+                        self.binner.layout, self.root_histogram, self.all_features)
+        fit = self.grower.grow(rows)
+        steps = self.learning_rate * fit.leaf_values
+        # (the tree's arrays one by one: Dask would unpack a named tuple into a plain one)
+        self.parts = self.cluster.map(part_fn.step, rows.parts, rows.leaves, steps, *rows.tree)
+        gains = [(f, gain * self.scale) for f, gain in fit.gains]
+        loss = self._weigh()
+        return Stage(fit.arrays, steps[None], loss, gains,
+                     {"vector": None, "work": fit.histogram_updates})
+
+    def validation_loss(self, scores) -> float:
+        raise NotImplementedError("the distributed fit has no validation set")
+
+    def stack(self, pieces) -> LeafTreeArrays:
+        return LeafTreeArrays.stack(pieces, self.options.max_leaves)
+
+    def release(self) -> None:
+        """Drop the partitions (the workers free their memory)."""
+        self.parts = []

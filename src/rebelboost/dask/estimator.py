@@ -1,0 +1,301 @@
+"""``DaskRebelClassifier``: REBEL's vector-leaf trees fitted on Dask collections.
+
+The rows never leave the workers: each bins and keeps its own partitions, builds the
+histograms of its rows, and a fixed-order tree reduction adds them up for the one split search
+on the client (:mod:`._training`). All of it runs as ordinary Dask tasks (no sockets of our
+own): a worker that dies is replaced by recomputing its partitions from their lineage, every
+task being a pure function, so the fit completes with the same model, or fails with Dask's
+``KilledWorker`` error when the same task has killed workers too often.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ..binning import Binner
+from ..engine import boost
+from ..ensemble._base import _rng
+from ..ensemble.rebel import RebelClassifier
+from ..learners.vector_tree import VectorTreeOptions
+from ..validation import check_cost_matrix
+from . import _partition as part_fn
+from ._training import Cluster, DaskRebelBooster
+
+
+class DaskRebelClassifier(RebelClassifier):
+    """:class:`~rebelboost.RebelClassifier` on ``dask.array`` / ``dask.dataframe`` data.
+
+    Same parameters (plus ``client``, the ``distributed.Client`` to run on; None: the default
+    client), fitted attributes and model files as the local estimator, and on the same data
+    the same model: the same splits and labels, scores and training loss equal up to the
+    order of floating-point additions (about 1e-15 relative). :meth:`to_local` gives the plain
+    estimator; ``predict``, ``predict_proba`` and ``decision_function`` of Dask collections
+    return Dask arrays, computed partition by partition (NumPy input is scored in memory).
+
+    The distributed fit grows vector-leaf trees (``weak_learner='vector_tree'``, the
+    default) on all rows (``subsample=1``; ``colsample_bytree`` works), trains under 0-1 costs
+    or on the cost-sensitive loss (``cost_strategy='loss'``), and has no early stopping:
+    other settings raise ``NotImplementedError`` before any work is done.
+    """
+
+    _parameter_constraints: dict = {**RebelClassifier._parameter_constraints,
+                                    "client": "no_validation"}
+
+    def __init__(self, n_estimators: int = 100, *, client=None, **params):
+        super().__init__(n_estimators, **params)
+        self.client = client
+
+    # scikit-learn reads an estimator's parameters from its signature: the local one's plus
+    # the client.
+    __init__.__signature__ = inspect.Signature([
+        *inspect.signature(RebelClassifier.__init__).parameters.values(),
+        inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None),
+    ])
+
+    # ------------------------------------------------------------------ fitting
+
+    def fit(self, X, y, sample_weight=None, callbacks=None,
+            sample_cost=None) -> DaskRebelClassifier:
+        """Boost on Dask collections: ``X`` a ``dask.array`` (n, d) or ``dask.dataframe``,
+        ``y`` and ``sample_weight`` partitioned like it (a Dask array or Series)."""
+        self._validate_params()
+        self._check_distributed(sample_cost)
+        from distributed import default_client, wait
+
+        cluster = Cluster(self.client or default_client())
+        client = cluster.client
+        x_parts, y_parts, w_parts, names = _partition_inputs(X, y, sample_weight)
+        d = len(names)
+        raw = client.compute([_delayed(part_fn.check_partition)(x, yp, w, d, i)
+                              for i, (x, yp, w) in enumerate(zip(x_parts, y_parts, w_parts,
+                                                                 strict=True))])
+        facts = client.gather(cluster.map(part_fn.facts, raw))
+        classes = _classes(facts)
+        n_rows = sum(f["n_rows"] for f in facts)
+        if n_rows < 2:
+            raise ValueError(f"the training set has {n_rows} row(s); at least 2 are needed")
+        weight_total = float(sum(f["weight_total"] for f in facts))
+        if weight_total <= 0:
+            raise ValueError("sample_weight sums to zero: no sample would count")
+        self.classes_ = classes
+        self.n_features_in_ = d
+        if all(isinstance(n, str) for n in names):
+            self.feature_names_in_ = np.asarray(names, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        k = len(classes)
+        self.cost_matrix_ = check_cost_matrix(self.cost_matrix, k, classes)
+        if self.cost_strategy != "loss" and not np.array_equal(self.cost_matrix_,
+                                                               1.0 - np.eye(k)):
+            raise NotImplementedError(
+                "the distributed fit trains on the cost-sensitive loss: pass "
+                f"cost_strategy='loss' (not {self.cost_strategy!r}) with a cost_matrix")
+        self.cost_strategy_, self.temperature_, self.route_costs_ = "loss", 1.0, {}
+        rng = _rng(self.random_state)  # drawn from as the local fit draws
+        binner = _fit_binner(cluster, raw, facts, self.max_bins, rng.randint(2**31))
+        parts = cluster.map(part_fn.make_partition, raw, binner, classes, self.cost_matrix_,
+                            self.subcosts, weight_total)
+        wait(parts)
+        del raw  # the raw rows are dropped: each worker keeps its binned partitions
+        booster = DaskRebelBooster(
+            cluster, parts, cluster.gather(binner), n_rows, k, self._tree_options(),
+            np.random.RandomState(rng.randint(2**31)),
+            0.3 if self.learning_rate is None else self.learning_rate)
+        target = 1.0 / n_rows if self.target_loss == "auto" else self.target_loss
+        try:
+            result = boost(booster, self.n_estimators, d, callbacks=callbacks,
+                           target_loss=target, verbose=self.verbose, n_jobs=self.n_jobs,
+                           estimator=self)
+        finally:
+            booster.release()
+        self._set_result(result)
+        self._set_records(result.records, result.n_kept, booster)
+        self.gathered_bytes_ = cluster.gathered_bytes
+        return self
+
+    def _check_distributed(self, sample_cost) -> None:
+        problems = []
+        if self.weak_learner != "vector_tree":
+            problems.append(f"weak_learner={self.weak_learner!r} (only 'vector_tree')")
+        if self.subsample < 1:
+            problems.append(f"subsample={self.subsample} (rows are not sampled: 1)")
+        if self.early_stopping:
+            problems.append(f"early_stopping={self.early_stopping!r} (no validation split: "
+                            "pass early_stopping=False and a number of iterations)")
+        if sample_cost is not None:
+            problems.append("sample_cost (pass a cost_matrix)")
+        if problems:
+            raise NotImplementedError("the distributed fit does not support "
+                                      + "; ".join(problems))
+
+    def _tree_options(self) -> VectorTreeOptions:
+        return VectorTreeOptions(
+            max_leaves=self.max_leaves, max_depth=self.max_depth,
+            min_samples_leaf=self.min_samples_leaf, leaf_smoothing=self.leaf_smoothing,
+            subsample=self.subsample, sampling=self.sampling,
+            colsample_bytree=self.colsample_bytree)
+
+    def to_local(self) -> RebelClassifier:
+        """The plain :class:`~rebelboost.RebelClassifier` with this model."""
+        check_is_fitted(self)
+        params = self.get_params(deep=False)
+        del params["client"]
+        local = RebelClassifier(**params)
+        for name, value in vars(self).items():
+            if name.endswith("_") and not name.startswith("_") and name != "gathered_bytes_":
+                setattr(local, name, value)
+        return local
+
+    def to_dict(self) -> dict:
+        """The local estimator's model file: ``load_model`` gives a RebelClassifier."""
+        return self.to_local().to_dict()
+
+    # --------------------------------------------------------------- prediction
+
+    def predict(self, X, **kwargs):
+        """Labels; a Dask array for Dask input (see :meth:`RebelClassifier.predict`)."""
+        blocks, columns = self._blocks(X)
+        if blocks is None:
+            return super().predict(X, **kwargs)
+        return blocks.map_blocks(_call, self.to_local(), "predict", kwargs, columns,
+                                 drop_axis=1, dtype=self.classes_.dtype)
+
+    def predict_proba(self, X, **kwargs):
+        blocks, columns = self._blocks(X)
+        if blocks is None:
+            return super().predict_proba(X, **kwargs)
+        return blocks.map_blocks(_call, self.to_local(), "predict_proba", kwargs, columns,
+                                 chunks=(blocks.chunks[0], (len(self.classes_),)),
+                                 dtype=np.float64)
+
+    def decision_function(self, X, **kwargs):
+        blocks, columns = self._blocks(X)
+        if blocks is None:
+            return super().decision_function(X, **kwargs)
+        if len(self.classes_) == 2:
+            return blocks.map_blocks(_call, self.to_local(), "decision_function", kwargs,
+                                     columns, drop_axis=1, dtype=np.float64)
+        return blocks.map_blocks(_call, self.to_local(), "decision_function", kwargs, columns,
+                                 chunks=(blocks.chunks[0], (len(self.classes_),)),
+                                 dtype=np.float64)
+
+    def _blocks(self, X):
+        """X's rows as a Dask array with one column chunk, and the column names of a
+        DataFrame X (``(None, None)``: X is not a Dask collection)."""
+        import dask.array as da
+        import dask.dataframe as dd
+
+        check_is_fitted(self)
+        columns = None
+        if isinstance(X, dd.DataFrame):
+            names = getattr(self, "feature_names_in_", None)
+            if names is not None and list(X.columns) != list(names):
+                raise ValueError(f"X has columns {list(X.columns)}, the model was fitted on "
+                                 f"{list(names)}")
+            columns = list(X.columns)
+            X = X.to_dask_array()
+        elif not isinstance(X, da.Array):
+            return None, None
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X must have {self.n_features_in_} columns, got shape {X.shape}")
+        return (X.rechunk({1: -1}) if X.numblocks[1] > 1 else X), columns
+
+
+def _call(block, model, method, kwargs, columns):
+    """``model.method(block)``; ``columns``: the names of a DataFrame's columns."""
+    empty = block.shape[0] == 0  # scikit-learn's checks refuse 0 rows
+    if empty:
+        block = np.zeros((1, block.shape[1]))
+    if columns is not None:
+        import pandas as pd
+
+        block = pd.DataFrame(block, columns=columns)
+    out = getattr(model, method)(block, **kwargs)
+    return out[:0] if empty else out
+
+
+def _delayed(func):
+    from dask import delayed
+
+    return delayed(func, pure=False)
+
+
+def _partition_inputs(X, y, sample_weight):
+    """Delayed partitions of X, y and the weights (None each when not given), and the feature
+    names (column indices for an array)."""
+    import dask.array as da
+    import dask.dataframe as dd
+
+    if isinstance(X, dd.DataFrame):
+        names = list(X.columns)
+        x_parts = X.to_delayed()
+        row_chunks = None
+    elif isinstance(X, da.Array):
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-d, got {X.ndim} dims")
+        X = X.rechunk({1: -1}) if X.numblocks[1] > 1 else X
+        names = list(range(X.shape[1]))
+        x_parts = X.to_delayed().ravel().tolist()
+        row_chunks = X.chunks[0]
+    else:
+        raise TypeError(f"X must be a dask array or DataFrame, got {type(X).__name__}; "
+                        "for data in memory use rebelboost.RebelClassifier")
+    parts = [x_parts]
+    for what, v in (("y", y), ("sample_weight", sample_weight)):
+        if v is None and what == "sample_weight":
+            parts.append([None] * len(x_parts))
+            continue
+        if isinstance(v, dd.DataFrame | dd.Series):
+            v_parts = v.to_delayed()
+        elif isinstance(v, da.Array):
+            if row_chunks is not None and not np.isnan(v.shape[0]) and not np.isnan(
+                    sum(row_chunks)) and v.shape[0] != sum(row_chunks):
+                raise ValueError(f"{what} has {v.shape[0]} rows, X {sum(row_chunks)}; X and "
+                                 f"{what} must be partitioned alike")
+            if row_chunks is not None and v.chunks[0] != row_chunks and not any(
+                    np.isnan(c) for c in row_chunks + v.chunks[0]):
+                v = v.rechunk({0: row_chunks})
+            v_parts = v.to_delayed().ravel().tolist()
+        else:
+            raise TypeError(f"{what} must be a dask array or Series like X, got "
+                            f"{type(v).__name__}")
+        if len(v_parts) != len(x_parts):
+            raise ValueError(f"{what} has {len(v_parts)} partitions, X {len(x_parts)}; "
+                             "partition them alike")
+        parts.append(v_parts)
+    return parts[0], parts[1], parts[2], names
+
+
+def _classes(facts: list[dict]) -> np.ndarray:
+    kinds = {f["label_kind"] for f in facts if f["label_kind"] is not None}
+    if len({"U" if k in "US" else "O" if k == "O" else "n" for k in kinds}) > 1:
+        raise ValueError("y mixes label types across partitions (strings and numbers); use "
+                         "one type for every label, for example y.astype(str)")
+    labels = [f["labels"] for f in facts if len(f["labels"])]
+    classes = np.unique(np.concatenate(labels)) if labels else np.empty(0)
+    if len(classes) < 2:
+        raise ValueError(f"y has {len(classes)} class(es) {classes.tolist()}; classification "
+                         "needs at least 2 classes")
+    return classes
+
+
+def _fit_binner(cluster: Cluster, raw: list, facts: list[dict], max_bins: int, seed: int):
+    """The binner of the local fit, from the value counts of the same sampled rows (drawn by
+    their index among all rows of positive weight), merged in a tree; a future."""
+    n_positive = np.array([f["n_positive"] for f in facts])
+    rows = Binner(max_bins, random_state=seed).sample_rows(int(n_positive.sum()))
+    offsets = np.concatenate([[0], np.cumsum(n_positive)])
+    summaries = []
+    for i, r in enumerate(raw):
+        mine = None
+        if rows is not None:
+            mine = rows[(rows >= offsets[i]) & (rows < offsets[i + 1])] - offsets[i]
+        summaries.append(cluster.submit(part_fn.sample_summary, r, mine))
+    merged = cluster.reduce(part_fn.merge_summaries, summaries)
+    has_missing = np.logical_or.reduce([f["has_missing"] for f in facts])
+    has_values = np.logical_or.reduce([f["has_values"] for f in facts])
+    return cluster.submit(part_fn.fit_binner, merged, max_bins, has_missing, has_values)
+

@@ -1,0 +1,196 @@
+"""Distributed training on a LocalCluster of 2 worker processes: the same model as a local fit
+(uneven, empty and single-class partitions, NaN, weights, costs, DataFrames), lazy
+predictions, model files, clear errors, and a worker killed mid-fit."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import dask.array as da
+import dask.dataframe as dd
+import distributed
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from rebelboost import RebelClassifier, load_model
+from rebelboost.dask import DaskRebelClassifier
+
+TREE_FIELDS = ("feature", "threshold", "missing_left", "left", "right")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+def _data(n=1500, d=6, k=3, seed=0, nan_rate=0.05):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    score = X[:, 0] + 0.7 * X[:, 1] ** 2 - 0.5 * X[:, 2]
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, k + 1)[1:-1]))
+    y = np.where(rng.random(n) < 0.1, rng.integers(0, k, n), y)
+    X[rng.random((n, d)) < nan_rate] = np.nan
+    return X, y
+
+
+def _assert_same_model(local, dist, X):
+    a, b = local.trees_, dist.trees_
+    for name in TREE_FIELDS:
+        assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert_allclose(dist.train_loss_, local.train_loss_, rtol=1e-9)
+    assert_allclose(dist.init_loss_, local.init_loss_, rtol=1e-12)
+    assert_allclose(dist.decision_function(X), local.decision_function(X), rtol=1e-9,
+                    atol=1e-9)
+    assert_array_equal(dist.predict(X), local.predict(X))
+    assert_allclose(dist.feature_importances_, local.feature_importances_, rtol=1e-9,
+                    atol=1e-12)
+
+
+def test_same_model_as_a_local_fit_on_awkward_partitions(client):
+    """Uneven partitions, an empty one, one holding a single class, and NaN."""
+    X, y = _data()
+    order = np.argsort(y, kind="stable")  # the first partition holds class 0 only
+    X, y = X[order], y[order]
+    chunks = (300, 0, 450, 1, 749)
+    assert len(np.unique(y[:300])) == 1
+    Xd = da.from_array(X, chunks=(chunks, X.shape[1]))
+    yd = da.from_array(y, chunks=(chunks,))
+    params = dict(n_estimators=12, max_leaves=15, random_state=3)
+    local = RebelClassifier(**params).fit(X, y)
+    dist = DaskRebelClassifier(**params).fit(Xd, yd)
+    _assert_same_model(local, dist, X)
+    # lazy predictions, partition by partition, equal to the local model's
+    labels = dist.predict(Xd)
+    assert isinstance(labels, da.Array)
+    assert_array_equal(labels.compute(), local.predict(X))
+    assert_allclose(dist.predict_proba(Xd).compute(), local.predict_proba(X), rtol=1e-9,
+                    atol=1e-12)
+    assert dist.decision_function(Xd).compute().shape == (len(y), 3)
+
+
+def test_weights_costs_feature_sampling_and_more_than_the_binning_sample(client, monkeypatch):
+    """Weights (zeros among them), a cost matrix on the loss route, colsample_bytree, two
+    classes, and a binner that subsamples (drawn by global row index across partitions)."""
+    from rebelboost import binning
+
+    X, y = _data(n=2000, d=8, k=2, seed=5)
+    w = np.random.default_rng(5).random(len(y)) * 2
+    w[:40] = 0
+    cost = np.array([[0.0, 1.0], [4.0, 0.0]])
+    params = dict(n_estimators=8, cost_matrix=cost, cost_strategy="loss", subcosts="calibrated",
+                  colsample_bytree=0.6, min_samples_leaf=5, random_state=7, max_bins=31)
+    real_init = binning.Binner.__init__
+
+    def small_sample(self, max_bins=255, subsample=200_000, random_state=0):
+        real_init(self, max_bins, 500, random_state)  # (in this process only: the client)
+
+    monkeypatch.setattr(binning.Binner, "__init__", small_sample)
+    local = RebelClassifier(**params).fit(X, y, sample_weight=w)
+    dist = DaskRebelClassifier(**params).fit(
+        da.from_array(X, chunks=(700, 8)), da.from_array(y, chunks=700),
+        sample_weight=da.from_array(w, chunks=700))
+    _assert_same_model(local, dist, X)
+    assert dist.decision_function(da.from_array(X, chunks=(700, 8))).compute().ndim == 1
+
+
+def test_dataframes_keep_feature_names_and_string_labels(client):
+    import pandas as pd
+
+    X, y = _data(n=900, d=4, seed=2)
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    labels = pd.Series(np.array(["low", "mid", "high"])[y])
+    params = dict(n_estimators=6, random_state=0)
+    local = RebelClassifier(**params).fit(frame, labels)
+    dist = DaskRebelClassifier(**params).fit(dd.from_pandas(frame, npartitions=3),
+                                             dd.from_pandas(labels, npartitions=3))
+    assert_array_equal(dist.feature_names_in_, ["a", "b", "c", "d"])
+    assert_array_equal(dist.classes_, local.classes_)
+    _assert_same_model(local, dist, frame)
+    assert_array_equal(dist.predict(dd.from_pandas(frame, npartitions=2)).compute(),
+                       local.predict(frame))
+
+
+def test_model_files_and_to_local_are_the_local_estimators(client, tmp_path):
+    X, y = _data(n=600, seed=4)
+    dist = DaskRebelClassifier(n_estimators=5, random_state=0).fit(
+        da.from_array(X, chunks=(250, 6)), da.from_array(y, chunks=250))
+    local = dist.to_local()
+    assert type(local) is RebelClassifier
+    assert "client" not in local.get_params()
+    dist.save(tmp_path / "model.json")
+    loaded = load_model(tmp_path / "model.json")
+    assert type(loaded) is RebelClassifier
+    assert_array_equal(loaded.decision_function(X), dist.decision_function(X))
+    assert "DaskRebelClassifier" in repr(dist) and dist.get_params()["client"] is None
+
+
+@pytest.mark.parametrize("case, message", [
+    ("inf", "infinity"),
+    ("one class", "at least 2 classes"),
+    ("nan label", "NaN"),
+    ("mixed labels", "mixes label types"),
+    ("misaligned", "partitioned alike"),
+    ("numpy", "dask array or DataFrame"),
+    ("negative weight", "non-negative"),
+])
+def test_bad_input_gets_a_clear_error(client, case, message):
+    X, y = _data(n=200, d=3)
+    y_obj = y.astype(object)
+    if case == "inf":
+        X[150, 1] = np.inf
+    if case == "one class":
+        y = np.zeros_like(y)
+    kwargs = {}
+    Xd, yd = da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100)
+    if case == "nan label":
+        yd = da.from_array(np.where(np.arange(200) == 7, np.nan, y.astype(float)), chunks=100)
+    if case == "mixed labels":  # strings in the first partition, numbers in the second
+        y_obj[:100] = y_obj[:100].astype(str)
+        yd = da.from_array(y_obj, chunks=100)
+    if case == "misaligned":
+        yd = da.from_array(y[:150], chunks=75)  # as many partitions, other lengths
+    if case == "numpy":
+        Xd = X
+    if case == "negative weight":
+        kwargs["sample_weight"] = da.from_array(-np.ones(200), chunks=100)
+    with pytest.raises((ValueError, TypeError), match=message):
+        DaskRebelClassifier(n_estimators=2).fit(Xd, yd, **kwargs)
+
+
+def test_what_the_distributed_fit_lacks_is_refused_up_front(client):
+    X, y = _data(n=200, d=3)
+    Xd, yd = da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100)
+    for params in (dict(weak_learner="stump"), dict(subsample=0.5), dict(early_stopping=True),
+                   dict(cost_matrix=[[0, 1, 2], [1, 0, 1], [1, 1, 0]])):
+        with pytest.raises(NotImplementedError, match="distributed fit"):
+            DaskRebelClassifier(n_estimators=2, **params).fit(Xd, yd)
+
+
+def test_a_worker_killed_mid_fit_leaves_the_same_model(client):
+    """Dask recomputes the lost partitions from their lineage (pure tasks): the fit completes
+    with the model of an undisturbed fit."""
+    X, y = _data(n=3000, d=6, seed=9)
+    Xd, yd = da.from_array(X, chunks=(750, 6)), da.from_array(y, chunks=750)
+    params = dict(n_estimators=8, max_leaves=15, random_state=1)
+    undisturbed = DaskRebelClassifier(**params).fit(Xd, yd)
+    pids = list(client.run(os.getpid).values())
+    killed = threading.Event()
+
+    def kill_at_iteration_3(info):
+        if info.iteration == 3 and not killed.is_set():
+            os.kill(pids[0], signal.SIGKILL)
+            killed.set()
+
+    disturbed = DaskRebelClassifier(**params).fit(Xd, yd, callbacks=[kill_at_iteration_3])
+    assert killed.is_set()
+    client.wait_for_workers(2, timeout=60)
+    for name in TREE_FIELDS:
+        assert_array_equal(getattr(disturbed.trees_, name), getattr(undisturbed.trees_, name))
+    assert_array_equal(disturbed.leaf_scores_, undisturbed.leaf_scores_)
+    assert_array_equal(disturbed.train_loss_, undisturbed.train_loss_)
