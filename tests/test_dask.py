@@ -17,6 +17,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from rebelboost import RebelClassifier, load_model
 from rebelboost.dask import DaskRebelClassifier
+from rebelboost.dask import estimator as dask_estimator
 
 TREE_FIELDS = ("feature", "threshold", "missing_left", "left", "right")
 
@@ -52,8 +53,12 @@ def _assert_same_model(local, dist, X):
                     atol=1e-12)
 
 
-def test_same_model_as_a_local_fit_on_awkward_partitions(client):
-    """Uneven partitions, an empty one, one holding a single class, and NaN."""
+@pytest.mark.parametrize("blocks_per_worker", [None, 1])
+def test_same_model_as_a_local_fit_on_awkward_partitions(client, monkeypatch,
+                                                         blocks_per_worker):
+    """Uneven partitions, an empty one, one holding a single class, and NaN; each partition
+    its own block (None), or the partitions concatenated into one block per worker."""
+    monkeypatch.setattr(dask_estimator, "BLOCKS_PER_WORKER", blocks_per_worker)
     X, y = _data()
     order = np.argsort(y, kind="stable")  # the first partition holds class 0 only
     X, y = X[order], y[order]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..binning import Binner, as_float, merge_value_counts, value_counts
-from ..learners.vector_tree import BinTree, LocalRows, _row_sums
+from ..learners.vector_tree import BinTree, LocalRows
 from ..losses.rebel import RebelLoss, add_leaf_steps
 from ..search.binned import BinnedData
 from ..validation import normalize_labels
@@ -62,6 +62,15 @@ def check_partition(X, y, weight, n_features: int, index: int) -> RawPartition:
     return RawPartition(X, y, weight)
 
 
+def concatenate(*raws: RawPartition) -> RawPartition:
+    """Consecutive partitions as one block (their rows in order)."""
+    if len(raws) == 1:
+        return raws[0]
+    return RawPartition(np.concatenate([r.X for r in raws]),
+                        np.concatenate([r.y for r in raws]),
+                        np.concatenate([r.weight for r in raws]))
+
+
 def facts(raw: RawPartition) -> dict:
     """What the client needs to know of a partition before binning (all small)."""
     positive = raw.weight > 0
@@ -96,19 +105,25 @@ def fit_binner(summary: list, max_bins: int, has_missing, has_values) -> Binner:
 
 @dataclass
 class Partition:
-    """A partition being boosted: its bins and loss (fixed), its scores and weight channels
-    (new every iteration) and the rows of each leaf of the tree being grown."""
+    """A partition being boosted: its bins and loss (fixed), its scores (new every iteration)
+    and the rows of each leaf of the tree being grown.
+
+    Its histograms carry one channel more than the local grower's: the row count (the
+    client reads from a leaf's histogram how many rows each side of a split will get, and so
+    which child's histogram to build, before it asks for the split)."""
 
     data: BinnedData
     loss: RebelLoss
     weight: np.ndarray
     all_rows: np.ndarray
     scores: np.ndarray
-    channels: np.ndarray | None = None
+    counted: np.ndarray | None = None  # (n, 2K + 1): the weight channels and sample weight
     leaves: dict | None = None
 
     def rows(self) -> LocalRows:
-        return LocalRows(self.data, self.channels, self.all_rows, None, self.weight)
+        """The rows as the grower reads them; sums and histograms end with the row count."""
+        return LocalRows(self.data, self.counted, self.all_rows, None,
+                         np.ones(len(self.all_rows)))
 
 
 def make_partition(raw: RawPartition, binner: Binner, classes: np.ndarray,
@@ -134,31 +149,41 @@ def max_exponent(part: Partition) -> float:
 def weigh(part: Partition, shift: float) -> tuple[Partition, np.ndarray]:
     """The partition with its channels at ``shift``, and ``[total weight, root sums]``."""
     channels, total = part.loss.scaled_weights(part.scores, shift)
-    part = replace(part, channels=channels, leaves={0: part.all_rows})
-    root = part.rows().sums(part.all_rows)
-    return part, np.concatenate([[total], root])
+    counted = np.empty((channels.shape[0], channels.shape[1] + 1))
+    counted[:, :-1] = channels
+    counted[:, -1] = part.weight
+    part = replace(part, counted=counted, leaves={0: part.all_rows})
+    return part, np.concatenate([[total], part.rows().sums(part.all_rows)])
 
 
 def split(part: Partition, leaf: int, left: int, right: int, feature: int, split_bin: int,
           missing_left: bool) -> tuple[Partition, np.ndarray]:
     """The partition with ``leaf``'s rows split into ``left`` and ``right``, and
-    ``[n_left, n_right, sums_left, sums_right]``."""
+    ``[sums_left, sums_right]`` (each ending with the row count)."""
     rowset = part.rows()
     lrows, rrows = rowset.split(part.leaves[leaf], feature, split_bin, missing_left)
     leaves = {h: r for h, r in part.leaves.items() if h != leaf}
     leaves[left], leaves[right] = lrows, rrows
-    stats = np.concatenate([[len(lrows), len(rrows)], rowset.sums(lrows), rowset.sums(rrows)])
-    return replace(part, leaves=leaves), stats
+    return replace(part, leaves=leaves), np.concatenate([rowset.sums(lrows),
+                                                         rowset.sums(rrows)])
+
+
+def split_and_histogram(part: Partition, leaf: int, left: int, right: int, feature: int,
+                        split_bin: int, missing_left: bool, built: int,
+                        features: np.ndarray) -> tuple[Partition, np.ndarray, np.ndarray]:
+    """:func:`split`, and the :func:`histogram` of child ``built``."""
+    part, stats = split(part, leaf, left, right, feature, split_bin, missing_left)
+    return part, stats, histogram(part, built, features)
 
 
 def histogram(part: Partition, leaf: int, features: np.ndarray) -> np.ndarray:
     """The leaf's histogram on the cells a search reads (:func:`used_cells`), packed."""
     rows = part.leaves[leaf]
     layout = part.data.layout
-    c = part.channels.shape[1] + 1
+    rowset = part.rows()
+    c = part.counted.shape[1] + 1
     out = np.empty((part.data.n_features, layout.n_bins_total, c))
-    sums = _row_sums(part.channels, rows, None, part.weight)
-    part.rows().histogram(rows, sums, features, out)
+    rowset.histogram(rows, rowset.sums(rows), features, out)
     return out.reshape(-1, c)[used_cells(layout.n_value_bins, layout.n_bins_total,
                                          layout.missing_bin, features)]
 
@@ -166,9 +191,10 @@ def histogram(part: Partition, leaf: int, features: np.ndarray) -> np.ndarray:
 def smaller_histogram(part: Partition, stats: list[np.ndarray], left: int, right: int,
                       features: np.ndarray) -> np.ndarray:
     """:func:`histogram` of the child with fewer rows over all partitions (``stats``: every
-    partition's :func:`split` counts; the grower's rule: left on a tie)."""
-    n_left = sum(s[0] for s in stats)
-    n_right = sum(s[1] for s in stats)
+    partition's :func:`split` sums; the grower's rule: left on a tie)."""
+    c = len(stats[0]) // 2
+    n_left = sum(s[c - 1] for s in stats)
+    n_right = sum(s[2 * c - 1] for s in stats)
     return histogram(part, left if n_left <= n_right else right, features)
 
 
@@ -186,7 +212,7 @@ def step(part: Partition, leaves: list[int], steps: np.ndarray, *tree) -> Partit
     leaf_of_row = part.rows().assign([part.leaves[h] for h in leaves], BinTree(*tree))
     scores = part.scores.copy()
     add_leaf_steps(scores, leaf_of_row, steps)
-    return replace(part, scores=scores, channels=None, leaves=None)
+    return replace(part, scores=scores, counted=None, leaves=None)
 
 
 def add(a, b):

@@ -27,8 +27,12 @@ class Cluster:
         self.client = client
         self.gathered_bytes = 0
 
-    def submit(self, func, *args):
-        return self.client.submit(func, *args, pure=False)
+    def submit(self, func, *args, worker: str | None = None):
+        """``func(*args)`` as a task (on ``worker`` if given and alive, else anywhere)."""
+        if worker is None:
+            return self.client.submit(func, *args, pure=False)
+        return self.client.submit(func, *args, pure=False, workers=[worker],
+                                  allow_other_workers=True)
 
     def map(self, func, futures, *args):
         return [self.submit(func, f, *args) for f in futures]
@@ -39,14 +43,29 @@ class Cluster:
 
     def reduce(self, func, futures):
         """``func`` applied pairwise in a fixed order (a tree over the partitions' order), so
-        the result is the same whichever worker computes what."""
+        the result is the same whichever worker computes what; a future."""
         level = list(futures)
         while len(level) > 1:
-            nxt = [self.submit(func, a, b) for a, b in zip(level[::2], level[1::2], strict=False)]
-            if len(level) % 2:
-                nxt.append(level[-1])
-            level = nxt
+            level = self._level(func, level, self.submit)
         return level[0]
+
+    def reduce_gather(self, func, futures, fan_in: int = 2):
+        """:meth:`reduce`'s value, the last levels (``fan_in`` values or fewer) summed here:
+        one worker-to-worker hop fewer, the same order of additions."""
+        level = list(futures)
+        while len(level) > fan_in:
+            level = self._level(func, level, self.submit)
+        level = self.gather(level)
+        while len(level) > 1:
+            level = self._level(func, level, lambda f, a, b: f(a, b))
+        return level[0]
+
+    @staticmethod
+    def _level(func, level, call):
+        nxt = [call(func, a, b) for a, b in zip(level[::2], level[1::2], strict=False)]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        return nxt
 
     def gather(self, future):
         value = self.client.gather(future)
@@ -65,9 +84,10 @@ def _nbytes(value) -> int:
 class DaskRows:
     """The row set of one tree over the partitions (leaf handles are integers).
 
-    One round trip per split: the workers split the leaf's rows, then (from every partition's
-    counts, without the client) build the smaller child's histogram, which the grower asks
-    for next; the root's histogram comes with the weights (:class:`DaskRebelBooster`)."""
+    One round trip per split: the leaf's histogram (with its row-count channel) tells how many
+    rows each side gets, so the workers split the rows and build the smaller child's
+    histogram, which the grower asks for next, in one task each; the root's histogram comes
+    with the weights (:class:`DaskRebelBooster`)."""
 
     def __init__(self, cluster: Cluster, parts: list, root_sums: np.ndarray, n_rows: int,
                  layout, root_histogram: np.ndarray, features: np.ndarray):
@@ -75,6 +95,7 @@ class DaskRows:
         self.parts = parts
         self._counts = {0: n_rows}
         self._sums = {0: root_sums}
+        self._cell_counts: dict[int, np.ndarray] = {}  # leaf -> rows per histogram cell
         self._next = 1
         self.layout = layout
         self._ready = (0, features, root_histogram)  # (leaf, features, packed histogram)
@@ -96,23 +117,41 @@ class DaskRows:
         cluster = self.cluster
         left, right = self._next, self._next + 1
         self._next += 2
-        done = cluster.map(part_fn.split, self.parts, leaf, left, right, int(feature),
-                           int(split_bin), bool(missing_left))
-        self.parts, stats = cluster.unpack(done, 2)
-        hist = cluster.reduce(part_fn.add, cluster.map(part_fn.smaller_histogram, self.parts,
-                                                       stats, left, right, self.features))
-        stats, packed = cluster.gather([stats, hist])
+        args = (leaf, left, right, int(feature), int(split_bin), bool(missing_left))
+        cells = self._cell_counts.get(leaf)
+        if cells is not None:
+            n_bins = self.layout.n_bins_total
+            n_left = cells[feature * n_bins:feature * n_bins + split_bin + 1].sum()
+            if missing_left:
+                n_left += cells[feature * n_bins + self.layout.missing_bin]
+            built = left if n_left <= self._counts[leaf] - n_left else right
+            done = cluster.map(part_fn.split_and_histogram, self.parts, *args, built,
+                               self.features)
+            self.parts, stats, hists = cluster.unpack(done, 3)
+            stats = cluster.gather(stats)
+            packed = cluster.reduce_gather(part_fn.add, hists)
+        else:  # (a leaf whose histogram the client never saw: the workers pick the side)
+            self.parts, stats = cluster.unpack(cluster.map(part_fn.split, self.parts, *args), 2)
+            hist = cluster.reduce(part_fn.add, cluster.map(part_fn.smaller_histogram,
+                                                           self.parts, stats, left, right,
+                                                           self.features))
+            stats, packed = cluster.gather([stats, hist])
         total = functools.reduce(part_fn.add, stats)  # in the partitions' order
-        c = (len(total) - 2) // 2
-        self._counts[left], self._counts[right] = int(total[0]), int(total[1])
-        self._sums[left], self._sums[right] = total[2:2 + c], total[2 + c:]
-        smaller = left if total[0] <= total[1] else right
+        c = len(total) // 2
+        self._counts[left], self._counts[right] = int(total[c - 1]), int(total[2 * c - 1])
+        self._sums[left], self._sums[right] = total[:c - 1], total[c:2 * c - 1]
+        smaller = left if total[c - 1] <= total[2 * c - 1] else right
+        if cells is not None and smaller != built:
+            raise RuntimeError("the row counts of a split disagree with its leaf's histogram")
         self._ready = (smaller, self.features, packed)
+        if cells is not None:  # the larger child's counts by subtraction
+            self._cell_counts[right if smaller == left else left] = cells - self._unpack_counts(
+                self.features, packed)
         return left, right
 
     def release(self, leaf: int) -> None:
-        self._counts.pop(leaf, None)
-        self._sums.pop(leaf, None)
+        for table in (self._counts, self._sums, self._cell_counts):
+            table.pop(leaf, None)
 
     def histogram(self, leaf: int, sums: np.ndarray, features: np.ndarray,
                   out: np.ndarray) -> np.ndarray:
@@ -121,12 +160,21 @@ class DaskRows:
         ready_leaf, ready_features, packed = self._ready
         if ready_leaf != leaf or not np.isin(features, ready_features).all():
             ready_features = features
-            packed = self.cluster.gather(self.cluster.reduce(
-                part_fn.add, self.cluster.map(part_fn.histogram, self.parts, leaf, features)))
-        cells = part_fn.used_cells(self.layout.n_value_bins, self.layout.n_bins_total,
-                                   self.layout.missing_bin, ready_features)
-        out.reshape(-1, out.shape[2])[cells] = packed
+            packed = self.cluster.reduce_gather(
+                part_fn.add, self.cluster.map(part_fn.histogram, self.parts, leaf, features))
+        cells = self._cells(ready_features)
+        out.reshape(-1, out.shape[2])[cells] = packed[:, :-1]
+        self._cell_counts[leaf] = self._unpack_counts(ready_features, packed)
         return out
+
+    def _cells(self, features):
+        return part_fn.used_cells(self.layout.n_value_bins, self.layout.n_bins_total,
+                                  self.layout.missing_bin, features)
+
+    def _unpack_counts(self, features, packed) -> np.ndarray:
+        counts = np.zeros(len(self.layout.n_value_bins) * self.layout.n_bins_total)
+        counts[self._cells(features)] = packed[:, -1]
+        return counts
 
     def assign(self, leaves: list[int], tree: BinTree) -> None:
         """Remembered for the step: the rows' leaves stay on the workers."""
@@ -159,11 +207,11 @@ class DaskRebelBooster:
         cluster = self.cluster
         shift = cluster.reduce(max, cluster.map(part_fn.max_exponent, self.parts))
         self.parts, stats = cluster.unpack(cluster.map(part_fn.weigh, self.parts, shift), 2)
-        hist = cluster.reduce(part_fn.add, cluster.map(part_fn.histogram, self.parts, 0,
-                                                       self.all_features))
-        shift, stats, self.root_histogram = cluster.gather([shift, stats, hist])
+        hists = cluster.map(part_fn.histogram, self.parts, 0, self.all_features)
+        shift, stats = cluster.gather([shift, stats])
+        self.root_histogram = cluster.reduce_gather(part_fn.add, hists)
         stats = functools.reduce(part_fn.add, stats)
-        self.root_sums = stats[1:]
+        self.root_sums = stats[1:-1]  # (without the row count)
         with np.errstate(over="ignore"):
             self.scale = float(np.exp(shift))
             return float(np.exp(shift + np.log(stats[0])))

@@ -24,6 +24,12 @@ from ..validation import check_cost_matrix
 from . import _partition as part_fn
 from ._training import Cluster, DaskRebelBooster
 
+#: The partitions are concatenated into this many blocks per worker, consecutive partitions
+#: together (so the order of additions is fixed by the data, not by where Dask put it): each
+#: split then costs a few Dask tasks per worker instead of a few per partition. None: every
+#: partition stays a block of its own.
+BLOCKS_PER_WORKER: int | None = 1
+
 
 class DaskRebelClassifier(RebelClassifier):
     """:class:`~rebelboost.RebelClassifier` on ``dask.array`` / ``dask.dataframe`` data.
@@ -72,8 +78,9 @@ class DaskRebelClassifier(RebelClassifier):
         raw = client.compute([_delayed(part_fn.check_partition)(x, yp, w, d, i)
                               for i, (x, yp, w) in enumerate(zip(x_parts, y_parts, w_parts,
                                                                  strict=True))])
+        classes = _classes(client.gather(cluster.map(part_fn.facts, raw)))
+        raw = _blocks_per_worker(cluster, raw, BLOCKS_PER_WORKER)
         facts = client.gather(cluster.map(part_fn.facts, raw))
-        classes = _classes(facts)
         n_rows = sum(f["n_rows"] for f in facts)
         if n_rows < 2:
             raise ValueError(f"the training set has {n_rows} row(s); at least 2 are needed")
@@ -267,6 +274,18 @@ def _partition_inputs(X, y, sample_weight):
                              "partition them alike")
         parts.append(v_parts)
     return parts[0], parts[1], parts[2], names
+
+
+def _blocks_per_worker(cluster: Cluster, raw: list, per_worker: int | None) -> list:
+    """The partitions as ``per_worker`` blocks of consecutive partitions per worker, block i
+    placed on worker i (in address order) while it lives."""
+    workers = sorted(cluster.client.scheduler_info()["workers"])
+    if per_worker is None or len(raw) <= per_worker * len(workers):
+        return raw
+    n_blocks = per_worker * len(workers)
+    edges = np.linspace(0, len(raw), n_blocks + 1).round().astype(int)
+    return [cluster.submit(part_fn.concatenate, *raw[a:b], worker=workers[i % len(workers)])
+            for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))]
 
 
 def _classes(facts: list[dict]) -> np.ndarray:

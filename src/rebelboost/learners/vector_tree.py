@@ -333,17 +333,17 @@ class LocalRows:
     """One tree's training rows in this process: a leaf's handle is its rows' indices
     (increasing).
 
-    ``channels`` are the rows' 2K REBEL weights, ``rows`` the ones this tree is grown on (all
-    or a sample), ``amplify`` their sampling factors (None: 1) and ``row_weight`` the sample
-    weights ``min_samples_leaf`` counts (None: 1)."""
+    ``channels`` are the rows' 2K REBEL weights (or any channels to sum), ``rows`` the ones
+    this tree is grown on (all or a sample), ``amplify`` their sampling factors (None: 1) and
+    ``row_weight`` the sample weights ``min_samples_leaf`` counts (None: 1)."""
 
     def __init__(self, data: BinnedData, channels: np.ndarray, rows: np.ndarray | None = None,
                  amplify: np.ndarray | None = None, row_weight: np.ndarray | None = None):
         n = data.n_samples
         self.data = data
         self.channels = np.ascontiguousarray(channels, dtype=np.float64)
-        if self.channels.ndim != 2 or self.channels.shape[0] != n or self.channels.shape[1] % 2:
-            raise ValueError(f"channels must have shape ({n}, 2K), got {self.channels.shape}")
+        if self.channels.ndim != 2 or self.channels.shape[0] != n:
+            raise ValueError(f"channels must have shape ({n}, C), got {self.channels.shape}")
         self.rows = np.arange(n, dtype=np.intp) if rows is None else rows
         self.sampled = len(self.rows) < n
         self.amplify = amplify

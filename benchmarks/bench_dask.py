@@ -1,0 +1,172 @@
+"""Distributed training on a LocalCluster of 2 workers (issue 18): time and bytes moved per
+iteration of ``DaskRebelClassifier`` against the local ``RebelClassifier`` and
+``lightgbm.dask.DaskLGBMClassifier`` on the same cluster.
+
+    python benchmarks/bench_dask.py                       # kddcup and 20M x 50 synthetic
+    python benchmarks/bench_dask.py --datasets kddcup --iterations 20
+
+Bytes: the loopback interface's received bytes during each fit (every byte that any process
+of the cluster sent another, the client included; the same measurement for both libraries,
+whose traffic never leaves this machine), and for rebelboost its own split: the bytes the
+client gathered (reduced histograms and sums) and the workers' transfers to each other.
+The synthetic set is generated on the workers (``dask.array.random``, float32); the local
+estimator gets the same rows, computed in this process after the cluster is closed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).parent / "results"
+N_CLASSES = 3
+
+
+def loopback_bytes() -> int:
+    for line in Path("/proc/net/dev").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name.strip() == "lo":
+            return int(rest.split()[0])
+    return 0
+
+
+def synthetic(n_rows: int, n_features: int, chunk: int):
+    """X (float32) and y generated lazily: 3 classes from a noisy nonlinear score."""
+    import dask.array as da
+
+    rs = da.random.RandomState(0)
+    X = rs.standard_normal((n_rows, n_features), chunks=(chunk, n_features)).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal((n_features, N_CLASSES)).astype(np.float32)
+
+    def labels(block, w=w):
+        score = block[:, :10] @ w[:10] + 0.5 * np.sin(block[:, 10:20] @ w[10:20] * 2)
+        noise = np.random.default_rng(int(abs(block[0, 0] * 1e6)) if len(block) else 0)
+        score = score + noise.standard_normal(score.shape).astype(np.float32)
+        return score.argmax(axis=1).astype(np.int32)
+
+    y = X.map_blocks(labels, drop_axis=1, dtype=np.int32)
+    return X, y
+
+
+def worker_transfer_total(client) -> int:
+    return sum(client.run(lambda dask_worker: dask_worker.transfer_outgoing_bytes_total)
+               .values())
+
+
+def time_dask_rebel(client, X, y, n_iter, params):
+    from rebelboost.dask import DaskRebelClassifier
+
+    stamps = []
+    lo0, tr0 = loopback_bytes(), worker_transfer_total(client)
+    start = time.perf_counter()
+    model = DaskRebelClassifier(n_iter, **params).fit(
+        X, y, callbacks=[lambda info: stamps.append(time.perf_counter())])
+    total = time.perf_counter() - start
+    lo1, tr1 = loopback_bytes(), worker_transfer_total(client)
+    steps = np.diff([start] + stamps)
+    return {"fit_s": total, "per_iteration_s": float(np.median(steps[1:])),
+            "first_iteration_s": float(steps[0]), "setup_s": total - float(steps.sum()),
+            "loopback_bytes_per_iteration": (lo1 - lo0) / n_iter,
+            "client_gathered_bytes_per_iteration": model.gathered_bytes_ / n_iter,
+            "worker_transfer_bytes_per_iteration": (tr1 - tr0) / n_iter,
+            "train_loss": model.train_loss_.tolist()}
+
+
+def time_dask_lightgbm(client, X, y, n_iter):
+    from lightgbm.dask import DaskLGBMClassifier
+
+    lo0 = loopback_bytes()
+    start = time.perf_counter()
+    DaskLGBMClassifier(n_estimators=n_iter, num_leaves=31, num_threads=1, verbose=-1,
+                       client=client).fit(X, y)
+    total = time.perf_counter() - start
+    return {"fit_s": total, "per_iteration_s": total / n_iter,
+            "loopback_bytes_per_iteration": (loopback_bytes() - lo0) / n_iter}
+
+
+def time_local(X, y, n_iter, params):
+    from rebelboost import RebelClassifier
+
+    stamps = []
+    start = time.perf_counter()
+    model = RebelClassifier(n_iter, n_jobs=2, **params).fit(
+        X, y, callbacks=[lambda info: stamps.append(time.perf_counter())])
+    total = time.perf_counter() - start
+    steps = np.diff([start] + stamps)
+    return {"fit_s": total, "per_iteration_s": float(np.median(steps[1:])),
+            "first_iteration_s": float(steps[0]), "setup_s": total - float(steps.sum()),
+            "train_loss": model.train_loss_.tolist()}
+
+
+def run(name, args):
+    import dask
+    from distributed import Client, LocalCluster
+
+    params = dict(random_state=0)
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"})
+    client = Client(cluster)
+    if name == "kddcup":
+        import dask.array as da
+
+        from rebelboost.datasets.benchmark_sets import load_benchmark
+
+        split = load_benchmark("kddcup")
+        X_np = np.concatenate([split.X_train, split.X_test]).astype(np.float32)
+        y_np = np.concatenate([split.y_train, split.y_test])
+        chunk = -(-len(y_np) // args.partitions)
+        X = client.persist(da.from_array(X_np, chunks=(chunk, X_np.shape[1])))
+        y = client.persist(da.from_array(y_np, chunks=chunk))
+        n_iter = args.iterations
+    else:
+        chunk = -(-args.synthetic_rows // args.partitions)
+        X, y = synthetic(args.synthetic_rows, 50, chunk)
+        n_iter = args.synthetic_iterations
+    result = {"rows": int(X.shape[0]), "features": int(X.shape[1]), "iterations": n_iter,
+              "partitions": int(X.numblocks[0])}
+    print(f"{name}: {result}", flush=True)
+    result["rebel_dask"] = time_dask_rebel(client, X, y, n_iter, params)
+    print("  rebel dask", {k: v for k, v in result["rebel_dask"].items()
+                           if k != "train_loss"}, flush=True)
+    result["lightgbm_dask"] = time_dask_lightgbm(client, X, y, n_iter)
+    print("  lightgbm dask", result["lightgbm_dask"], flush=True)
+    client.close()
+    cluster.close()
+    if name != "kddcup":
+        with dask.config.set(scheduler="threads"):
+            X_np, y_np = dask.compute(X, y)
+    result["rebel_local"] = time_local(X_np, y_np, n_iter, params)
+    print("  rebel local", {k: v for k, v in result["rebel_local"].items()
+                            if k != "train_loss"}, flush=True)
+    a, b = (np.asarray(result[m]["train_loss"]) for m in ("rebel_dask", "rebel_local"))
+    result["max_relative_loss_difference"] = float(np.max(np.abs(a / b - 1)))
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=["kddcup", "synthetic"])
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--synthetic-rows", type=int, default=20_000_000)
+    parser.add_argument("--synthetic-iterations", type=int, default=5)
+    parser.add_argument("--partitions", type=int, default=8)
+    args = parser.parse_args()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    out = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "commit": commit,
+           "load_average": os.getloadavg()[0], "datasets": {}}
+    RESULTS.mkdir(exist_ok=True)
+    for name in args.datasets:
+        out["datasets"][name] = run(name, args)
+        (RESULTS / "dask.json").write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
