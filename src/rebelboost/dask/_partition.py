@@ -122,8 +122,13 @@ class Partition:
 
     def rows(self) -> LocalRows:
         """The rows as the grower reads them; sums and histograms end with the row count."""
-        return LocalRows(self.data, self.counted, self.all_rows, None,
-                         np.ones(len(self.all_rows)))
+        return LocalRows(self.data, self.counted, self.all_rows, None, self.ones)
+
+    @property
+    def ones(self) -> np.ndarray:
+        """A read-only vector of ones, one per row, without allocating it."""
+        return np.lib.stride_tricks.as_strided(np.ones(1), (len(self.all_rows),), (0,),
+                                               writeable=False)
 
 
 def make_partition(raw: RawPartition, binner: Binner, classes: np.ndarray,
