@@ -87,20 +87,25 @@ def time_dask_rebel(client, X, y, n_iter, params):
 
 
 def time_dask_lightgbm(client, X, y, n_iter):
+    """Two fits, of ``n_iter`` and ``2 n_iter`` rounds: their difference is the time and the
+    loopback bytes of ``n_iter`` rounds without the setup (each fit trains in one Dask task
+    per worker, so there is no per-round callback to time)."""
     from lightgbm.dask import DaskLGBMClassifier
 
-    lo0 = loopback_bytes()
-    start = time.perf_counter()
-    try:
-        DaskLGBMClassifier(n_estimators=n_iter, num_leaves=31, verbose=-1,
-                           client=client).fit(X, y)
-    except Exception as exc:  # LightGBM's sockets (lightgbm-org/LightGBM#4074)
-        return {"error": f"{type(exc).__name__}: {exc}",
-                "seconds_until_error": time.perf_counter() - start}
-    total = time.perf_counter() - start
-    # (one figure for the whole fit: its workers train in one Dask task each)
-    return {"fit_s": total, "per_iteration_s_including_setup": total / n_iter,
-            "loopback_bytes_per_iteration_including_setup": (loopback_bytes() - lo0) / n_iter}
+    runs = []
+    for n in (n_iter, 2 * n_iter):
+        lo0 = loopback_bytes()
+        start = time.perf_counter()
+        try:
+            DaskLGBMClassifier(n_estimators=n, num_leaves=31, verbose=-1,
+                               client=client).fit(X, y)
+        except Exception as exc:  # LightGBM's sockets (lightgbm-org/LightGBM#4074)
+            return {"error": f"{type(exc).__name__}: {exc}",
+                    "seconds_until_error": time.perf_counter() - start}
+        runs.append((time.perf_counter() - start, loopback_bytes() - lo0))
+    (t1, b1), (t2, b2) = runs
+    return {"fit_s": t1, "fit_s_twice_the_rounds": t2, "per_iteration_s": (t2 - t1) / n_iter,
+            "loopback_bytes_per_iteration": (b2 - b1) / n_iter}
 
 
 def time_local(X, y, n_iter, params):
@@ -144,21 +149,25 @@ def run(name, args):
     result = {"rows": int(X.shape[0]), "features": int(X.shape[1]), "iterations": n_iter,
               "partitions": int(X.numblocks[0])}
     print(f"{name}: {result}", flush=True)
-    result["rebel_dask"] = time_dask_rebel(client, X, y, n_iter, params)
-    print("  rebel dask", {k: v for k, v in result["rebel_dask"].items()
-                           if k != "train_loss"}, flush=True)
-    result["lightgbm_dask"] = time_dask_lightgbm(client, X, y, n_iter)
-    print("  lightgbm dask", result["lightgbm_dask"], flush=True)
+    if "rebel_dask" in args.methods:
+        result["rebel_dask"] = time_dask_rebel(client, X, y, n_iter, params)
+        print("  rebel dask", {k: v for k, v in result["rebel_dask"].items()
+                               if k != "train_loss"}, flush=True)
+    if "lightgbm_dask" in args.methods:
+        result["lightgbm_dask"] = time_dask_lightgbm(client, X, y, n_iter)
+        print("  lightgbm dask", result["lightgbm_dask"], flush=True)
     client.close()
     cluster.close()
-    if name != "kddcup":
-        with dask.config.set(scheduler="threads"):
-            X_np, y_np = dask.compute(X, y)
-    result["rebel_local"] = time_local(X_np, y_np, n_iter, params)
-    print("  rebel local", {k: v for k, v in result["rebel_local"].items()
-                            if k != "train_loss"}, flush=True)
-    a, b = (np.asarray(result[m]["train_loss"]) for m in ("rebel_dask", "rebel_local"))
-    result["max_relative_loss_difference"] = float(np.max(np.abs(a / b - 1)))
+    if "rebel_local" in args.methods:
+        if name != "kddcup":
+            with dask.config.set(scheduler="threads"):
+                X_np, y_np = dask.compute(X, y)
+        result["rebel_local"] = time_local(X_np, y_np, n_iter, params)
+        print("  rebel local", {k: v for k, v in result["rebel_local"].items()
+                                if k != "train_loss"}, flush=True)
+    if "rebel_local" in result and "rebel_dask" in result:
+        a, b = (np.asarray(result[m]["train_loss"]) for m in ("rebel_dask", "rebel_local"))
+        result["max_relative_loss_difference"] = float(np.max(np.abs(a / b - 1)))
     return result
 
 
@@ -169,15 +178,26 @@ def main():
     parser.add_argument("--synthetic-rows", type=int, default=20_000_000)
     parser.add_argument("--synthetic-iterations", type=int, default=5)
     parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--methods", nargs="+", default=["rebel_dask", "lightgbm_dask",
+                                                         "rebel_local"])
+    parser.add_argument("--add", action="store_true",
+                        help="update results/dask.json instead of replacing it")
     args = parser.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     out = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "commit": commit,
            "load_average": os.getloadavg()[0], "datasets": {}}
     RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / "dask.json"
+    if args.add and path.exists():
+        out["datasets"] = json.loads(path.read_text())["datasets"]
     for name in args.datasets:
-        out["datasets"][name] = run(name, args)
-        (RESULTS / "dask.json").write_text(json.dumps(out, indent=1))
+        fresh = run(name, args)
+        kept = out["datasets"].get(name, {}) if args.add else {}
+        out["datasets"][name] = {**kept, **fresh,
+                                 "commits": {**kept.get("commits", {}),
+                                             **dict.fromkeys(args.methods, commit)}}
+        path.write_text(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":
