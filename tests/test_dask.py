@@ -135,6 +135,21 @@ def test_model_files_and_to_local_are_the_local_estimators(client, tmp_path):
     assert "DaskRebelClassifier" in repr(dist) and dist.get_params()["client"] is None
 
 
+def test_clone_keeps_the_client_and_pickles_leave_it_out(client):
+    import pickle
+
+    from sklearn.base import clone
+
+    X, y = _data(n=300, d=3)
+    model = DaskRebelClassifier(3, client=client, max_leaves=7)
+    copy = clone(model)
+    assert copy.client is client and copy.max_leaves == 7 and not hasattr(copy, "model_")
+    model.fit(da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100))
+    restored = pickle.loads(pickle.dumps(model))
+    assert restored.client is None
+    assert_array_equal(restored.predict(X), model.predict(X))
+
+
 @pytest.mark.parametrize("case, message", [
     ("inf", "infinity"),
     ("one class", "at least 2 classes"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
 from ..binning import Binner
@@ -60,6 +61,17 @@ class DaskRebelClassifier(RebelClassifier):
         *inspect.signature(RebelClassifier.__init__).parameters.values(),
         inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None),
     ])
+
+    def __sklearn_clone__(self):
+        """An unfitted copy on the same client (scikit-learn would deep-copy the client)."""
+        params = self.get_params(deep=False)
+        client = params.pop("client")
+        return type(self)(client=client, **{k: clone(v, safe=False)
+                                            for k, v in params.items()})
+
+    def __getstate__(self):
+        """Pickled without the client (a connection): unpickled, it uses the default one."""
+        return {**super().__getstate__(), "client": None}
 
     # ------------------------------------------------------------------ fitting
 
