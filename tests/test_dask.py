@@ -104,6 +104,28 @@ def test_weights_costs_feature_sampling_and_more_than_the_binning_sample(client,
     assert dist.decision_function(da.from_array(X, chunks=(700, 8))).compute().ndim == 1
 
 
+def test_per_row_costs_train_the_local_model(client):
+    """``sample_cost`` (each row its own cost vector) on the loss route: the same model, and
+    ``cost_matrix_`` the classes' mean cost rows; bad costs name the problem."""
+    X, y = _data(n=1200, d=5, k=3, seed=11)
+    rng = np.random.default_rng(11)
+    cost = rng.uniform(0.5, 5.0, (len(y), 3))
+    cost[np.arange(len(y)), y] = 0.0
+    params = dict(n_estimators=8, cost_strategy="loss", subcosts="calibrated", random_state=2)
+    local = RebelClassifier(**params).fit(X, y, sample_cost=cost)
+    Xd, yd = da.from_array(X, chunks=(400, 5)), da.from_array(y, chunks=400)
+    dist = DaskRebelClassifier(**params).fit(Xd, yd,
+                                             sample_cost=da.from_array(cost, chunks=(400, 3)))
+    _assert_same_model(local, dist, X)
+    assert_allclose(dist.cost_matrix_, local.cost_matrix_, rtol=1e-12)
+    cost[5, y[5]] = 1.0  # a cost at the true class
+    with pytest.raises(ValueError, match="zero at each sample's true class"):
+        DaskRebelClassifier(**params).fit(Xd, yd, sample_cost=da.from_array(cost, chunks=400))
+    with pytest.raises(NotImplementedError, match="cost_strategy='loss'"):
+        DaskRebelClassifier(n_estimators=2).fit(Xd, yd,
+                                                sample_cost=da.from_array(cost, chunks=400))
+
+
 def test_dataframes_keep_feature_names_and_string_labels(client):
     import pandas as pd
 

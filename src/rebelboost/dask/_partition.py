@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..binning import Binner, as_float, merge_value_counts, value_counts
+from ..costs import check_sample_cost
 from ..learners.vector_tree import BinTree, LocalRows
 from ..losses.rebel import RebelLoss, add_leaf_steps
 from ..search.binned import BinnedData
@@ -25,9 +26,11 @@ class RawPartition:
     X: np.ndarray  # float32 or float64
     y: np.ndarray  # labels (one type)
     weight: np.ndarray  # float64 sample weights
+    cost: np.ndarray | None = None  # per-row costs (n, K), checked once the classes are known
+    index: int = 0  # the first partition it holds
 
 
-def check_partition(X, y, weight, n_features: int, index: int) -> RawPartition:
+def check_partition(X, y, weight, n_features: int, index: int, cost=None) -> RawPartition:
     """The partition as arrays, or a ValueError naming the partition and the problem."""
     where = f"partition {index}: "
     X = np.asarray(X.to_numpy() if hasattr(X, "to_numpy") else X)
@@ -59,16 +62,23 @@ def check_partition(X, y, weight, n_features: int, index: int) -> RawPartition:
                              f"{X.shape[0]} rows")
         if not np.isfinite(weight).all() or (weight < 0).any():
             raise ValueError(f"{where}sample_weight must be finite and non-negative")
-    return RawPartition(X, y, weight)
+    if cost is not None:
+        cost = np.asarray(cost.to_numpy() if hasattr(cost, "to_numpy") else cost)
+        if cost.ndim != 2 or cost.shape[0] != X.shape[0]:
+            raise ValueError(f"{where}sample_cost has shape {cost.shape} for {X.shape[0]} rows; "
+                             "one row per sample, partitioned like X")
+    return RawPartition(X, y, weight, cost, index)
 
 
 def concatenate(*raws: RawPartition) -> RawPartition:
     """Consecutive partitions as one block (their rows in order)."""
     if len(raws) == 1:
         return raws[0]
+    costs = [r.cost for r in raws]
     return RawPartition(np.concatenate([r.X for r in raws]),
                         np.concatenate([r.y for r in raws]),
-                        np.concatenate([r.weight for r in raws]))
+                        np.concatenate([r.weight for r in raws]),
+                        None if costs[0] is None else np.concatenate(costs), raws[0].index)
 
 
 def facts(raw: RawPartition) -> dict:
@@ -84,6 +94,24 @@ def facts(raw: RawPartition) -> dict:
         "has_values": ~nan.all(axis=0),
         "weight_total": float(raw.weight.sum()),
     }
+
+
+def cost_sums(raw: RawPartition, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per true class, the sum of the rows' ``sample_cost`` rows and their number (the
+    model's ``cost_matrix_`` is the classes' mean cost rows, as in a local fit)."""
+    codes, cost = _costs(raw, classes)
+    k = len(classes)
+    sums = np.zeros((k, k))
+    np.add.at(sums, codes, cost)
+    return sums, np.bincount(codes, minlength=k).astype(np.float64)
+
+
+def _costs(raw: RawPartition, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    codes = np.searchsorted(classes, raw.y).astype(np.intp)
+    try:
+        return codes, check_sample_cost(raw.cost, codes, len(classes))
+    except ValueError as exc:
+        raise ValueError(f"partitions from {raw.index}: {exc}") from None
 
 
 def sample_summary(raw: RawPartition, rows: np.ndarray | None) -> list:
@@ -134,9 +162,13 @@ class Partition:
 def make_partition(raw: RawPartition, binner: Binner, classes: np.ndarray,
                    cost_matrix: np.ndarray, subcosts: str, weight_total: float) -> Partition:
     """Bins and REBEL's loss of one partition (the raw rows are dropped)."""
-    codes = np.searchsorted(classes, raw.y).astype(np.intp)
+    if raw.cost is None:
+        codes = np.searchsorted(classes, raw.y).astype(np.intp)
+        cost_rows = cost_matrix[codes]
+    else:
+        codes, cost_rows = _costs(raw, classes)
     data = BinnedData(binner, binner.transform(raw.X), row_layout=True)
-    loss = RebelLoss(None, codes, raw.weight, subcosts, cost_matrix[codes], weight_total)
+    loss = RebelLoss(None, codes, raw.weight, subcosts, cost_rows, weight_total)
     n, k = raw.X.shape[0], len(classes)
     return Partition(data, loss, raw.weight, np.arange(n, dtype=np.intp), np.zeros((n, k)))
 

@@ -10,6 +10,7 @@ task being a pure function, so the fit completes with the same model, or fails w
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 import numpy as np
@@ -44,8 +45,9 @@ class DaskRebelClassifier(RebelClassifier):
 
     The distributed fit grows vector-leaf trees (``weak_learner='vector_tree'``, the
     default) on all rows (``subsample=1``; ``colsample_bytree`` works), trains under 0-1 costs
-    or on the cost-sensitive loss (``cost_strategy='loss'``), and has no early stopping:
-    other settings raise ``NotImplementedError`` before any work is done.
+    or on the cost-sensitive loss (``cost_strategy='loss'``, with a ``cost_matrix`` or
+    per-row ``sample_cost``), and has no early stopping: other settings raise
+    ``NotImplementedError`` before any work is done.
     """
 
     _parameter_constraints: dict = {**RebelClassifier._parameter_constraints,
@@ -78,18 +80,20 @@ class DaskRebelClassifier(RebelClassifier):
     def fit(self, X, y, sample_weight=None, callbacks=None,
             sample_cost=None) -> DaskRebelClassifier:
         """Boost on Dask collections: ``X`` a ``dask.array`` (n, d) or ``dask.dataframe``,
-        ``y`` and ``sample_weight`` partitioned like it (a Dask array or Series)."""
+        ``y``, ``sample_weight`` and ``sample_cost`` (n, K: each row's cost of predicting each
+        class, on the 'loss' route) partitioned like it (Dask arrays, Series or DataFrames)."""
         self._validate_params()
         self._check_distributed(sample_cost)
         from distributed import default_client, wait
 
         cluster = Cluster(self.client or default_client())
         client = cluster.client
-        x_parts, y_parts, w_parts, names = _partition_inputs(X, y, sample_weight)
+        x_parts, y_parts, w_parts, c_parts, names = _partition_inputs(X, y, sample_weight,
+                                                                      sample_cost)
         d = len(names)
-        raw = client.compute([_delayed(part_fn.check_partition)(x, yp, w, d, i)
-                              for i, (x, yp, w) in enumerate(zip(x_parts, y_parts, w_parts,
-                                                                 strict=True))])
+        raw = client.compute([_delayed(part_fn.check_partition)(x, yp, w, d, i, c)
+                              for i, (x, yp, w, c) in enumerate(zip(x_parts, y_parts, w_parts,
+                                                                    c_parts, strict=True))])
         classes = _classes(client.gather(cluster.map(part_fn.facts, raw)))
         raw = _blocks_per_worker(cluster, raw, BLOCKS_PER_WORKER)
         facts = client.gather(cluster.map(part_fn.facts, raw))
@@ -106,12 +110,20 @@ class DaskRebelClassifier(RebelClassifier):
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         k = len(classes)
-        self.cost_matrix_ = check_cost_matrix(self.cost_matrix, k, classes)
+        if sample_cost is None:
+            self.cost_matrix_ = check_cost_matrix(self.cost_matrix, k, classes)
+        elif self.cost_matrix is not None:
+            raise ValueError("give either cost_matrix or sample_cost, not both")
+        else:  # the mean cost row of each true class, as in a local fit
+            sums, counts = functools.reduce(
+                lambda a, b: (a[0] + b[0], a[1] + b[1]),
+                client.gather(cluster.map(part_fn.cost_sums, raw, classes)))
+            self.cost_matrix_ = sums / counts[:, None]
         if self.cost_strategy != "loss" and not np.array_equal(self.cost_matrix_,
                                                                1.0 - np.eye(k)):
             raise NotImplementedError(
                 "the distributed fit trains on the cost-sensitive loss: pass "
-                f"cost_strategy='loss' (not {self.cost_strategy!r}) with a cost_matrix")
+                f"cost_strategy='loss' (not {self.cost_strategy!r}) with costs")
         self.cost_strategy_, self.temperature_, self.route_costs_ = "loss", 1.0, {}
         rng = _rng(self.random_state)  # drawn from as the local fit draws
         binner = _fit_binner(cluster, raw, facts, self.max_bins, rng.randint(2**31))
@@ -144,8 +156,9 @@ class DaskRebelClassifier(RebelClassifier):
         if self.early_stopping:
             problems.append(f"early_stopping={self.early_stopping!r} (no validation split: "
                             "pass early_stopping=False and a number of iterations)")
-        if sample_cost is not None:
-            problems.append("sample_cost (pass a cost_matrix)")
+        if sample_cost is not None and self.cost_strategy != "loss":
+            problems.append(f"cost_strategy={self.cost_strategy!r} with sample_cost (it "
+                            "trains on the cost-sensitive loss: pass cost_strategy='loss')")
         if problems:
             raise NotImplementedError("the distributed fit does not support "
                                       + "; ".join(problems))
@@ -242,9 +255,9 @@ def _delayed(func):
     return delayed(func, pure=False)
 
 
-def _partition_inputs(X, y, sample_weight):
-    """Delayed partitions of X, y and the weights (None each when not given), and the feature
-    names (column indices for an array)."""
+def _partition_inputs(X, y, sample_weight, sample_cost):
+    """Delayed partitions of X, y, the weights and the costs (None each when not given), and
+    the feature names (column indices for an array)."""
     import dask.array as da
     import dask.dataframe as dd
 
@@ -263,8 +276,8 @@ def _partition_inputs(X, y, sample_weight):
         raise TypeError(f"X must be a dask array or DataFrame, got {type(X).__name__}; "
                         "for data in memory use rebelboost.RebelClassifier")
     parts = [x_parts]
-    for what, v in (("y", y), ("sample_weight", sample_weight)):
-        if v is None and what == "sample_weight":
+    for what, v in (("y", y), ("sample_weight", sample_weight), ("sample_cost", sample_cost)):
+        if v is None and what != "y":
             parts.append([None] * len(x_parts))
             continue
         if isinstance(v, dd.DataFrame | dd.Series):
@@ -277,6 +290,8 @@ def _partition_inputs(X, y, sample_weight):
             if row_chunks is not None and v.chunks[0] != row_chunks and not any(
                     np.isnan(c) for c in row_chunks + v.chunks[0]):
                 v = v.rechunk({0: row_chunks})
+            if v.ndim == 2 and v.numblocks[1] > 1:
+                v = v.rechunk({1: -1})
             v_parts = v.to_delayed().ravel().tolist()
         else:
             raise TypeError(f"{what} must be a dask array or Series like X, got "
@@ -285,7 +300,7 @@ def _partition_inputs(X, y, sample_weight):
             raise ValueError(f"{what} has {len(v_parts)} partitions, X {len(x_parts)}; "
                              "partition them alike")
         parts.append(v_parts)
-    return parts[0], parts[1], parts[2], names
+    return parts[0], parts[1], parts[2], parts[3], names
 
 
 def _blocks_per_worker(cluster: Cluster, raw: list, per_worker: int | None) -> list:
