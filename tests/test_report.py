@@ -108,7 +108,8 @@ def test_page_is_well_formed_self_contained_and_escaped(spiral, tmp_path):
     assert "<b>&" in text and "quote\"'" in text and "<i>spirals</i>" in text
     # nothing to fetch: figures are inline PNGs
     assert all(s.startswith(("data:", "#")) for s in parsed.srcs)
-    assert sum(s.startswith("data:image/png;base64,") for s in parsed.srcs) == 6
+    # (six figures before the soft-cascade trade-off joined them)
+    assert sum(s.startswith("data:image/png;base64,") for s in parsed.srcs) == 7
     assert page.count("<tr><td>") >= model.n_estimators_
     assert "training data" in text  # X_train adds a row to the results
 
@@ -132,6 +133,30 @@ def test_learners_needed_match_the_exact_exit(spiral):
     share = used / len(model.learners_)
     assert share.mean() < 1.0  # some rows stop early on this model
     assert f"<td>{share.mean():.4g}</td>" in page and 'id="exit-table"' in page
+
+
+def test_exit_tradeoff_is_measured_on_rows_the_cascades_were_not_calibrated_on(spiral):
+    from rebelboost.report.evaluation import CASCADE_KEEPS, exit_tradeoff
+
+    model, X, y, *_ = spiral
+    X = np.asarray(X, dtype=float)
+    points = exit_tradeoff(model, X)
+    assert [p.label for p in points][0] == "exact exit" and len(points) == 1 + len(CASCADE_KEEPS)
+    assert points[0].agreement == 1.0  # the exact exit never changes a label
+    held_out = np.ascontiguousarray(X[1::2])
+    full = model.predict(held_out)
+    n = len(model.learners_)
+    for keep, point in zip(CASCADE_KEEPS, points[1:], strict=True):
+        cascade = model.calibrate_cascade(X[::2], keep)
+        codes, used = model.model_.predict_codes(held_out, early_exit=cascade)
+        assert point.agreement == np.mean(model.classes_[codes] == full)
+        assert point.share == used.mean() / n <= 1.0
+    # less asked to be kept: no more work
+    shares = [p.share for p in points[1:]]
+    assert all(a >= b - 1e-12 for a, b in zip(shares, shares[1:], strict=False))
+    page = render_report(model, X, y)
+    assert 'id="tradeoff-table"' in page and 'alt="exit trade-off"' in page
+    assert f"<td>{points[3].share:.4g}</td>" in page
 
 
 @pytest.mark.parametrize("make", [

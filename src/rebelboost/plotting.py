@@ -96,6 +96,18 @@ def plot_feature_importances(ax, importances, names, *, top: int = 20):
     return ax
 
 
+def plot_exit_tradeoff(ax, curves: dict[str, tuple], *, xlabel: str = "share of learners "
+                       "evaluated"):
+    """Agreement with full evaluation against work (or speed), one line of markers per
+    method: ``curves[name] = (x values, agreements)``."""
+    for i, (name, (x, agreement)) in enumerate(curves.items()):
+        ax.plot(x, agreement, "o-" if len(x) > 1 else "s", color=f"C{i}", label=name)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("labels equal to full evaluation")
+    ax.legend()
+    return ax
+
+
 def _class_colormap(n_classes: int):
     from matplotlib.colors import ListedColormap
 

@@ -91,3 +91,30 @@ def evaluate(model, X, y, cost_matrix: np.ndarray) -> Evaluation:
         staged_error=np.array([np.mean(p != true) for p in staged]),
         staged_cost=np.array([cost_matrix[true, p].mean() for p in staged]),
     )
+
+
+CASCADE_KEEPS = (0.999, 0.995, 0.99, 0.98, 0.95)
+
+
+@dataclass
+class ExitPoint:
+    """One way of stopping early, measured on held-out rows."""
+
+    label: str
+    agreement: float  # share of rows whose label equals full evaluation's
+    share: float  # mean share of the learners evaluated
+
+
+def exit_tradeoff(model, X: np.ndarray) -> list[ExitPoint]:
+    """The exact exit and soft cascades calibrated on the even rows of ``X`` (at
+    :data:`CASCADE_KEEPS`), measured on its odd rows: the accuracy/work trade-off curve."""
+    X_cal, X_out = X[::2], np.ascontiguousarray(X[1::2])
+    n = len(model.model_.learners)
+    full, _ = model.model_.predict_codes(X_out)
+    points = []
+    for label, exit_ in [("exact exit", "exact")] + [
+            (f"soft cascade, keep {keep}", model.model_.calibrate_cascade(X_cal, keep))
+            for keep in CASCADE_KEEPS]:
+        codes, used = model.model_.predict_codes(X_out, early_exit=exit_)
+        points.append(ExitPoint(label, float(np.mean(codes == full)), float(used.mean() / n)))
+    return points

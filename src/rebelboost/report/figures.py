@@ -13,6 +13,7 @@ from ..plotting import (
     plot_confusion,
     plot_decision_boundary,
     plot_error_curves,
+    plot_exit_tradeoff,
     plot_feature_importances,
     plot_training_curves,
     require_matplotlib,
@@ -91,3 +92,12 @@ def decision_boundary(model, X, y) -> str:
             plot_decision_boundary(ax, model, X, y)
 
     return _draw(draw, size=(5.0, 5.0))
+
+
+def exit_tradeoff(points) -> str:
+    """Agreement with full evaluation against the share of learners evaluated."""
+    exact = [p for p in points if p.label == "exact exit"]
+    cascades = [p for p in points if p.label != "exact exit"]
+    curves = {"soft cascades": ([p.share for p in cascades], [p.agreement for p in cascades]),
+              "exact exit": ([p.share for p in exact], [p.agreement for p in exact])}
+    return _draw(lambda ax: plot_exit_tradeoff(ax, curves), size=(5.0, 3.8))

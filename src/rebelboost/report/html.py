@@ -8,10 +8,11 @@ from html import escape
 import numpy as np
 
 from . import figures
-from .evaluation import Evaluation, evaluate, reliability
+from .evaluation import Evaluation, evaluate, exit_tradeoff, reliability
 from .model_view import LearnerView, cost_matrix_of, learner_views, summary_facts
 
 TOP_FEATURES = 20
+MIN_TRADEOFF_ROWS = 40  # rows of data for the soft-cascade trade-off (half calibrate)
 PAGE_SIZE = 50  # learners shown at first and added by each "show more"
 
 _CSS = """
@@ -242,8 +243,23 @@ def _learners_needed(model, X) -> str:
     note = (f"With predict(X, early_exit='exact') a row stops adding learners once its leading "
             f"class cannot be overtaken by what the remaining ones can add; the labels equal "
             f"full evaluation. Of this model's {n_learners} learners, on the given data:")
-    return (f'<p class="note">{escape(note)}</p>'
+    page = (f'<p class="note">{escape(note)}</p>'
             + _table(["", "value"], rows, table_id="exit-table"))
+    if len(X) < MIN_TRADEOFF_ROWS:
+        return page + (f'<p class="note">The accuracy/speed trade-off of soft cascades needs '
+                       f"at least {MIN_TRADEOFF_ROWS} rows (half to calibrate them).</p>")
+    points = exit_tradeoff(model, model._check_X(X))
+    note = ("Soft cascades (thesis ch. 2) stop a row once its lead over the runner-up passes "
+            "a threshold; the thresholds were calibrated on the even rows of the data to keep "
+            "the given share of full evaluation's labels there, and are measured here on the "
+            "odd rows, beside the exact exit.")
+    table = _table(["", "labels equal to full evaluation", "share of learners evaluated"],
+                   [[p.label, _num(p.agreement), _num(p.share)] for p in points],
+                   table_id="tradeoff-table")
+    return (page + f'<p class="note">{escape(note)}</p><div class="columns"><div>{table}'
+            "</div>" + _figure(figures.exit_tradeoff(points), "exit trade-off",
+                               "Agreement with full evaluation against the work done.")
+            + "</div>")
 
 
 def _importances(model) -> str:
