@@ -48,11 +48,14 @@ def load(name: str):
                 d["y_test"])
 
 
-def fit_models(name: str, cache: Path, threads: int, rebel_kind: str = "tree"):
+def fit_models(name: str, cache: Path, threads: int, rebel_kind: str = "tree",
+               peers: str = "matched"):
     """REBEL, LightGBM and XGBoost models of the data set (from the cache when there).
 
     ``rebel_kind`` 'tree': the paper's 300 depth-3 trees; 'default': ``RebelClassifier()``
-    (100 vector-leaf trees); the peers are matched to whichever REBEL model is used."""
+    (100 vector-leaf trees). ``peers`` 'matched': the peers are trained until their test error
+    reaches REBEL's; 'defaults': each library's own defaults, 100 rounds (LightGBM 31 leaves,
+    lr 0.1; XGBoost depth 6, eta 0.3), whatever their test error."""
     import lightgbm as lgb
     import xgboost as xgb
 
@@ -70,7 +73,18 @@ def fit_models(name: str, cache: Path, threads: int, rebel_kind: str = "tree"):
     rebel = load_model(rebel_path)
     target = float(np.mean(rebel.predict(X_test) != y_test))
 
-    lgb_path = cache / f"{name}-lightgbm.txt"
+    suffix = "" if peers == "matched" else "-defaults"
+    lgb_path = cache / f"{name}-lightgbm{suffix}.txt"
+    xgb_path = cache / f"{name}-xgboost{suffix}.ubj"
+    if peers == "defaults":
+        if not lgb_path.exists():
+            lgb.train({"objective": "multiclass", "num_class": len(classes), "num_leaves": 31,
+                       "learning_rate": 0.1, "num_threads": threads, "verbose": -1},
+                      lgb.Dataset(X, codes), 100).save_model(lgb_path)
+        if not xgb_path.exists():
+            xgb.train({"objective": "multi:softprob", "num_class": len(classes),
+                       "max_depth": 6, "eta": 0.3, "tree_method": "hist", "nthread": threads},
+                      xgb.DMatrix(X, codes), 100).save_model(xgb_path)
     if not lgb_path.exists():
         def stop(env):
             if env.evaluation_result_list[0][2] <= target:
@@ -83,7 +97,6 @@ def fit_models(name: str, cache: Path, threads: int, rebel_kind: str = "tree"):
                                                                          reference=train)],
                             callbacks=[stop])
         booster.save_model(lgb_path, num_iteration=booster.current_iteration())
-    xgb_path = cache / f"{name}-xgboost.ubj"
     if not xgb_path.exists():
         class Stop(xgb.callback.TrainingCallback):
             def after_iteration(self, model, epoch, evals_log):
@@ -297,8 +310,8 @@ def cascades(rebel, lgb_path, X_test, y_test, classes, rounds: int, threads: int
 
 
 def run(name: str, args) -> list[str]:
-    rebel, lgb_path, xgb_path, X_test, y_test, classes = fit_models(name, args.cache,
-                                                                    args.threads, args.rebel)
+    rebel, lgb_path, xgb_path, X_test, y_test, classes = fit_models(
+        name, args.cache, args.threads, args.rebel, args.peers)
     ms = methods(name, rebel, lgb_path, xgb_path, args)
     reference = rebel.predict(X_test)
     errors = {n: float(np.mean(classes[np.asarray(m.predict(X_test))] != y_test)
@@ -381,6 +394,9 @@ def main(argv=None):
     parser.add_argument("--rebel", choices=["tree", "default"], default="tree",
                         help="the paper's 300 depth-3 trees, or RebelClassifier()'s vector-leaf "
                         "trees (use another --cache: the peers are matched to it)")
+    parser.add_argument("--peers", choices=["matched", "defaults"], default="matched",
+                        help="peers trained to REBEL's test error, or their libraries' "
+                             "defaults (100 rounds)")
     parser.add_argument("--write", action="store_true", help="write the section to BENCHMARKS.md")
     parser.add_argument("--lleaves-python", default=None,
                         help="python of a virtual environment with lleaves (and its llvmlite)")
