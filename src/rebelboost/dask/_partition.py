@@ -30,10 +30,15 @@ class RawPartition:
     index: int = 0  # the first partition it holds
 
 
+def _array(v, dtype=None) -> np.ndarray:
+    """A partition's block (NumPy, or a pandas frame or series) as an array."""
+    return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=dtype)
+
+
 def check_partition(X, y, weight, n_features: int, index: int, cost=None) -> RawPartition:
     """The partition as arrays, or a ValueError naming the partition and the problem."""
     where = f"partition {index}: "
-    X = np.asarray(X.to_numpy() if hasattr(X, "to_numpy") else X)
+    X = _array(X)
     if X.ndim != 2 or X.shape[1] != n_features:
         raise ValueError(f"{where}X must have {n_features} columns, got shape {X.shape}")
     try:
@@ -42,7 +47,7 @@ def check_partition(X, y, weight, n_features: int, index: int, cost=None) -> Raw
         raise ValueError(f"{where}X is not numeric ({exc})") from None
     if np.isinf(X).any():
         raise ValueError(f"{where}X contains infinity (NaN is allowed: a missing value)")
-    y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+    y = _array(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.ravel()
     if y.shape != (X.shape[0],):
@@ -55,15 +60,14 @@ def check_partition(X, y, weight, n_features: int, index: int, cost=None) -> Raw
     if weight is None:
         weight = np.ones(X.shape[0])
     else:
-        weight = np.asarray(weight.to_numpy() if hasattr(weight, "to_numpy") else weight,
-                            dtype=np.float64).ravel()
+        weight = _array(weight, np.float64).ravel()
         if weight.shape != (X.shape[0],):
             raise ValueError(f"{where}sample_weight has {weight.shape[0]} entries for "
                              f"{X.shape[0]} rows")
         if not np.isfinite(weight).all() or (weight < 0).any():
             raise ValueError(f"{where}sample_weight must be finite and non-negative")
     if cost is not None:
-        cost = np.asarray(cost.to_numpy() if hasattr(cost, "to_numpy") else cost)
+        cost = _array(cost)
         if cost.ndim != 2 or cost.shape[0] != X.shape[0]:
             raise ValueError(f"{where}sample_cost has shape {cost.shape} for {X.shape[0]} rows; "
                              "one row per sample, partitioned like X")
@@ -82,7 +86,8 @@ def concatenate(*raws: RawPartition) -> RawPartition:
 
 
 def facts(raw: RawPartition) -> dict:
-    """What the client needs to know of a partition before binning (all small)."""
+    """What the client needs to know of a partition before binning (all small; the facts of
+    consecutive partitions combine into their block's)."""
     positive = raw.weight > 0
     nan = np.isnan(raw.X[positive])
     return {
@@ -208,7 +213,7 @@ def split(part: Partition, leaf: int, left: int, right: int, feature: int, split
 def split_and_histogram(part: Partition, leaf: int, left: int, right: int, feature: int,
                         split_bin: int, missing_left: bool, built: int,
                         features: np.ndarray) -> tuple[Partition, np.ndarray, np.ndarray]:
-    """:func:`split`, and the :func:`histogram` of child ``built``."""
+    """:func:`split`, and the :func:`histogram` of child ``built`` (the smaller one)."""
     part, stats = split(part, leaf, left, right, feature, split_bin, missing_left)
     return part, stats, histogram(part, built, features)
 
@@ -223,16 +228,6 @@ def histogram(part: Partition, leaf: int, features: np.ndarray) -> np.ndarray:
     rowset.histogram(rows, rowset.sums(rows), features, out)
     return out.reshape(-1, c)[used_cells(layout.n_value_bins, layout.n_bins_total,
                                          layout.missing_bin, features)]
-
-
-def smaller_histogram(part: Partition, stats: list[np.ndarray], left: int, right: int,
-                      features: np.ndarray) -> np.ndarray:
-    """:func:`histogram` of the child with fewer rows over all partitions (``stats``: every
-    partition's :func:`split` sums; the grower's rule: left on a tie)."""
-    c = len(stats[0]) // 2
-    n_left = sum(s[c - 1] for s in stats)
-    n_right = sum(s[2 * c - 1] for s in stats)
-    return histogram(part, left if n_left <= n_right else right, features)
 
 
 def used_cells(n_value_bins: np.ndarray, n_bins_total: int, missing_bin: int,

@@ -42,8 +42,8 @@ class Cluster:
         return [[self.submit(getitem, f, i) for f in futures] for i in range(n)]
 
     def reduce(self, func, futures):
-        """``func`` applied pairwise in a fixed order (a tree over the partitions' order), so
-        the result is the same whichever worker computes what; a future."""
+        """``func`` applied pairwise in a fixed order (a tree over the blocks' order), so the
+        result is the same whichever worker computes what; a future."""
         level = list(futures)
         while len(level) > 1:
             level = self._level(func, level, self.submit)
@@ -117,36 +117,29 @@ class DaskRows:
         cluster = self.cluster
         left, right = self._next, self._next + 1
         self._next += 2
-        args = (leaf, left, right, int(feature), int(split_bin), bool(missing_left))
-        cells = self._cell_counts.get(leaf)
-        if cells is not None:
-            n_bins = self.layout.n_bins_total
-            n_left = cells[feature * n_bins:feature * n_bins + split_bin + 1].sum()
-            if missing_left:
-                n_left += cells[feature * n_bins + self.layout.missing_bin]
-            built = left if n_left <= self._counts[leaf] - n_left else right
-            done = cluster.map(part_fn.split_and_histogram, self.parts, *args, built,
-                               self.features)
-            self.parts, stats, hists = cluster.unpack(done, 3)
-            stats = cluster.gather(stats)
-            packed = cluster.reduce_gather(part_fn.add, hists)
-        else:  # (a leaf whose histogram the client never saw: the workers pick the side)
-            self.parts, stats = cluster.unpack(cluster.map(part_fn.split, self.parts, *args), 2)
-            hist = cluster.reduce(part_fn.add, cluster.map(part_fn.smaller_histogram,
-                                                           self.parts, stats, left, right,
-                                                           self.features))
-            stats, packed = cluster.gather([stats, hist])
+        # The leaf was searched, so its rows per histogram cell are known (from its own
+        # histogram, or its parent's minus its sibling's): they say which child is smaller.
+        cells = self._cell_counts[leaf]
+        n_bins = self.layout.n_bins_total
+        n_left = cells[feature * n_bins:feature * n_bins + split_bin + 1].sum()
+        if missing_left:
+            n_left += cells[feature * n_bins + self.layout.missing_bin]
+        smaller = left if n_left <= self._counts[leaf] - n_left else right
+        done = cluster.map(part_fn.split_and_histogram, self.parts, leaf, left, right,
+                           int(feature), int(split_bin), bool(missing_left), smaller,
+                           self.features)
+        self.parts, stats, hists = cluster.unpack(done, 3)
+        stats = cluster.gather(stats)
+        packed = cluster.reduce_gather(part_fn.add, hists)
         total = functools.reduce(part_fn.add, stats)  # in the partitions' order
         c = len(total) // 2
         self._counts[left], self._counts[right] = int(total[c - 1]), int(total[2 * c - 1])
-        self._sums[left], self._sums[right] = total[:c - 1], total[c:2 * c - 1]
-        smaller = left if total[c - 1] <= total[2 * c - 1] else right
-        if cells is not None and smaller != built:
+        if (smaller == left) != (total[c - 1] <= total[2 * c - 1]):
             raise RuntimeError("the row counts of a split disagree with its leaf's histogram")
+        self._sums[left], self._sums[right] = total[:c - 1], total[c:2 * c - 1]
         self._ready = (smaller, self.features, packed)
-        if cells is not None:  # the larger child's counts by subtraction
-            self._cell_counts[right if smaller == left else left] = cells - self._unpack_counts(
-                self.features, packed)
+        self._cell_counts[right if smaller == left else left] = cells - self._unpack_counts(
+            self.features, packed)
         return left, right
 
     def release(self, leaf: int) -> None:

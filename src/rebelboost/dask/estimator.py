@@ -21,7 +21,6 @@ from ..binning import Binner
 from ..engine import boost
 from ..ensemble._base import _rng
 from ..ensemble.rebel import RebelClassifier
-from ..learners.vector_tree import VectorTreeOptions
 from ..validation import check_cost_matrix
 from . import _partition as part_fn
 from ._training import Cluster, DaskRebelBooster
@@ -94,9 +93,9 @@ class DaskRebelClassifier(RebelClassifier):
         raw = client.compute([_delayed(part_fn.check_partition)(x, yp, w, d, i, c)
                               for i, (x, yp, w, c) in enumerate(zip(x_parts, y_parts, w_parts,
                                                                     c_parts, strict=True))])
-        classes = _classes(client.gather(cluster.map(part_fn.facts, raw)))
-        raw = _blocks_per_worker(cluster, raw, BLOCKS_PER_WORKER)
         facts = client.gather(cluster.map(part_fn.facts, raw))
+        classes = _classes(facts)
+        raw, groups = _blocks_per_worker(cluster, raw, BLOCKS_PER_WORKER)
         n_rows = sum(f["n_rows"] for f in facts)
         if n_rows < 2:
             raise ValueError(f"the training set has {n_rows} row(s); at least 2 are needed")
@@ -126,15 +125,16 @@ class DaskRebelClassifier(RebelClassifier):
                 f"cost_strategy='loss' (not {self.cost_strategy!r}) with costs")
         self.cost_strategy_, self.temperature_, self.route_costs_ = "loss", 1.0, {}
         rng = _rng(self.random_state)  # drawn from as the local fit draws
-        binner = _fit_binner(cluster, raw, facts, self.max_bins, rng.randint(2**31))
+        n_positive = [sum(f["n_positive"] for f in facts[a:b]) for a, b in groups]
+        binner = _fit_binner(cluster, raw, facts, n_positive, self.max_bins,
+                             rng.randint(2**31))
         parts = cluster.map(part_fn.make_partition, raw, binner, classes, self.cost_matrix_,
                             self.subcosts, weight_total)
         wait(parts)
         del raw  # the raw rows are dropped: each worker keeps its binned partitions
         booster = DaskRebelBooster(
-            cluster, parts, cluster.gather(binner), n_rows, k, self._tree_options(),
-            np.random.RandomState(rng.randint(2**31)),
-            0.3 if self.learning_rate is None else self.learning_rate)
+            cluster, parts, cluster.gather(binner), n_rows, k, self._vector_tree_options(),
+            np.random.RandomState(rng.randint(2**31)), self._shrinkage())
         target = 1.0 / n_rows if self.target_loss == "auto" else self.target_loss
         try:
             result = boost(booster, self.n_estimators, d, callbacks=callbacks,
@@ -162,13 +162,6 @@ class DaskRebelClassifier(RebelClassifier):
         if problems:
             raise NotImplementedError("the distributed fit does not support "
                                       + "; ".join(problems))
-
-    def _tree_options(self) -> VectorTreeOptions:
-        return VectorTreeOptions(
-            max_leaves=self.max_leaves, max_depth=self.max_depth,
-            min_samples_leaf=self.min_samples_leaf, leaf_smoothing=self.leaf_smoothing,
-            subsample=self.subsample, sampling=self.sampling,
-            colsample_bytree=self.colsample_bytree)
 
     def to_local(self) -> RebelClassifier:
         """The plain :class:`~rebelboost.RebelClassifier` with this model."""
@@ -233,7 +226,12 @@ class DaskRebelClassifier(RebelClassifier):
             return None, None
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise ValueError(f"X must have {self.n_features_in_} columns, got shape {X.shape}")
-        return (X.rechunk({1: -1}) if X.numblocks[1] > 1 else X), columns
+        return _one_column_chunk(X), columns
+
+
+def _one_column_chunk(a):
+    """A 2-d Dask array chunked along rows only (each block holds whole rows)."""
+    return a.rechunk({1: -1}) if a.numblocks[1] > 1 else a
 
 
 def _call(block, model, method, kwargs, columns):
@@ -268,7 +266,7 @@ def _partition_inputs(X, y, sample_weight, sample_cost):
     elif isinstance(X, da.Array):
         if X.ndim != 2:
             raise ValueError(f"X must be 2-d, got {X.ndim} dims")
-        X = X.rechunk({1: -1}) if X.numblocks[1] > 1 else X
+        X = _one_column_chunk(X)
         names = list(range(X.shape[1]))
         x_parts = X.to_delayed().ravel().tolist()
         row_chunks = X.chunks[0]
@@ -290,8 +288,8 @@ def _partition_inputs(X, y, sample_weight, sample_cost):
             if row_chunks is not None and v.chunks[0] != row_chunks and not any(
                     np.isnan(c) for c in row_chunks + v.chunks[0]):
                 v = v.rechunk({0: row_chunks})
-            if v.ndim == 2 and v.numblocks[1] > 1:
-                v = v.rechunk({1: -1})
+            if v.ndim == 2:
+                v = _one_column_chunk(v)
             v_parts = v.to_delayed().ravel().tolist()
         else:
             raise TypeError(f"{what} must be a dask array or Series like X, got "
@@ -303,16 +301,19 @@ def _partition_inputs(X, y, sample_weight, sample_cost):
     return parts[0], parts[1], parts[2], parts[3], names
 
 
-def _blocks_per_worker(cluster: Cluster, raw: list, per_worker: int | None) -> list:
+def _blocks_per_worker(cluster: Cluster, raw: list, per_worker: int | None
+                       ) -> tuple[list, list[tuple[int, int]]]:
     """The partitions as ``per_worker`` blocks of consecutive partitions per worker, block i
-    placed on worker i (in address order) while it lives."""
+    placed on worker i (in address order) while it lives; and each block's partitions
+    ``[a, b)``."""
     workers = sorted(cluster.client.scheduler_info()["workers"])
     if per_worker is None or len(raw) <= per_worker * len(workers):
-        return raw
+        return raw, [(i, i + 1) for i in range(len(raw))]
     n_blocks = per_worker * len(workers)
     edges = np.linspace(0, len(raw), n_blocks + 1).round().astype(int)
+    groups = list(zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True))
     return [cluster.submit(part_fn.concatenate, *raw[a:b], worker=workers[i % len(workers)])
-            for i, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))]
+            for i, (a, b) in enumerate(groups)], groups
 
 
 def _classes(facts: list[dict]) -> np.ndarray:
@@ -328,11 +329,12 @@ def _classes(facts: list[dict]) -> np.ndarray:
     return classes
 
 
-def _fit_binner(cluster: Cluster, raw: list, facts: list[dict], max_bins: int, seed: int):
+def _fit_binner(cluster: Cluster, raw: list, facts: list[dict], n_positive: list[int],
+                max_bins: int, seed: int):
     """The binner of the local fit, from the value counts of the same sampled rows (drawn by
-    their index among all rows of positive weight), merged in a tree; a future."""
-    n_positive = np.array([f["n_positive"] for f in facts])
-    rows = Binner(max_bins, random_state=seed).sample_rows(int(n_positive.sum()))
+    their index among all rows of positive weight; ``n_positive`` per block), merged in a
+    tree; a future."""
+    rows = Binner(max_bins, random_state=seed).sample_rows(int(sum(n_positive)))
     offsets = np.concatenate([[0], np.cumsum(n_positive)])
     summaries = []
     for i, r in enumerate(raw):
@@ -344,4 +346,3 @@ def _fit_binner(cluster: Cluster, raw: list, facts: list[dict], max_bins: int, s
     has_missing = np.logical_or.reduce([f["has_missing"] for f in facts])
     has_values = np.logical_or.reduce([f["has_values"] for f in facts])
     return cluster.submit(part_fn.fit_binner, merged, max_bins, has_missing, has_values)
-

@@ -278,11 +278,7 @@ class RebelClassifier(BoostedClassifier):
             depth=1 if self.weak_learner == "stump" else int(self.max_depth or 2),
             max_bins=self.max_bins, quickboost=bool(self.quickboost),
             similarity_mode=self.similarity_mode, scaling=self.scaling,
-            vector_tree=VectorTreeOptions(
-                max_leaves=self.max_leaves, max_depth=self.max_depth,
-                min_samples_leaf=self.min_samples_leaf, leaf_smoothing=self.leaf_smoothing,
-                subsample=self.subsample, sampling=self.sampling,
-                colsample_bytree=self.colsample_bytree) if vector else None,
+            vector_tree=self._vector_tree_options() if vector else None,
         )
         family = REBEL_LEARNERS[self.weak_learner](X, codes, sample_weight, self.cost_matrix_,
                                                    options, rng)
@@ -292,11 +288,21 @@ class RebelClassifier(BoostedClassifier):
                       else check_cost_matrix(None, len(self.classes_)))
             cost_rows = cost_rows.copy()
             cost_rows[moved] = matrix[family.codes[moved]]
-        learning_rate = self.learning_rate
-        if learning_rate is None:
-            learning_rate = 0.3 if vector else 1.0
-        return _RebelBooster(family, cost_rows, sample_weight, validation, learning_rate,
+        return _RebelBooster(family, cost_rows, sample_weight, validation, self._shrinkage(),
                              self.subcosts)
+
+    def _vector_tree_options(self) -> VectorTreeOptions:
+        return VectorTreeOptions(
+            max_leaves=self.max_leaves, max_depth=self.max_depth,
+            min_samples_leaf=self.min_samples_leaf, leaf_smoothing=self.leaf_smoothing,
+            subsample=self.subsample, sampling=self.sampling,
+            colsample_bytree=self.colsample_bytree)
+
+    def _shrinkage(self) -> float:
+        """The learning rate in effect (None: 0.3 for vector trees, else the closed form)."""
+        if self.learning_rate is not None:
+            return self.learning_rate
+        return 0.3 if self.weak_learner == "vector_tree" else 1.0
 
     def _set_records(self, records, n_kept, booster) -> None:
         k = len(self.classes_)

@@ -232,7 +232,8 @@ def _learners_needed(model, X) -> str:
         return ('<p class="note">Exact early exit applies to tree models that predict the '
                 "class of largest score; this model evaluates every one of its "
                 f"{n_learners} learners for every row.</p>")
-    _, used = model.model_.predict_codes(model._check_X(X), early_exit="exact")
+    X = model._check_X(X)
+    _, used = model.model_.predict_codes(X, early_exit="exact")
     share = used / max(n_learners, 1)
     rows = [[name, _num(float(value))] for name, value in (
         ("mean share of learners", share.mean()),
@@ -248,7 +249,7 @@ def _learners_needed(model, X) -> str:
     if len(X) < MIN_TRADEOFF_ROWS:
         return page + (f'<p class="note">The accuracy/speed trade-off of soft cascades needs '
                        f"at least {MIN_TRADEOFF_ROWS} rows (half to calibrate them).</p>")
-    points = exit_tradeoff(model, model._check_X(X))
+    points = exit_tradeoff(model, X)
     note = ("Soft cascades (thesis ch. 2) stop a row once its lead over the runner-up passes "
             "a threshold; the thresholds were calibrated on the even rows of the data to keep "
             "the given share of full evaluation's labels there, and are measured here on the "
