@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent / "data"))
 import make_golden  # noqa: E402
 
 from rebelboost import load_model  # noqa: E402
+from rebelboost.io import read_document  # noqa: E402
 
 CASES = [(case, dataset) for dataset in make_golden.DATASETS for case in make_golden.CASES
          if not make_golden.skip(case, dataset)]
@@ -48,3 +49,20 @@ def test_golden_model_file_loads_with_the_same_predictions(case, dataset):
     _, _, X_test = make_golden.load(dataset)
     model = load_model(make_golden.GOLDEN / f"{case}-{dataset}.json.gz")
     _assert_same(model, X_test, *_expected(case, dataset))
+
+
+# The default learner's cases: a refit writes the golden file's model section bit for bit (the
+# JSON floats round-trip exactly), on one thread and on two.
+BITWISE = [(case, dataset) for case, dataset in CASES if case.startswith("rebel_vtree")]
+
+
+@pytest.mark.parametrize(("case", "dataset"), BITWISE)
+def test_refit_writes_the_golden_vector_tree_model_bit_for_bit(case, dataset):
+    X, y, _ = make_golden.load(dataset)
+    cls, params = make_golden.CASES[case]
+    golden = read_document(make_golden.GOLDEN / f"{case}-{dataset}.json.gz")
+    for n_jobs in (1, 2):
+        model = cls(**make_golden.make_params(params, len(np.unique(y))), n_jobs=n_jobs)
+        doc = model.fit(X, y).to_dict()
+        assert doc["model"] == golden["model"], f"n_jobs={n_jobs}"
+        assert doc["fitted"] == golden["fitted"], f"n_jobs={n_jobs}"

@@ -1,5 +1,6 @@
 """Default thread counts from affinity and cgroup quotas; n_jobs overrides; kernels follow them."""
 
+import math
 import os
 import subprocess
 import sys
@@ -98,8 +99,17 @@ def test_available_cpus_falls_back_to_cpu_count(tmp_path, cpus):
     assert available_cpus(tmp_path / "missing") == 1
 
 
-def test_available_cpus_on_this_machine():
-    assert 1 <= available_cpus() <= (os.cpu_count() or 1)
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no affinity masks (not Linux)")
+@pytest.mark.parametrize("n_cpus", [1, 2])
+def test_available_cpus_follows_this_machines_affinity_mask(n_cpus):
+    """Pinned to n CPUs (as ``taskset`` does), a process counts n, or the quota if smaller."""
+    mask = sorted(os.sched_getaffinity(0))[:n_cpus]
+    quota = cgroup_cpu_limit()
+    expected = min(len(mask), math.ceil(quota)) if quota is not None else len(mask)
+    code = (f"import os; os.sched_setaffinity(0, {set(mask)!r}); "
+            "from rebelboost.parallel import available_cpus; print(available_cpus())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(out.stdout) == expected
 
 
 @pytest.mark.parametrize("n_jobs, threads", [

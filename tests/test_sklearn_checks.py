@@ -1,4 +1,5 @@
-"""scikit-learn's estimator checks on RebelClassifier."""
+"""scikit-learn's estimator checks on RebelClassifier, once per weak learner (the default is
+the vector-leaf tree)."""
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -12,17 +13,22 @@ SIMILARITY_FAILURES: dict[str, str] = {
     ),
 }
 
+WEAK_LEARNERS = ("vector_tree", "tree", "stump", "similarity")
+ESTIMATORS = [RebelClassifier(n_estimators=10, weak_learner=name, random_state=0)
+              for name in WEAK_LEARNERS]
+
 
 def _expected_failed_checks(estimator):
     return SIMILARITY_FAILURES if estimator.weak_learner == "similarity" else {}
 
 
-@parametrize_with_checks(
-    [RebelClassifier(n_estimators=10, random_state=0),
-     RebelClassifier(n_estimators=10, weak_learner="stump", random_state=0),
-     RebelClassifier(n_estimators=10, weak_learner="vector_tree", random_state=0),
-     RebelClassifier(n_estimators=10, weak_learner="similarity", random_state=0)],
-    expected_failed_checks=_expected_failed_checks,
-)
+def test_every_weak_learner_is_checked_once():
+    """The list above names each weak learner the estimator accepts, none twice."""
+    accepted = RebelClassifier._parameter_constraints["weak_learner"][0].options
+    assert sorted(WEAK_LEARNERS) == sorted(accepted)
+    assert RebelClassifier().weak_learner in WEAK_LEARNERS
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
