@@ -13,7 +13,7 @@ import numpy as np
 
 from ..binning import Binner, as_float, merge_value_counts, value_counts
 from ..costs import check_sample_cost
-from ..learners.vector_tree import BinTree, LocalRows
+from ..learners.row_set import BinTree, LocalRows
 from ..losses.rebel import RebelLoss, add_leaf_steps
 from ..search.binned import BinnedData
 from ..validation import normalize_labels

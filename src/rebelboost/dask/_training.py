@@ -16,7 +16,8 @@ import numpy as np
 
 from ..engine import Stage
 from ..learners.leaf_tree import LeafTreeArrays
-from ..learners.vector_tree import BinTree, VectorTreeGrower, VectorTreeOptions
+from ..learners.row_set import BinTree
+from ..learners.vector_tree import VectorTreeGrower, VectorTreeOptions
 from . import _partition as part_fn
 
 

@@ -22,11 +22,11 @@ from ..search.columns import HistogramPool
 from ..search.splits import is_better
 from .leaf_tree import LeafTreeArrays
 from .rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
+from .row_set import LocalRows
 from .similarity import SimilarityArrays, resolve_coincident, scaling_statistics
 from .similarity_search import fit_follow_up, fit_similarity
 from .tree import TreeArrays
 from .vector_tree import (
-    LocalRows,
     VectorTreeFit,
     VectorTreeGrower,
     VectorTreeOptions,
