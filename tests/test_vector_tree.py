@@ -52,7 +52,7 @@ def _histogram(data, channels, rows, sums):
     """The histogram of ``rows`` on the cells a search reads (the others are left unset)."""
     out = np.full((data.n_features, data.layout.n_bins_total, channels.shape[1] + 1), np.nan)
     features = np.arange(data.n_features)
-    return LocalRows(data, channels).histogram(rows, sums, features, out)
+    return LocalRows(data, channels).histogram_of(rows, sums, features, out)
 
 
 def test_leaf_vectors_minimise_each_leafs_loss_numerically():

@@ -59,64 +59,119 @@ class BinTree(NamedTuple):
     right: np.ndarray
 
 
-class LocalRows:
-    """One tree's training rows in this process: a leaf's handle is its rows' indices
-    (increasing).
+class RowArrays:
+    """Sums, histograms and splits of rows given as index arrays (each in increasing order).
 
-    ``channels`` are the rows' 2K REBEL weights (or any channels to sum), ``rows`` the ones
-    this tree is grown on (all or a sample), ``amplify`` their sampling factors (None: 1) and
-    ``row_weight`` the sample weights ``min_samples_leaf`` counts (None: 1)."""
+    ``channels`` are the rows' 2K REBEL weights (or any channels to sum), ``amplify`` their
+    sampling factors (None: 1) and ``row_weight`` the sample weights ``min_samples_leaf``
+    counts (None: 1). Every method is pure (Dask's partitions use it as is);
+    :class:`LocalRows` partitions one index array in place instead."""
 
-    def __init__(self, data: BinnedData, channels: np.ndarray, rows: np.ndarray | None = None,
+    def __init__(self, data: BinnedData, channels: np.ndarray,
                  amplify: np.ndarray | None = None, row_weight: np.ndarray | None = None):
         n = data.n_samples
         self.data = data
         self.channels = np.ascontiguousarray(channels, dtype=np.float64)
         if self.channels.ndim != 2 or self.channels.shape[0] != n:
             raise ValueError(f"channels must have shape ({n}, C), got {self.channels.shape}")
-        self.rows = np.arange(n, dtype=np.intp) if rows is None else rows
-        self.sampled = len(self.rows) < n
         self.amplify = amplify
         self.row_weight = (np.ones(n) if row_weight is None
                            else np.ascontiguousarray(row_weight, dtype=np.float64))
 
-    def root(self) -> np.ndarray:
-        return self.rows
-
-    @staticmethod
-    def count(rows: np.ndarray) -> int:
-        return len(rows)
-
-    def sums(self, rows: np.ndarray) -> np.ndarray:
+    def sums_of(self, rows: np.ndarray) -> np.ndarray:
         """Channel sums (amplified) and sample weight of ``rows``, in row order."""
         return _row_sums(self.channels, rows, self.amplify, self.row_weight)
 
-    def split(self, rows: np.ndarray, feature: int, split_bin: int, missing_left: bool
-              ) -> tuple[np.ndarray, np.ndarray]:
-        """The rows going left and right (each increasing)."""
+    def split_rows(self, rows: np.ndarray, feature: int, split_bin: int, missing_left: bool
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """New arrays of the rows going left and right (each increasing)."""
         return _partition(self.data.bins, rows, feature, split_bin,
                           self.data.layout.missing_bin, missing_left)
 
-    def release(self, rows: np.ndarray) -> None:
-        """A leaf that was split (the local rows need no freeing)."""
-
-    def histogram(self, rows: np.ndarray, sums: np.ndarray, features: np.ndarray,
-                  out: np.ndarray) -> np.ndarray:
+    def histogram_of(self, rows: np.ndarray, sums: np.ndarray, features: np.ndarray,
+                     out: np.ndarray) -> np.ndarray:
         """Writes the histogram of ``rows`` (channel sums ``sums``) over ``features`` into
         the cells of ``out`` (n_features, n_bins, 2K + 1) that a search reads."""
         row_channels = _gather(self.channels, rows, self.amplify, self.row_weight)
         return build_leaf_histogram(self.data, row_channels, rows, sums, features, out)
 
-    def assign(self, leaves: list[np.ndarray], tree: BinTree) -> np.ndarray:
-        """The leaf of every row (leaves in the tree's numbering), the rows outside the
-        sample routed through the tree."""
-        if self.sampled and (tree.feature >= 0).any():
-            return _route_bins(self.data.bins, tree.feature, tree.split_bin, tree.missing_left,
-                               tree.left, tree.right, self.data.layout.missing_bin)
+    def leaves_of(self, leaves: list[np.ndarray], tree: BinTree, sampled: bool) -> np.ndarray:
+        """The leaf of every row (leaves in the tree's numbering; ``sampled``: the rows
+        outside the leaves are routed through the tree)."""
+        if sampled and (tree.feature >= 0).any():
+            return route_bins(self.data.bins, tree, self.data.layout.missing_bin)
         leaf_of_row = np.zeros(self.data.n_samples, dtype=np.intp)
         for i, rows in enumerate(leaves):
             leaf_of_row[rows] = i
         return leaf_of_row
+
+
+class LocalRows(RowArrays):
+    """One tree's training rows in this process (the :class:`RowSet` of a local fit).
+
+    The rows the tree is grown on (``rows``: all or a sample, increasing) are one index
+    array; a leaf's handle is a ``(start, stop)`` range of it. A split partitions its range in
+    place, stably (each child keeps increasing row order, so every sum adds the rows in the
+    same order as before), as scikit-learn's hist-GBM ``Splitter`` does: no row arrays are
+    allocated per split."""
+
+    def __init__(self, data: BinnedData, channels: np.ndarray, rows: np.ndarray | None = None,
+                 amplify: np.ndarray | None = None, row_weight: np.ndarray | None = None):
+        super().__init__(data, channels, amplify, row_weight)
+        n = data.n_samples
+        self.order = (np.arange(n, dtype=np.intp) if rows is None
+                      else np.array(rows, dtype=np.intp))
+        self.sampled = len(self.order) < n
+        self._scratch = np.empty_like(self.order)  # the right sides during a partition
+
+    def rows_of(self, leaf: tuple[int, int]) -> np.ndarray:
+        """The rows of ``leaf`` (a view of the tree's index array)."""
+        return self.order[leaf[0]:leaf[1]]
+
+    def root(self) -> tuple[int, int]:
+        return 0, len(self.order)
+
+    @staticmethod
+    def count(leaf: tuple[int, int]) -> int:
+        return leaf[1] - leaf[0]
+
+    def sums(self, leaf: tuple[int, int]) -> np.ndarray:
+        return self.sums_of(self.rows_of(leaf))
+
+    def split(self, leaf: tuple[int, int], feature: int, split_bin: int, missing_left: bool
+              ) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The ranges going left and right, the leaf's range partitioned in place."""
+        start, stop = leaf
+        args = (self.data.bins, self.order, self._scratch, start, stop, feature, split_bin,
+                self.data.layout.missing_bin, missing_left)
+        if stop - start >= _PARALLEL_PARTITION:
+            n_tasks = min(4 * numba.get_num_threads(), (stop - start) // 4096)
+            middle = start + _partition_in_place(*args, n_tasks)
+        else:
+            middle = start + _partition_in_place_serial(*args)
+        return (start, middle), (middle, stop)
+
+    def release(self, leaf: tuple[int, int]) -> None:
+        """A leaf that was split (its range now belongs to its children)."""
+
+    def histogram(self, leaf: tuple[int, int], sums: np.ndarray, features: np.ndarray,
+                  out: np.ndarray) -> np.ndarray:
+        return self.histogram_of(self.rows_of(leaf), sums, features, out)
+
+    def assign(self, leaves: list[tuple[int, int]], tree: BinTree) -> np.ndarray:
+        """The leaf of every row (leaves in the tree's numbering), the rows outside the
+        sample routed through the tree."""
+        return self.leaves_of([self.rows_of(leaf) for leaf in leaves], tree, self.sampled)
+
+
+def route_bins(bins: np.ndarray, tree: BinTree, missing_bin: int) -> np.ndarray:
+    """The leaf of every row of the binned training set in a grown tree."""
+    return _route_bins(bins, tree.feature, tree.split_bin, tree.missing_left, tree.left,
+                       tree.right, missing_bin)
+
+
+# Rows from which a partition uses every thread.
+_PARALLEL_PARTITION = 1 << 15
 
 
 @numba.njit(cache=True, nogil=True)
@@ -157,14 +212,80 @@ def _partition(bins, rows, feature, split_bin, missing_bin, missing_left):
     n_left = n_right = 0
     for i in range(n):
         r = rows[i]
-        b = bins[r, feature]
-        if missing_left if b == missing_bin else b <= split_bin:
+        if _goes_left(bins, r, feature, split_bin, missing_bin, missing_left):
             left[n_left] = r
             n_left += 1
         else:
             right[n_right] = r
             n_right += 1
     return left[:n_left].copy(), right[:n_right].copy()
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _goes_left(bins, r, feature, split_bin, missing_bin, missing_left):
+    b = bins[r, feature]
+    return missing_left if b == missing_bin else b <= split_bin
+
+
+@numba.njit(cache=True, nogil=True)
+def _partition_in_place_serial(bins, order, scratch, start, stop, feature, split_bin,
+                               missing_bin, missing_left):
+    """Stable partition of ``order[start:stop]`` (left rows first); the number going left.
+    Left rows move down in place (never past the row being read), right rows wait in
+    ``scratch``."""
+    n_left = n_right = 0
+    for i in range(start, stop):
+        r = order[i]
+        if _goes_left(bins, r, feature, split_bin, missing_bin, missing_left):
+            order[start + n_left] = r
+            n_left += 1
+        else:
+            scratch[n_right] = r
+            n_right += 1
+    for i in range(n_right):
+        order[start + n_left + i] = scratch[i]
+    return n_left
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _partition_in_place(bins, order, scratch, start, stop, feature, split_bin, missing_bin,
+                        missing_left, n_tasks):
+    """:func:`_partition_in_place_serial` in ``n_tasks`` parallel tasks: each counts its
+    chunk's left rows, then writes its rows at their final places in ``scratch`` (stable),
+    copied back."""
+    n = stop - start
+    n_tasks = max(1, n_tasks)
+    bounds = np.linspace(start, stop, n_tasks + 1).astype(np.intp)
+    lefts = np.zeros(n_tasks, dtype=np.intp)
+    for t in numba.prange(n_tasks):
+        c = 0
+        for i in range(bounds[t], bounds[t + 1]):
+            if _goes_left(bins, order[i], feature, split_bin, missing_bin, missing_left):
+                c += 1
+        lefts[t] = c
+    left_at = np.empty(n_tasks, dtype=np.intp)
+    right_at = np.empty(n_tasks, dtype=np.intp)
+    n_left = 0
+    for t in range(n_tasks):
+        left_at[t] = start + n_left
+        n_left += lefts[t]
+    n_right = 0
+    for t in range(n_tasks):
+        right_at[t] = start + n_left + n_right
+        n_right += bounds[t + 1] - bounds[t] - lefts[t]
+    for t in numba.prange(n_tasks):
+        a, b = left_at[t], right_at[t]
+        for i in range(bounds[t], bounds[t + 1]):
+            r = order[i]
+            if _goes_left(bins, r, feature, split_bin, missing_bin, missing_left):
+                scratch[a] = r
+                a += 1
+            else:
+                scratch[b] = r
+                b += 1
+    for i in numba.prange(n):
+        order[start + i] = scratch[start + i]
+    return n_left
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
