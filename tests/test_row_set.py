@@ -1,11 +1,16 @@
-"""The row set of the vector-leaf grower: in-place partitions and the backend seam."""
+"""The row set of the vector-leaf grower: in-place partitions, and the seam to row blocks
+held elsewhere (a backend of plain lists trains the local model)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
 
+from rebelboost import RebelClassifier
+from rebelboost.blocks import tasks
+from rebelboost.blocks.training import BlockRebelBooster, nbytes
+from rebelboost.engine import boost
 from rebelboost.learners import row_set
 from rebelboost.learners.row_set import LocalRows
 from rebelboost.search.binned import BinnedData
@@ -62,3 +67,81 @@ def test_local_rows_split_ranges_of_one_array_without_copies():
     goes_left = data.bins[rows.rows_of(left), 0] <= 10
     assert goes_left.all()
     assert rows.count(left) + rows.count(right) == 250
+
+
+class ShuffledListExecutor:
+    """A backend of plain Python lists: a "future" is the value itself, every task runs at
+    once, and the blocks of a ``map`` are computed in a shuffled order (as a cluster's workers
+    answer whenever they are done). Reductions add in the blocks' order, as the seam asks."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+        self.gathered_bytes = 0
+        self.tasks = 0
+
+    def submit(self, func, *args, worker=None):
+        self.tasks += 1
+        return func(*args)
+
+    def map(self, func, futures, *args):
+        out = [None] * len(futures)
+        for i in self.rng.permutation(len(futures)):
+            out[i] = self.submit(func, futures[i], *args)
+        return out
+
+    def unpack(self, futures, n):
+        return [[f[i] for f in futures] for i in range(n)]
+
+    def reduce(self, func, futures):
+        level = list(futures)
+        while len(level) > 1:
+            pairs = list(zip(level[::2], level[1::2], strict=False))
+            done = [None] * len(pairs)
+            for i in self.rng.permutation(len(pairs)):
+                done[i] = self.submit(func, *pairs[i])
+            level = done + level[len(pairs) * 2:]
+        return level[0]
+
+    def reduce_gather(self, func, futures, fan_in=2):
+        return self.gather(self.reduce(func, futures))
+
+    def gather(self, future):
+        self.gathered_bytes += nbytes(future)
+        return future
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_list_backend_answering_in_shuffled_order_trains_the_local_model(seed):
+    """The row-block booster on uneven blocks (one empty, one of a single row, one of a single
+    class, NaN), through a backend that answers in shuffled order: the local fit's trees, and
+    its scores and loss up to the order of additions."""
+    rng = np.random.default_rng(seed)
+    n, d, k = 1200, 5, 3
+    X = rng.standard_normal((n, d))
+    y = np.digitize(X[:, 0] + 0.6 * X[:, 1] ** 2, [-0.3, 0.8])
+    X[rng.random((n, d)) < 0.05] = np.nan
+    order = np.argsort(y, kind="stable")
+    X, y = X[order], y[order]
+    params = dict(n_estimators=6, max_leaves=9, colsample_bytree=0.8, random_state=seed)
+    local = RebelClassifier(**params).fit(X, y)
+
+    cuts = [0, 250, 250, 700, 701, n]
+    assert len(np.unique(y[:250])) == 1  # the first block holds one class
+    raw = [tasks.check_partition(X[a:b], y[a:b], None, d, i)
+           for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True))]
+    draws = np.random.RandomState(seed)  # drawn from as the local fit draws
+    binner = BinnedData.fit(X, None, local.max_bins, draws.randint(2**31)).binner
+    parts = [tasks.make_partition(r, binner, local.classes_, local.cost_matrix_,
+                                  local.subcosts, float(n)) for r in raw]
+    executor = ShuffledListExecutor(seed)
+    booster = BlockRebelBooster(executor, parts, binner, n, k, local._vector_tree_options(),
+                                np.random.RandomState(draws.randint(2**31)),
+                                local._shrinkage())
+    result = boost(booster, params["n_estimators"], d, target_loss=1.0 / n)
+
+    got, want = result.model.learners, local.model_.learners
+    for name in ("feature", "threshold", "missing_left", "left", "right"):
+        assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    assert_allclose(result.model.values, local.model_.values, rtol=1e-9, atol=1e-12)
+    assert_allclose(result.train_loss, local.train_loss_, rtol=1e-9)
+    assert executor.tasks > 0

@@ -1,8 +1,8 @@
-"""What a worker does with its partitions: check them, summarise them for the binner, bin
-them, and answer the grower's questions about its rows.
+"""What a worker does with its row blocks (partitions): check them, summarise them for the
+binner, bin them, and answer the grower's questions about its rows.
 
-Every function is pure (it returns new objects and never changes its inputs), so Dask may run
-one again on another worker after a failure and get the same bits.
+Every function is pure (it returns new objects and never changes its inputs), so a backend
+(Dask, Ray, Spark) may run one again on another worker after a failure and get the same bits.
 """
 
 from __future__ import annotations
