@@ -15,6 +15,7 @@ import numpy as np
 
 from ..search.binned import BinnedData
 from ..search.leaf_histogram import build_leaf_histogram
+from .leaf_tree import bin_goes_left, tree_walk
 
 
 class RowSet(Protocol):
@@ -170,6 +171,8 @@ def route_bins(bins: np.ndarray, tree: BinTree, missing_bin: int) -> np.ndarray:
                        tree.right, missing_bin)
 
 
+_walk_bins = tree_walk(bin_goes_left)
+
 # Rows from which a partition uses every thread.
 _PARALLEL_PARTITION = 1 << 15
 
@@ -223,8 +226,7 @@ def _partition(bins, rows, feature, split_bin, missing_bin, missing_left):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _goes_left(bins, r, feature, split_bin, missing_bin, missing_left):
-    b = bins[r, feature]
-    return missing_left if b == missing_bin else b <= split_bin
+    return bin_goes_left(bins[r, feature], split_bin, missing_left, missing_bin)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -291,20 +293,7 @@ def _partition_in_place(bins, order, scratch, start, stop, feature, split_bin, m
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _route_bins(bins, feature, split_bin, missing_left, left, right, missing_bin):
     """Leaf of every row of the binned training set in one tree."""
-    n = bins.shape[0]
-    out = np.empty(n, dtype=np.intp)
-    for r in numba.prange(n):
-        node = 0
-        while True:
-            f = feature[node]
-            if f < 0:
-                child = left[node]
-            else:
-                b = bins[r, f]
-                go_left = missing_left[node] if b == missing_bin else b <= split_bin[node]
-                child = left[node] if go_left else right[node]
-            if child < 0:
-                out[r] = ~child
-                break
-            node = child
+    out = np.empty(bins.shape[0], dtype=np.intp)
+    for r in numba.prange(bins.shape[0]):
+        out[r] = _walk_bins(bins[r], feature, split_bin, missing_left, left, right, missing_bin)
     return out
