@@ -18,11 +18,12 @@ rows (increasing index) and, within a memory budget, its histogram: of two child
 with fewer rows is built from its rows and the other is its parent's histogram minus it.
 
 The grower holds the tree and every decision; the rows it reads are behind a row set
-(:class:`~.row_set.RowSet`: :class:`~.row_set.LocalRows` in this process; :mod:`rebelboost.dask`
-keeps them on the workers and sums their counts, channel sums and histograms), so a
-distributed fit takes the same decisions from the same sums. The split scan and the leaves'
-closed forms are in :mod:`rebelboost.search.vector_leaf`, the histogram kernels in
-:mod:`rebelboost.search.leaf_histogram`.
+(:class:`~.row_set.RowSet`: :class:`~.row_set.LocalRows` in this process, each leaf a range
+of one index array partitioned in place; :mod:`rebelboost.blocks` keeps them on workers and
+sums their counts, channel sums and histograms), so a distributed fit takes the same
+decisions from the same sums. The leaves' closed forms are in
+:mod:`rebelboost.search.vector_leaf`, the split scan (shared by every learner) in
+:mod:`rebelboost.search.splits`, the histogram kernels in :mod:`rebelboost.search.leaf_histogram`.
 
 Sampling (per iteration, seeded by the caller's generator): rows uniformly (``subsample``), or
 by weight as in GOSS (``'goss'``: the heaviest rows plus a uniform draw of the rest scaled up
@@ -39,8 +40,8 @@ import numpy as np
 
 from ..binning import Binner
 from ..search.leaf_histogram import big_histograms, subtract_histogram
-from ..search.splits import is_better
-from ..search.vector_leaf import best_vector_split, leaf_loss, leaf_vector
+from ..search.splits import best_vector_split, is_better
+from ..search.vector_leaf import leaf_loss, leaf_vector
 from .leaf_tree import LeafTreeArrays, constant_leaf_tree
 from .row_set import BinTree, RowSet
 
@@ -229,7 +230,7 @@ class VectorTreeGrower:
             leaf.hist = hist = self._build(leaf)
         self.searched += 1
         best = best_vector_split(hist, self.features, self.n_value_bins, self.has_missing,
-                                 self.missing_bin, self.prior, self.k,
+                                 self.missing_bin, self.prior,
                                  float(self.options.min_samples_leaf), self._big_histograms)
         if best is None or not is_better(best.score, leaf.loss):
             leaf.split = None
