@@ -26,6 +26,7 @@ DATA = ROOT.parent / "shared" / "data"
 SECTION = "## Engine refactor (issue 17): time per iteration before and after"
 
 CASES = {  # name: (estimator expression, data set, training rows)
+    "rebel-default letter": ("RebelClassifier(100, random_state=0)", "letter", 16000),
     "rebel-tree2 mnist": ("RebelClassifier(30, weak_learner='tree', max_depth=2, random_state=0)",
                           "mnist", 60000),
     "rebel-stump letter": ("RebelClassifier(200, weak_learner='stump', random_state=0)",

@@ -151,3 +151,36 @@ def test_auto_early_stopping_holds_out_a_split_above_ten_thousand_rows(n, on):
                             random_state=0).fit(X, y)
     assert (model.validation_loss_ is not None) == on
     assert (model.best_iteration_ is not None) == on
+
+
+@pytest.mark.parametrize("weak_learner", ["vector_tree", "tree", "stump", "similarity"])
+def test_every_weak_learner_hands_back_what_its_model_scores(weak_learner):
+    """The learner contract: each family's ``fit`` returns a LearnerFit whose update of the
+    training scores (``add_to``: weight times slot values) is what the fitted learner adds
+    when the model scores the same rows."""
+    from rebelboost.learners.contract import LearnerFit
+    from rebelboost.learners.rebel_learners import REBEL_LEARNERS, LearnerOptions
+    from rebelboost.learners.vector_tree import VectorTreeOptions
+    from rebelboost.losses.rebel import RebelLoss
+
+    X, y = make_classification(300, 5, n_informative=4, n_redundant=0, n_classes=3,
+                               random_state=1)
+    k = 3
+    rng = np.random.RandomState(0)
+    options = LearnerOptions(depth=1 if weak_learner == "stump" else 2, max_bins=32,
+                             quickboost=False, similarity_mode="two-point",
+                             scaling="standard",
+                             vector_tree=VectorTreeOptions(max_leaves=6, min_samples_leaf=5))
+    family = REBEL_LEARNERS[weak_learner](X, y, np.ones(len(y)), 1.0 - np.eye(k), options, rng)
+    loss = RebelLoss(1.0 - np.eye(k), family.codes, np.ones(len(y)))
+    channels, _ = loss.weights(rng.normal(scale=0.3, size=(len(y), k)))
+    fit = family.fit(channels)
+    assert isinstance(fit, LearnerFit)
+    assert fit.values.shape == (fit.arrays.n_slots, k)
+    assert (fit.vector is None) == (weak_learner == "vector_tree")
+    trained = np.zeros((len(y), k))
+    fit.add_to(trained, 0.5 * fit.values)
+    scored = np.zeros((len(y), k))
+    fit.arrays.accumulate(X, 0.5 * fit.values[None], scored)
+    np.testing.assert_allclose(trained, scored, rtol=1e-12, atol=1e-12)
+    assert np.abs(trained).max() > 0  # the learner moved the scores

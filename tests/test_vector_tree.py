@@ -11,15 +11,16 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import minimize
 
 from rebelboost import RebelClassifier
-from rebelboost.learners import vector_tree
+from rebelboost.learners import row_set, vector_tree
 from rebelboost.learners.leaf_tree import LeafTreeArrays, constant_leaf_tree
+from rebelboost.learners.row_set import LocalRows
 from rebelboost.learners.vector_tree import (
-    LocalRows,
     VectorTreeGrower,
     VectorTreeOptions,
     sample_rows,
 )
 from rebelboost.losses.rebel import RebelLoss
+from rebelboost.search import leaf_histogram, vector_leaf
 from rebelboost.search.binned import BinnedData
 
 
@@ -51,7 +52,7 @@ def _histogram(data, channels, rows, sums):
     """The histogram of ``rows`` on the cells a search reads (the others are left unset)."""
     out = np.full((data.n_features, data.layout.n_bins_total, channels.shape[1] + 1), np.nan)
     features = np.arange(data.n_features)
-    return LocalRows(data, channels).histogram(rows, sums, features, out)
+    return LocalRows(data, channels).histogram_of(rows, sums, features, out)
 
 
 def test_leaf_vectors_minimise_each_leafs_loss_numerically():
@@ -97,7 +98,7 @@ def test_smoothing_shrinks_steps_towards_zero_and_keeps_the_loss_down():
     for leaf in np.unique(grower_exact.leaf_of_row):
         sums = np.concatenate([channels[grower_exact.leaf_of_row == leaf].sum(axis=0), [1.0]])
         prior = np.full(k, 10.0 * sums[:2 * k].mean())
-        a = vector_tree._leaf_vector(sums, prior, k)
+        a = vector_leaf.leaf_vector(sums, prior, k)
         a0 = grower_exact.leaf_values[leaf]
         assert np.all(np.abs(a) <= np.abs(a0) + 1e-12) and np.all(a * a0 >= 0)
 
@@ -130,14 +131,14 @@ def test_histogram_subtraction_builds_the_same_tree_as_direct_histograms(monkeyp
     data = BinnedData.fit(X, None, 255, 0, row_layout=True)
     rows = np.arange(len(y))
     ones = np.ones(len(y))
-    sums = vector_tree._row_sums(channels, rows, None, ones)
+    sums = row_set._row_sums(channels, rows, None, ones)
     left = rows[rows % 3 == 0]
     parent = _histogram(data, channels, rows, sums)
-    small = _histogram(data, channels, left, vector_tree._row_sums(channels, left, None, ones))
+    small = _histogram(data, channels, left, row_set._row_sums(channels, left, None, ones))
     right = rows[rows % 3 != 0]
-    big = _histogram(data, channels, right, vector_tree._row_sums(channels, right, None, ones))
+    big = _histogram(data, channels, right, row_set._row_sums(channels, right, None, ones))
     n_value_bins, missing_bin = data.layout.n_value_bins, data.layout.missing_bin
-    vector_tree._subtract_used(parent, small, n_value_bins, missing_bin)
+    leaf_histogram._subtract_used(parent, small, n_value_bins, missing_bin)
     for f in range(X.shape[1]):
         used = list(range(n_value_bins[f])) + [missing_bin]
         assert_allclose(parent[f, used], big[f, used], rtol=1e-9, atol=1e-12)
@@ -165,7 +166,7 @@ def test_sparse_and_dense_histograms_agree():
     data = BinnedData.fit(X, None, 255, 0, row_layout=True)
     assert data.sparse is not None
     rows = np.flatnonzero(rng.random(500) < 0.4)
-    sums = vector_tree._row_sums(channels, rows, None, np.ones(len(channels)))
+    sums = row_set._row_sums(channels, rows, None, np.ones(len(channels)))
     sparse_hist = _histogram(data, channels, rows, sums)
     data.sparse = None
     dense_hist = _histogram(data, channels, rows, sums)
@@ -216,7 +217,7 @@ def test_goss_sums_are_unbiased():
     for _ in range(400):
         rows, amplify = sample_rows(channels, options, rng)
         assert np.all(np.diff(rows) > 0)
-        draws.append(vector_tree._row_sums(channels, rows, amplify, np.ones(300))[:2 * k])
+        draws.append(row_set._row_sums(channels, rows, amplify, np.ones(300))[:2 * k])
     assert_allclose(np.mean(draws, axis=0), channels.sum(axis=0), rtol=0.03)
 
 

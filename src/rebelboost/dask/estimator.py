@@ -2,10 +2,11 @@
 
 The rows never leave the workers: each bins and keeps its own partitions, builds the
 histograms of its rows, and a fixed-order tree reduction adds them up for the one split search
-on the client (:mod:`._training`). All of it runs as ordinary Dask tasks (no sockets of our
-own): a worker that dies is replaced by recomputing its partitions from their lineage, every
-task being a pure function, so the fit completes with the same model, or fails with Dask's
-``KilledWorker`` error when the same task has killed workers too often.
+on the client (:mod:`rebelboost.blocks`, run through Dask by :mod:`._cluster`). All of it
+runs as ordinary Dask tasks (no sockets of our own): a worker that dies is replaced by
+recomputing its partitions from their lineage, every task being a pure function, so the fit
+completes with the same model, or fails with Dask's ``KilledWorker`` error when the same task
+has killed workers too often.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
 from ..binning import Binner
+from ..blocks import tasks as part_fn
+from ..blocks.training import BlockRebelBooster
 from ..engine import boost
 from ..ensemble._base import _rng
 from ..ensemble.rebel import RebelClassifier
 from ..validation import check_cost_matrix
-from . import _partition as part_fn
-from ._training import Cluster, DaskRebelBooster
+from ._cluster import Cluster
 
 #: The partitions are concatenated into this many blocks per worker, consecutive partitions
 #: together (so the order of additions is fixed by the data, not by where Dask put it): each
@@ -132,7 +134,7 @@ class DaskRebelClassifier(RebelClassifier):
                             self.subcosts, weight_total)
         wait(parts)
         del raw  # the raw rows are dropped: each worker keeps its binned partitions
-        booster = DaskRebelBooster(
+        booster = BlockRebelBooster(
             cluster, parts, cluster.gather(binner), n_rows, k, self._vector_tree_options(),
             np.random.RandomState(rng.randint(2**31)), self._shrinkage())
         target = 1.0 / n_rows if self.target_loss == "auto" else self.target_loss

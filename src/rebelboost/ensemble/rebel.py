@@ -25,10 +25,11 @@ from ..costs import (
 )
 from ..engine import Stage
 from ..io import corrupt, float_array
+from ..learners.contract import LearnerFit
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.rebel_learners import REBEL_LEARNERS, LearnerOptions
 from ..learners.vector_tree import SAMPLINGS, VectorTreeOptions
-from ..losses.rebel import SUBCOSTS, RebelLoss, add_leaf_steps, add_step
+from ..losses.rebel import SUBCOSTS, RebelLoss
 from ..validation import check_cost_matrix
 from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
 
@@ -419,18 +420,13 @@ class _RebelBooster:
         return self.loss.loss(np.zeros_like(self.scores))
 
     def fit_stage(self, iteration: int) -> Stage:
-        learner, work = self.family.fit(self.channels)
-        if hasattr(learner, "leaf_values"):  # a vector-leaf tree: each leaf its own step
-            steps = self.learning_rate * learner.leaf_values
-            add_leaf_steps(self.scores, learner.leaf_of_row, steps)
-            values, vector = steps[None], None
-        else:
-            vector = self.learning_rate * learner.vector
-            add_step(self.scores, np.ascontiguousarray(learner.output, dtype=np.float64), vector)
-            values = learner.arrays.slot_outputs()[:, :, None] * vector
-        gains = [(f, gain * self.scale) for f, gain in learner.gains]
+        fit: LearnerFit = self.family.fit(self.channels)
+        values = self.learning_rate * fit.values
+        fit.add_to(self.scores, values)
+        vector = None if fit.vector is None else self.learning_rate * fit.vector
+        gains = [(f, gain * self.scale) for f, gain in fit.gains]
         self.channels, self.scale, loss = self.loss.weights_and_loss(self.scores)
-        return Stage(learner.arrays, values, loss, gains, {"vector": vector, "work": work})
+        return Stage(fit.arrays, values[None], loss, gains, {"vector": vector, "work": fit.work})
 
     def validation_loss(self, scores) -> float:
         return self.val_loss.loss(scores)

@@ -199,21 +199,50 @@ def constant_leaf_tree(max_leaves: int) -> LeafTreeArrays:
                           np.zeros((1, m), bool), left, left.copy())
 
 
+def tree_walk(goes_left):
+    """The one walk down a tree of explicit children, for a test ``goes_left(value, split,
+    missing_left, missing)`` of a row's entry at a node: over raw values
+    (:func:`value_goes_left`, prediction) or over bins (:func:`bin_goes_left`, training rows).
+    The walk ``walk(x, feature, split, missing_left, left, right, missing)`` returns the
+    leaf row ``x`` reaches (jitted, inlined into its callers)."""
+
+    @numba.njit(cache=True, nogil=True, inline="always")
+    def walk(x, feature, split, missing_left, left, right, missing):
+        node = 0
+        while True:
+            f = feature[node]
+            if f < 0:
+                child = left[node]
+            elif goes_left(x[f], split[node], missing_left[node], missing):
+                child = left[node]
+            else:
+                child = right[node]
+            if child < 0:
+                return ~child
+            node = child
+
+    return walk
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def value_goes_left(v, threshold, missing_left, missing):
+    """A raw value's side: NaN goes to the node's missing side, else ``v <= threshold``."""
+    return missing_left if np.isnan(v) else v <= threshold
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def bin_goes_left(b, split_bin, missing_left, missing_bin):
+    """A bin's side: the missing bin goes to the node's missing side, else ``b <= split_bin``."""
+    return missing_left if b == missing_bin else b <= split_bin
+
+
+_walk_values = tree_walk(value_goes_left)
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def leaf_of(x, feature, threshold, missing_left, left, right):
-    """The leaf row ``x`` reaches in one tree."""
-    node = 0
-    while True:
-        f = feature[node]
-        if f < 0:
-            child = left[node]
-        else:
-            v = x[f]
-            go_left = missing_left[node] if np.isnan(v) else v <= threshold[node]
-            child = left[node] if go_left else right[node]
-        if child < 0:
-            return ~child
-        node = child
+    """The leaf row ``x`` (raw values) reaches in one tree."""
+    return _walk_values(x, feature, threshold, missing_left, left, right, 0)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

@@ -1,13 +1,8 @@
 """REBEL's weak learners by name: each fits one iteration's learner from REBEL's 2K channels.
 
-The contract (what :class:`~rebelboost.ensemble.RebelClassifier` needs of a weak learner):
-``family = FAMILY(X, codes, sample_weight, cost_matrix, options, rng)`` prepares the training
-data once; ``family.fit(channels)`` returns the iteration's :class:`FittedLearner`-like fit
-(``arrays``: a learner stack of one, ``output`` on the training rows, ``vector``, ``loss``,
-``gains``) and the work it spent; ``family.stack(pieces)`` joins the pieces into the model's
-learner stack; ``family.codes`` are the training labels it fitted (a family may relabel);
-``family.state`` holds what it learnt about the data for the fitted estimator. A new weak
-learner is one class here (or in its own module) and an entry in :data:`REBEL_LEARNERS`.
+Every family implements :class:`~.contract.WeakLearnerFamily` (built once per fit, its
+``fit(channels)`` returns one :class:`~.contract.LearnerFit`). A new weak learner is one class
+here (or in its own module) and an entry in :data:`REBEL_LEARNERS`.
 """
 
 from __future__ import annotations
@@ -20,13 +15,14 @@ import numpy as np
 from ..search.binned import BinnedData
 from ..search.columns import HistogramPool
 from ..search.splits import is_better
+from .contract import LearnerFit
 from .leaf_tree import LeafTreeArrays
 from .rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
+from .row_set import LocalRows
 from .similarity import SimilarityArrays, resolve_coincident, scaling_statistics
 from .similarity_search import fit_follow_up, fit_similarity
 from .tree import TreeArrays
 from .vector_tree import (
-    LocalRows,
     VectorTreeFit,
     VectorTreeGrower,
     VectorTreeOptions,
@@ -64,13 +60,17 @@ class TreeFamily:
         self.codes = codes
         self.state: dict = {}
 
-    def fit(self, channels) -> tuple[FittedLearner, int]:
-        """The tree or the constant learner, whichever leaves the lower loss; and the work."""
+    def fit(self, channels) -> LearnerFit:
+        """The tree or the constant learner, whichever leaves the lower loss: its leaves add
+        ``+-a`` (their output times the step vector)."""
         bias = constant_learner(channels.sum(axis=0), channels.shape[0], self.depth)
         tree = grow_rebel_tree(self.data, channels, self.depth, quickboost=self.quickboost,
                                pool=self.pool)
         work = tree.histogram_updates if tree is not None else 0
-        return (bias if tree is None or is_better(bias.loss, tree.loss) else tree), work
+        best: FittedLearner = bias if tree is None or is_better(bias.loss, tree.loss) else tree
+        values = best.arrays.slot_outputs()[0][:, None] * best.vector
+        return LearnerFit(best.arrays, values, best.leaf_of_row, None, best.vector, best.loss,
+                          best.gains, work)
 
     def stack(self, pieces) -> TreeArrays:
         return TreeArrays.stack(pieces, self.depth)
@@ -105,9 +105,10 @@ class SimilarityFamily:
                 "reach zero (n_relabeled_)", UserWarning, stacklevel=4,
             )
 
-    def fit(self, channels):
-        """This iteration's learner. After a constant step, the learner its search ranked best
-        for the weights that step leaves is taken without a new search (fit_follow_up)."""
+    def fit(self, channels) -> LearnerFit:
+        """This iteration's learner: its one slot adds its output times the step vector.
+        After a constant step, the learner its search ranked best for the weights that step
+        leaves is taken without a new search (fit_follow_up)."""
         fit = fit_follow_up(self.follow_up, channels) if self.follow_up is not None else None
         if fit is None:
             fit = fit_similarity(self.X, self.sq_norms, channels,
@@ -118,18 +119,18 @@ class SimilarityFamily:
                              (arrays.second_index, arrays.second_class)):
             label[:] = np.where(index >= 0, self.codes[np.maximum(index, 0)], -1)
         arrays.offset, arrays.scale = self.offset, self.scale
-        return fit, 0
+        n = channels.shape[0]
+        return LearnerFit(arrays, arrays.slot_outputs()[0][:, None] * fit.vector,
+                          np.zeros(n, dtype=np.intp), fit.output, fit.vector, fit.loss,
+                          list(fit.gains))
 
     def stack(self, pieces) -> SimilarityArrays:
         return SimilarityArrays.stack(pieces, self.X.shape[1], self.offset, self.scale)
 
 
 class VectorTreeFamily:
-    """Vector-leaf trees grown leaf-wise (:mod:`.vector_tree`): each leaf its own K-vector.
-
-    Its fits carry ``leaf_values`` (each leaf's step) and ``leaf_of_row`` instead of one
-    output and one step vector.
-    """
+    """Vector-leaf trees grown leaf-wise (:mod:`.vector_tree`): each leaf its own K-vector
+    (no step vector)."""
 
     blas_threads = 1
 
@@ -144,10 +145,12 @@ class VectorTreeFamily:
         self.codes = codes
         self.state: dict = {}
 
-    def fit(self, channels) -> tuple[VectorTreeFit, int]:
+    def fit(self, channels) -> LearnerFit:
         rows, amplify = sample_rows(channels, self.options, self.grower.rng)
-        fit = self.grower.grow(LocalRows(self.data, channels, rows, amplify, self.sample_weight))
-        return fit, fit.histogram_updates
+        fit: VectorTreeFit = self.grower.grow(
+            LocalRows(self.data, channels, rows, amplify, self.sample_weight))
+        return LearnerFit(fit.arrays, fit.leaf_values, fit.leaf_of_row, None, None, fit.loss,
+                          fit.gains, fit.histogram_updates)
 
     def stack(self, pieces) -> LeafTreeArrays:
         return LeafTreeArrays.stack(pieces, self.options.max_leaves)

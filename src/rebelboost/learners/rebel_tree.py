@@ -37,6 +37,7 @@ class FittedLearner:
     output: np.ndarray  # f on the training rows
     vector: np.ndarray  # step vector a
     loss: float  # loss after the step, in the channels' scale
+    leaf_of_row: np.ndarray  # leaf of every training row
     gains: list[tuple[int, float]] = field(default_factory=list)  # (feature, loss reduction)
     histogram_updates: int = 0  # row x feature accumulations spent on the split searches
     nodes_searched: int = 0  # tree nodes whose split was searched
@@ -56,7 +57,8 @@ def constant_learner(total: np.ndarray, n_samples: int, depth: int) -> FittedLea
     k = total.shape[0] // 2
     s_plus, s_minus = total[:k], total[k:]
     a = step_vector(s_plus, s_minus)
-    return FittedLearner(constant_tree(depth), np.ones(n_samples), a, step_loss(s_plus, s_minus, a))
+    return FittedLearner(constant_tree(depth), np.ones(n_samples), a,
+                         step_loss(s_plus, s_minus, a), np.zeros(n_samples, dtype=np.intp))
 
 
 def grow_rebel_tree(
@@ -121,9 +123,10 @@ def grow_rebel_tree(
     if max_depth > 1:
         for node, _, sign in frontier:
             leaf_value[node - (2**max_depth - 1)] = sign
-    output = leaf_value[grower.leaf_index()]
-    return FittedLearner(grower.tree(leaf_value), output, a, step_loss(s_plus, s_minus, a),
-                         grower.gains, grower.histogram_updates, grower.nodes_searched)
+    leaf_of_row = grower.leaf_index()
+    return FittedLearner(grower.tree(leaf_value), leaf_value[leaf_of_row], a,
+                         step_loss(s_plus, s_minus, a), leaf_of_row, grower.gains,
+                         grower.histogram_updates, grower.nodes_searched)
 
 
 def _holding_rows(frontier: list, grower: LayerGrower) -> list:

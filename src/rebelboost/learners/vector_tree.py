@@ -18,9 +18,12 @@ rows (increasing index) and, within a memory budget, its histogram: of two child
 with fewer rows is built from its rows and the other is its parent's histogram minus it.
 
 The grower holds the tree and every decision; the rows it reads are behind a row set
-(:class:`LocalRows` here: the rows of each leaf as index arrays; :mod:`rebelboost.dask` keeps
-them on the workers and sums their counts, channel sums and histograms), so a distributed fit
-takes the same decisions from the same sums.
+(:class:`~.row_set.RowSet`: :class:`~.row_set.LocalRows` in this process, each leaf a range
+of one index array partitioned in place; :mod:`rebelboost.blocks` keeps them on workers and
+sums their counts, channel sums and histograms), so a distributed fit takes the same
+decisions from the same sums. The leaves' closed forms are in
+:mod:`rebelboost.search.vector_leaf`, the split scan (shared by every learner) in
+:mod:`rebelboost.search.splits`, the histogram kernels in :mod:`rebelboost.search.leaf_histogram`.
 
 Sampling (per iteration, seeded by the caller's generator): rows uniformly (``subsample``), or
 by weight as in GOSS (``'goss'``: the heaviest rows plus a uniform draw of the rest scaled up
@@ -31,25 +34,20 @@ sampled rows; every training row is then routed through the tree for the next it
 from __future__ import annotations
 
 import heapq
-import math
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
-import numba
 import numpy as np
 
 from ..binning import Binner
-from ..losses.rebel import STEP_EPS
-from ..search.binned import BinnedData
-from ..search.histogram import add_sparse_entries
-from ..search.splits import TIE_RTOL, is_better, pick_split
+from ..search.leaf_histogram import big_histograms, subtract_histogram
+from ..search.splits import best_vector_split, is_better
+from ..search.vector_leaf import leaf_loss, leaf_vector
 from .leaf_tree import LeafTreeArrays, constant_leaf_tree
+from .row_set import BinTree, RowSet
 
 # Leaf histograms kept for subtraction at once (bytes); beyond it the lowest-gain leaves'
 # histograms are dropped and their children built directly.
 HISTOGRAM_BUDGET = 1 << 27
-# Histogram additions (rows x features x channels) from which the kernels use every thread.
-_PARALLEL_ADDS = 1 << 20
 SAMPLINGS = ("uniform", "goss")
 
 
@@ -98,7 +96,7 @@ class VectorTreeGrower:
     """Grows vector-leaf trees on one binned training set, one per :meth:`grow` call.
 
     ``binner`` (fitted) gives the bins' layout and thresholds; the rows come with each call, as
-    a row set (:class:`LocalRows`)."""
+    a row set (:class:`~.row_set.RowSet`)."""
 
     def __init__(self, binner: Binner, n_classes: int, options: VectorTreeOptions,
                  rng: np.random.RandomState):
@@ -123,7 +121,7 @@ class VectorTreeGrower:
 
     # ------------------------------------------------------------------ one tree
 
-    def grow(self, rows: LocalRows) -> VectorTreeFit:
+    def grow(self, rows: RowSet) -> VectorTreeFit:
         """The tree fitted to the 2K weight channels ``(w+, w-)`` of the row set's rows."""
         opt, k = self.options, self.k
         self.features = self._sample_features()
@@ -135,7 +133,7 @@ class VectorTreeGrower:
         total = root.sums
         count = max(total[2 * k], 1.0)
         self.prior = opt.leaf_smoothing * (total[:k] + total[k:2 * k]) / (2.0 * count)
-        root.loss = _leaf_loss(total, self.prior, k)
+        root.loss = leaf_loss(total, self.prior, k)
         feature, threshold, missing_left, left, right = [], [], [], [], []
         split_bins = []
         gains = []
@@ -173,7 +171,7 @@ class VectorTreeGrower:
             leaves.remove(leaf)
             leaves += children
             for child in children:
-                child.loss = _leaf_loss(child.sums, self.prior, k)
+                child.loss = leaf_loss(child.sums, self.prior, k)
             self._children_histograms(leaf, children)
             for child in children:
                 self._search(child, child.hist)
@@ -199,7 +197,7 @@ class VectorTreeGrower:
         for i, leaf in enumerate(order):
             if leaf.parent >= 0:
                 (left if leaf.side == 0 else right)[leaf.parent] = ~i
-            values[i] = _leaf_vector(leaf.sums, self.prior, k)
+            values[i] = leaf_vector(leaf.sums, self.prior, k)
             loss += leaf.loss
         t = len(feature)
         if feature:
@@ -231,11 +229,9 @@ class VectorTreeGrower:
         if hist is None:
             leaf.hist = hist = self._build(leaf)
         self.searched += 1
-        scan = _scan if self._big_histograms else _scan_serial
-        scores, bins, m_left = scan(hist, self.features, self.n_value_bins, self.has_missing,
-                                     self.missing_bin, self.prior, self.k,
-                                     float(self.options.min_samples_leaf))
-        best = pick_split(scores, bins, m_left)
+        best = best_vector_split(hist, self.features, self.n_value_bins, self.has_missing,
+                                 self.missing_bin, self.prior,
+                                 float(self.options.min_samples_leaf), self._big_histograms)
         if best is None or not is_better(best.score, leaf.loss):
             leaf.split = None
             return
@@ -256,8 +252,8 @@ class VectorTreeGrower:
         if big in wanted:
             big.hist = parent.hist
             parent.hist = None
-            subtract = _subtract_used if self._big_histograms else _subtract_used_serial
-            subtract(big.hist, small.hist, self.n_value_bins, self.missing_bin)
+            subtract_histogram(big.hist, small.hist, self.n_value_bins, self.missing_bin,
+                               self._big_histograms)
         else:
             self._release(parent)
         if small not in wanted:
@@ -319,97 +315,6 @@ def sample_rows(channels: np.ndarray, options: VectorTreeOptions, rng: np.random
     return np.sort(rows).astype(np.intp), amplify
 
 
-class BinTree(NamedTuple):
-    """A grown tree's splits in bin space (how training rows are routed)."""
-
-    feature: np.ndarray
-    split_bin: np.ndarray
-    missing_left: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-
-
-class LocalRows:
-    """One tree's training rows in this process: a leaf's handle is its rows' indices
-    (increasing).
-
-    ``channels`` are the rows' 2K REBEL weights (or any channels to sum), ``rows`` the ones
-    this tree is grown on (all or a sample), ``amplify`` their sampling factors (None: 1) and
-    ``row_weight`` the sample weights ``min_samples_leaf`` counts (None: 1)."""
-
-    def __init__(self, data: BinnedData, channels: np.ndarray, rows: np.ndarray | None = None,
-                 amplify: np.ndarray | None = None, row_weight: np.ndarray | None = None):
-        n = data.n_samples
-        self.data = data
-        self.channels = np.ascontiguousarray(channels, dtype=np.float64)
-        if self.channels.ndim != 2 or self.channels.shape[0] != n:
-            raise ValueError(f"channels must have shape ({n}, C), got {self.channels.shape}")
-        self.rows = np.arange(n, dtype=np.intp) if rows is None else rows
-        self.sampled = len(self.rows) < n
-        self.amplify = amplify
-        self.row_weight = (np.ones(n) if row_weight is None
-                           else np.ascontiguousarray(row_weight, dtype=np.float64))
-
-    def root(self) -> np.ndarray:
-        return self.rows
-
-    @staticmethod
-    def count(rows: np.ndarray) -> int:
-        return len(rows)
-
-    def sums(self, rows: np.ndarray) -> np.ndarray:
-        """Channel sums (amplified) and sample weight of ``rows``, in row order."""
-        return _row_sums(self.channels, rows, self.amplify, self.row_weight)
-
-    def split(self, rows: np.ndarray, feature: int, split_bin: int, missing_left: bool
-              ) -> tuple[np.ndarray, np.ndarray]:
-        """The rows going left and right (each increasing)."""
-        return _partition(self.data.bins, rows, feature, split_bin,
-                          self.data.layout.missing_bin, missing_left)
-
-    def release(self, rows: np.ndarray) -> None:
-        """A leaf that was split (the local rows need no freeing)."""
-
-    def histogram(self, rows: np.ndarray, sums: np.ndarray, features: np.ndarray,
-                  out: np.ndarray) -> np.ndarray:
-        """Writes the histogram of ``rows`` (channel sums ``sums``) over ``features`` into
-        the cells of ``out`` (n_features, n_bins, 2K + 1) that a search reads."""
-        row_channels = _gather(self.channels, rows, self.amplify, self.row_weight)
-        sparse = self.data.sparse
-        layout = self.data.layout
-        n_value_bins = np.ascontiguousarray(layout.n_value_bins, dtype=np.int32)
-        parallel = len(rows) * out.shape[2] * max(1, len(features)) >= _PARALLEL_ADDS
-        if sparse is None:
-            starts = _task_starts(len(features), numba.get_num_threads() if parallel else 1)
-            kernel = _dense_histogram if parallel else _dense_histogram_serial
-            kernel(self.data.bins, row_channels, rows, features, starts, out, n_value_bins,
-                   layout.missing_bin)
-        else:
-            clear = _clear_sparse if parallel else _clear_sparse_serial
-            clear(out, n_value_bins, layout.missing_bin)
-            add_sparse_entries(sparse, row_channels, rows, out, parallel)
-            fill = _fill_defaults if parallel else _fill_defaults_serial
-            fill(out, n_value_bins, layout.missing_bin, sparse.default_bin, sums)
-        return out
-
-    def assign(self, leaves: list[np.ndarray], tree: BinTree) -> np.ndarray:
-        """The leaf of every row (leaves in the tree's numbering), the rows outside the
-        sample routed through the tree."""
-        if self.sampled and (tree.feature >= 0).any():
-            return _route_bins(self.data.bins, tree.feature, tree.split_bin, tree.missing_left,
-                               tree.left, tree.right, self.data.layout.missing_bin)
-        leaf_of_row = np.zeros(self.data.n_samples, dtype=np.intp)
-        for i, rows in enumerate(leaves):
-            leaf_of_row[rows] = i
-        return leaf_of_row
-
-
-def big_histograms(n_value_bins: np.ndarray, n_classes: int) -> bool:
-    """Whether histograms are large enough for the multi-threaded scan and subtraction."""
-    n_features = len(n_value_bins)
-    return (int(np.sum(n_value_bins)) + n_features) * (2 * n_classes + 1) >= _PARALLEL_ADDS // 4
-
-
 def _left_to_right(leaves: list[_Leaf], left: list[int], right: list[int]) -> list[_Leaf]:
     """The leaves in left-to-right order (their numbering in the tree)."""
     at = {(leaf.parent, leaf.side): leaf for leaf in leaves}
@@ -424,285 +329,3 @@ def _left_to_right(leaves: list[_Leaf], left: list[int], right: list[int]) -> li
         else:
             order.append(at[(node, side)])
     return order
-
-
-def _leaf_vector(sums: np.ndarray, prior: np.ndarray, k: int) -> np.ndarray:
-    """A leaf's smoothed step ``1/2 ln(Q- / Q+)`` (0 for a class without weight)."""
-    # sums of the larger child are its parent's minus the smaller's: clamp rounding below 0
-    p, m = np.maximum(sums[:k], 0.0), np.maximum(sums[k:2 * k], 0.0)
-    eps = np.maximum(STEP_EPS * (p + m), np.finfo(np.float64).tiny)
-    a = 0.5 * (np.log(m + prior + eps) - np.log(p + prior + eps))
-    return np.where(p + m > 0, a, 0.0)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _class_loss(p, m, q):
-    """``p e^a + m e^-a`` at the smoothed step ``a = 1/2 ln((m + q) / (p + q))``."""
-    p = max(p, 0.0)
-    m = max(m, 0.0)
-    if p + m <= 0.0:
-        return 0.0
-    eps = max(STEP_EPS * (p + m), 2.2250738585072014e-308)
-    big_p = p + q + eps
-    big_m = m + q + eps
-    return (p * big_m + m * big_p) / math.sqrt(big_p * big_m)
-
-
-@numba.njit(cache=True, nogil=True)
-def _leaf_loss(sums, prior, k):
-    total = 0.0
-    for c in range(k):
-        total += _class_loss(sums[c], sums[k + c], prior[c])
-    return total
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _pair_loss(left, right, prior, k, min_count):
-    if left[2 * k] < min_count or right[2 * k] < min_count:
-        return np.inf
-    total = 0.0
-    for c in range(k):
-        total += _class_loss(left[c], left[k + c], prior[c])
-        total += _class_loss(right[c], right[k + c], prior[c])
-    return total
-
-
-@numba.njit(cache=True, nogil=True)
-def _scan_one(hist_f, n_bins, has_missing, missing_bin, prior, k, min_count):
-    """Best ``(score, bin, missing_left)`` of one feature (the scan of :mod:`..search.splits`
-    with the vector-leaf score and the count limit)."""
-    n_channels = hist_f.shape[1]
-    total = np.zeros(n_channels)
-    for b in range(n_bins):
-        for c in range(n_channels):
-            total[c] += hist_f[b, c]
-    missing = hist_f[missing_bin].copy()
-    total += missing
-    left = np.zeros(n_channels)
-    left_m = np.empty(n_channels)
-    right = np.empty(n_channels)
-    right_m = np.empty(n_channels)
-    fbest, fbin, fml = np.inf, 0, False
-    count = n_channels - 1
-    for b in range(n_bins - 1):
-        for c in range(n_channels):
-            left[c] += hist_f[b, c]
-            right[c] = total[c] - left[c]
-        if right[count] < min_count:  # (only falls as b grows, also with missing left)
-            break
-        if left[count] + missing[count] < min_count:  # too light either way
-            continue
-        if hist_f[b, count] == 0.0 and b > 0:  # no weight in the bin: the last split again
-            continue
-        s = _pair_loss(left, right, prior, k, min_count)
-        if s < fbest * (1.0 - TIE_RTOL):
-            fbest, fbin, fml = s, b, False
-        if has_missing:
-            for c in range(n_channels):
-                left_m[c] = left[c] + missing[c]
-                right_m[c] = right[c] - missing[c]
-            s = _pair_loss(left_m, right_m, prior, k, min_count)
-            if s < fbest * (1.0 - TIE_RTOL):
-                fbest, fbin, fml = s, b, True
-    if has_missing and n_bins >= 1:
-        for c in range(n_channels):
-            left[c] = total[c] - missing[c]
-        s = _pair_loss(left, missing, prior, k, min_count)
-        if s < fbest * (1.0 - TIE_RTOL):
-            fbest, fbin, fml = s, n_bins - 1, False
-    return fbest, fbin, fml
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _scan(hist, features, n_value_bins, has_missing, missing_bin, prior, k, min_count):
-    """Each listed feature's best split, in the order of ``features``."""
-    n = features.shape[0]
-    scores = np.full(n, np.inf)
-    bins = np.zeros(n, dtype=np.int32)
-    m_left = np.zeros(n, dtype=np.bool_)
-    for j in numba.prange(n):
-        f = features[j]
-        scores[j], bins[j], m_left[j] = _scan_one(hist[f], n_value_bins[f], has_missing[f],
-                                                  missing_bin, prior, k, min_count)
-    return scores, bins, m_left
-
-
-@numba.njit(cache=True, nogil=True)
-def _scan_serial(hist, features, n_value_bins, has_missing, missing_bin, prior, k, min_count):
-    """:func:`_scan` on the calling thread (small histograms: no thread-pool wake-up)."""
-    n = features.shape[0]
-    scores = np.full(n, np.inf)
-    bins = np.zeros(n, dtype=np.int32)
-    m_left = np.zeros(n, dtype=np.bool_)
-    for j in range(n):
-        f = features[j]
-        scores[j], bins[j], m_left[j] = _scan_one(hist[f], n_value_bins[f], has_missing[f],
-                                                  missing_bin, prior, k, min_count)
-    return scores, bins, m_left
-
-
-@numba.njit(cache=True, nogil=True)
-def _row_sums(channels, rows, amplify, row_weight):
-    """Channel sums (times ``amplify``; None: 1) and the sample weight of ``rows``, in row
-    order."""
-    c = channels.shape[1]
-    out = np.zeros(c + 1)
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        s = 1.0 if amplify is None else amplify[r]
-        for j in range(c):
-            out[j] += channels[r, j] * s
-        out[c] += row_weight[r]
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _gather(channels, rows, amplify, row_weight):
-    """The histogram channels of ``rows``: their weights (amplified) and sample weight."""
-    c = channels.shape[1]
-    out = np.empty((rows.shape[0], c + 1))
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        s = 1.0 if amplify is None else amplify[r]
-        for j in range(c):
-            out[i, j] = channels[r, j] * s
-        out[i, c] = row_weight[r]
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _partition(bins, rows, feature, split_bin, missing_bin, missing_left):
-    """The rows going left and right under a split, each in the given (increasing) order."""
-    n = rows.shape[0]
-    left = np.empty(n, dtype=rows.dtype)
-    right = np.empty(n, dtype=rows.dtype)
-    n_left = n_right = 0
-    for i in range(n):
-        r = rows[i]
-        b = bins[r, feature]
-        if missing_left if b == missing_bin else b <= split_bin:
-            left[n_left] = r
-            n_left += 1
-        else:
-            right[n_right] = r
-            n_right += 1
-    return left[:n_left].copy(), right[:n_right].copy()
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _route_bins(bins, feature, split_bin, missing_left, left, right, missing_bin):
-    """Leaf of every row of the binned training set in one tree."""
-    n = bins.shape[0]
-    out = np.empty(n, dtype=np.intp)
-    for r in numba.prange(n):
-        node = 0
-        while True:
-            f = feature[node]
-            if f < 0:
-                child = left[node]
-            else:
-                b = bins[r, f]
-                go_left = missing_left[node] if b == missing_bin else b <= split_bin[node]
-                child = left[node] if go_left else right[node]
-            if child < 0:
-                out[r] = ~child
-                break
-            node = child
-    return out
-
-
-def _task_starts(n_features: int, n_tasks: int) -> np.ndarray:
-    return np.linspace(0, n_features, max(1, min(n_tasks, n_features)) + 1).astype(np.intp)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _clear_used(hist, f, n_value_bins, missing_bin):
-    for b in range(n_value_bins[f]):
-        hist[f, b, :] = 0.0
-    hist[f, missing_bin, :] = 0.0
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _dense_task(bins, row_channels, rows, features, j0, j1, hist, n_value_bins, missing_bin):
-    n_channels = row_channels.shape[1]
-    for j in range(j0, j1):
-        _clear_used(hist, features[j], n_value_bins, missing_bin)
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        for j in range(j0, j1):
-            f = features[j]
-            b = bins[r, f]
-            for c in range(n_channels):
-                hist[f, b, c] += row_channels[i, c]
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _dense_histogram(bins, row_channels, rows, features, starts, hist, n_value_bins,
-                     missing_bin):
-    """Histogram of ``rows`` over ``features``, by increasing row; tasks own feature blocks."""
-    for t in numba.prange(starts.shape[0] - 1):
-        _dense_task(bins, row_channels, rows, features, starts[t], starts[t + 1], hist,
-                    n_value_bins, missing_bin)
-
-
-@numba.njit(cache=True, nogil=True)
-def _dense_histogram_serial(bins, row_channels, rows, features, starts, hist, n_value_bins,
-                            missing_bin):
-    _dense_task(bins, row_channels, rows, features, 0, features.shape[0], hist, n_value_bins,
-                missing_bin)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _fill_default(hist, f, n_value_bins, missing_bin, default_bin, totals):
-    """A sparse feature's default bin: the rows' totals minus its other bins."""
-    d = default_bin[f]
-    for c in range(hist.shape[2]):
-        rest = hist[f, missing_bin, c] if d != missing_bin else 0.0
-        for b in range(n_value_bins[f]):
-            if b != d:
-                rest += hist[f, b, c]
-        hist[f, d, c] = totals[c] - rest
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _clear_sparse(hist, n_value_bins, missing_bin):
-    for f in numba.prange(hist.shape[0]):
-        _clear_used(hist, f, n_value_bins, missing_bin)
-
-
-@numba.njit(cache=True, nogil=True)
-def _clear_sparse_serial(hist, n_value_bins, missing_bin):
-    for f in range(hist.shape[0]):
-        _clear_used(hist, f, n_value_bins, missing_bin)
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _fill_defaults(hist, n_value_bins, missing_bin, default_bin, totals):
-    for f in numba.prange(hist.shape[0]):
-        _fill_default(hist, f, n_value_bins, missing_bin, default_bin, totals)
-
-
-@numba.njit(cache=True, nogil=True)
-def _fill_defaults_serial(hist, n_value_bins, missing_bin, default_bin, totals):
-    for f in range(hist.shape[0]):
-        _fill_default(hist, f, n_value_bins, missing_bin, default_bin, totals)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _subtract_feature(big, small, f, n_value_bins, missing_bin):
-    for b in range(n_value_bins[f]):
-        big[f, b, :] -= small[f, b, :]
-    big[f, missing_bin, :] -= small[f, missing_bin, :]
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _subtract_used(big, small, n_value_bins, missing_bin):
-    """``big -= small`` on the cells a search reads."""
-    for f in numba.prange(big.shape[0]):
-        _subtract_feature(big, small, f, n_value_bins, missing_bin)
-
-
-@numba.njit(cache=True, nogil=True)
-def _subtract_used_serial(big, small, n_value_bins, missing_bin):
-    for f in range(big.shape[0]):
-        _subtract_feature(big, small, f, n_value_bins, missing_bin)

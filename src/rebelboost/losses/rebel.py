@@ -189,15 +189,6 @@ def _fill_weights(log_plus, log_minus, scores, shift, channels):
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def add_step(scores, output, vector):
-    """``scores += output[:, None] * vector`` in place, without an (n, K) temporary (the same
-    products and sums as numpy's, so the same bits)."""
-    for r in numba.prange(scores.shape[0]):
-        for k in range(scores.shape[1]):
-            scores[r, k] += output[r] * vector[k]
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
 def add_leaf_steps(scores, leaf_of_row, steps):
     """``scores += steps[leaf_of_row]`` in place (each row its leaf's step vector)."""
     for r in numba.prange(scores.shape[0]):

@@ -36,7 +36,7 @@ from ..binning import BinLayout
 from .columns import HistogramPool
 from .histogram import SparseBins, accumulate_histogram, fill_default_bins
 from .scores import SplitScore, bound_value
-from .splits import TIE_RTOL, Split, pick_split, scan_feature
+from .splits import TIE_RTOL, Split, pick_split, scan_features, scan_features_serial
 
 _UNIT_ROUNDOFF = 2.0**-53
 # Below this many row x feature updates a node runs its kernels on one thread: launching a
@@ -321,38 +321,6 @@ def _serial_accumulate(bins, rows, ch, r0, r1, features, hist, skip):
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _scan_parallel(hist, features, n_value_bins, has_missing, missing_bin, code):
-    """``scan_feature`` of each listed feature: arrays (score, bin, missing_left)."""
-    n = features.shape[0]
-    out_score = np.empty(n)
-    out_bin = np.zeros(n, dtype=np.int32)
-    out_ml = np.zeros(n, dtype=np.bool_)
-    for j in numba.prange(n):
-        f = features[j]
-        s, b, m = scan_feature(hist[f], n_value_bins[f], has_missing[f], missing_bin, code)
-        out_score[j] = s
-        out_bin[j] = b
-        out_ml[j] = m
-    return out_score, out_bin, out_ml
-
-
-@numba.njit(cache=True, nogil=True)
-def _scan_serial(hist, features, n_value_bins, has_missing, missing_bin, code):
-    """:func:`_scan_parallel` on the calling thread (same arithmetic, so the same bits)."""
-    n = features.shape[0]
-    out_score = np.empty(n)
-    out_bin = np.zeros(n, dtype=np.int32)
-    out_ml = np.zeros(n, dtype=np.bool_)
-    for j in range(n):
-        f = features[j]
-        s, b, m = scan_feature(hist[f], n_value_bins[f], has_missing[f], missing_bin, code)
-        out_score[j] = s
-        out_bin[j] = b
-        out_ml[j] = m
-    return out_score, out_bin, out_ml
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
 def _bound_parallel(hist, features, n_value_bins, has_missing, missing_bin, code, unseen):
     """``bound_feature`` of each listed feature."""
     n = features.shape[0]
@@ -381,5 +349,5 @@ class _Kernels(NamedTuple):
     bound: object
 
 
-_PARALLEL = _Kernels(_scan_parallel, _bound_parallel)
-_SERIAL = _Kernels(_scan_serial, _bound_serial)
+_PARALLEL = _Kernels(scan_features, _bound_parallel)
+_SERIAL = _Kernels(scan_features_serial, _bound_serial)

@@ -30,6 +30,8 @@ SNAP_RTOL = 1e-11
 _UNIT_ROUNDOFF = 2.0**-53
 
 _REBEL, _SIGN_COST, _MH_STUMP, _CODEWORD = 0, 1, 2, 3
+# The vector-leaf loss (its class prior and leaf limits come with the scan: .splits).
+VECTOR_LEAF = 4
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

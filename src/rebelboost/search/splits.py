@@ -1,9 +1,11 @@
 """Best split of every feature from a node histogram, under a split score of :mod:`.scores`.
 
-A score is a function of the channel sums on the two sides (lower is better). The scan and its
-tie-breaking are shared by every booster, so two searches over the same histogram agree bit
-for bit: bins are visited in increasing order, "missing goes right" before "missing goes
-left", and only a score lower by more than rounding (relative ``TIE_RTOL``) replaces the
+A score is a function of the channel sums on the two sides (lower is better): a scalar score of
+:mod:`.scores`, or a vector-leaf tree's loss (:mod:`.vector_leaf`). The scan and its
+tie-breaking are shared by every learner (stumps, the paper's trees, vector-leaf trees, the
+other boosters' trees, QuickBoost's finishing scans), so two searches over the same histogram
+agree bit for bit: bins are visited in increasing order, "missing goes right" before "missing
+goes left", and only a score lower by more than rounding (relative ``TIE_RTOL``) replaces the
 incumbent; across features the lowest index wins ties. So sums that differ only by summation
 order (a weight of 2 versus a repeated row) pick the same split.
 
@@ -20,7 +22,8 @@ import numba
 import numpy as np
 
 from ..binning import BinLayout
-from .scores import SplitScore, score_value
+from .scores import VECTOR_LEAF, SplitScore, score_value
+from .vector_leaf import pair_loss
 
 # Scores within this relative distance are ties (summation-order rounding is ~1e-16).
 TIE_RTOL = 1e-12
@@ -41,13 +44,29 @@ def _better(score, incumbent):
     return score < incumbent * (1.0 - TIE_RTOL)  # scores are >= 0; inf stays inf
 
 
-@numba.njit(cache=True, nogil=True)
-def scan_feature(hist_f, n_bins, has_missing, missing_bin, code):
+@numba.njit(cache=True, nogil=True, inline="always")
+def _candidate(vector_leaf, code, left, right, prior, min_count):
+    """A candidate's score: a scalar score of :mod:`.scores`, or the vector-leaf loss."""
+    if vector_leaf:
+        return pair_loss(left, right, prior, prior.shape[0], min_count)
+    return score_value(code, left, right)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def scan_feature(hist_f, n_bins, has_missing, missing_bin, code, prior, min_count,
+                 vector_leaf=False):
     """Best ``(score, bin, missing_left)`` of one feature from its ``(n_bins_total, C)`` histogram.
 
-    The one scan every search shares (exhaustive or pruned), so equal histograms give equal bits.
+    The one scan every search shares (exhaustive or pruned, every learner), so equal
+    histograms give equal bits. ``code`` picks a scalar score (:mod:`.scores`);
+    ``vector_leaf`` (a constant in each driver, so the compiled scan keeps one branch) scores
+    :func:`.vector_leaf.pair_loss` with the class ``prior`` instead, with leaf limits: the
+    last channel is the sample weight, and a candidate leaving either side lighter than
+    ``min_count`` is skipped (as is a bin without weight: the last split again).
     """
+    limited = vector_leaf
     n_channels = hist_f.shape[1]
+    count = n_channels - 1
     total = np.zeros(n_channels)
     for b in range(n_bins):
         for c in range(n_channels):
@@ -65,55 +84,95 @@ def scan_feature(hist_f, n_bins, has_missing, missing_bin, code):
         for c in range(n_channels):
             left[c] += hist_f[b, c]
             right[c] = total[c] - left[c]
-        s = score_value(code, left, right)
+        if limited:
+            if right[count] < min_count:  # (only falls as b grows, also with missing left)
+                break
+            if left[count] + missing[count] < min_count:  # too light either way
+                continue
+            if hist_f[b, count] == 0.0 and b > 0:  # no weight in the bin: the last split again
+                continue
+        s = _candidate(limited, code, left, right, prior, min_count)
         if _better(s, fbest):
             fbest, fbin, fml = s, b, False
         if has_missing:
             for c in range(n_channels):
                 left_m[c] = left[c] + missing[c]
                 right_m[c] = right[c] - missing[c]
-            s = score_value(code, left_m, right_m)
+            s = _candidate(limited, code, left_m, right_m, prior, min_count)
             if _better(s, fbest):
                 fbest, fbin, fml = s, b, True
     if has_missing and n_bins >= 1:
         for c in range(n_channels):
             left[c] = total[c] - missing[c]
-        s = score_value(code, left, missing)
+        s = _candidate(limited, code, left, missing, prior, min_count)
         if _better(s, fbest):
             fbest, fbin, fml = s, n_bins - 1, False
     return fbest, fbin, fml
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _scan_parallel(hist, n_value_bins, has_missing, missing_bin, code):
-    n_features = hist.shape[0]
-    best_score = np.full(n_features, np.inf)
-    best_bin = np.zeros(n_features, dtype=np.int32)
-    best_missing_left = np.zeros(n_features, dtype=np.bool_)
-    for f in numba.prange(n_features):
-        fbest, fbin, fml = scan_feature(hist[f], n_value_bins[f], has_missing[f], missing_bin,
-                                        code)
-        best_score[f] = fbest
-        best_bin[f] = fbin
-        best_missing_left[f] = fml
+def scan_features(hist, features, n_value_bins, has_missing, missing_bin, code):
+    """:func:`scan_feature` of each listed feature under a scalar score, on every thread:
+    arrays (score, bin, missing_left) in the order of ``features``."""
+    n = features.shape[0]
+    best_score = np.full(n, np.inf)
+    best_bin = np.zeros(n, dtype=np.int32)
+    best_missing_left = np.zeros(n, dtype=np.bool_)
+    for j in numba.prange(n):
+        f = features[j]
+        best_score[j], best_bin[j], best_missing_left[j] = scan_feature(
+            hist[f], n_value_bins[f], has_missing[f], missing_bin, code, _NO_PRIOR, 0.0)
     return best_score, best_bin, best_missing_left
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan_serial(hist, n_value_bins, has_missing, missing_bin, code):
-    """:func:`_scan_parallel` on the calling thread: waking the pool costs more than a small
+def scan_features_serial(hist, features, n_value_bins, has_missing, missing_bin, code):
+    """:func:`scan_features` on the calling thread: waking the pool costs more than a small
     histogram's scan (milliseconds on a busy machine against ~0.1 ms of work)."""
-    n_features = hist.shape[0]
-    best_score = np.full(n_features, np.inf)
-    best_bin = np.zeros(n_features, dtype=np.int32)
-    best_missing_left = np.zeros(n_features, dtype=np.bool_)
-    for f in range(n_features):
-        fbest, fbin, fml = scan_feature(hist[f], n_value_bins[f], has_missing[f], missing_bin,
-                                        code)
-        best_score[f] = fbest
-        best_bin[f] = fbin
-        best_missing_left[f] = fml
+    n = features.shape[0]
+    best_score = np.full(n, np.inf)
+    best_bin = np.zeros(n, dtype=np.int32)
+    best_missing_left = np.zeros(n, dtype=np.bool_)
+    for j in range(n):
+        f = features[j]
+        best_score[j], best_bin[j], best_missing_left[j] = scan_feature(
+            hist[f], n_value_bins[f], has_missing[f], missing_bin, code, _NO_PRIOR, 0.0)
     return best_score, best_bin, best_missing_left
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _scan_vector_features(hist, features, n_value_bins, has_missing, missing_bin, prior,
+                          min_count):
+    """:func:`scan_features` under the vector-leaf loss with its leaf limits."""
+    n = features.shape[0]
+    best_score = np.full(n, np.inf)
+    best_bin = np.zeros(n, dtype=np.int32)
+    best_missing_left = np.zeros(n, dtype=np.bool_)
+    for j in numba.prange(n):
+        f = features[j]
+        best_score[j], best_bin[j], best_missing_left[j] = scan_feature(
+            hist[f], n_value_bins[f], has_missing[f], missing_bin, VECTOR_LEAF, prior,
+            min_count, True)
+    return best_score, best_bin, best_missing_left
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_vector_features_serial(hist, features, n_value_bins, has_missing, missing_bin,
+                                 prior, min_count):
+    """:func:`_scan_vector_features` on the calling thread."""
+    n = features.shape[0]
+    best_score = np.full(n, np.inf)
+    best_bin = np.zeros(n, dtype=np.int32)
+    best_missing_left = np.zeros(n, dtype=np.bool_)
+    for j in range(n):
+        f = features[j]
+        best_score[j], best_bin[j], best_missing_left[j] = scan_feature(
+            hist[f], n_value_bins[f], has_missing[f], missing_bin, VECTOR_LEAF, prior,
+            min_count, True)
+    return best_score, best_bin, best_missing_left
+
+
+_NO_PRIOR = np.zeros(0)  # a scalar score reads no class prior
 
 
 # Histogram cells (feature x bin x channel) from which the scan is worth the thread pool.
@@ -127,13 +186,25 @@ def is_better(score: float, incumbent: float) -> bool:
 
 def best_split_per_feature(hist: np.ndarray, layout: BinLayout, score: SplitScore):
     """Arrays (score, bin, missing_left) of each feature's best split (score inf: none)."""
-    scan = _scan_parallel if hist.size >= PARALLEL_SCAN_CELLS else _scan_serial
-    return scan(hist, layout.n_value_bins, layout.has_missing, layout.missing_bin, score.code)
+    scan = scan_features if hist.size >= PARALLEL_SCAN_CELLS else scan_features_serial
+    features = np.arange(hist.shape[0], dtype=np.intp)
+    return scan(hist, features, layout.n_value_bins, layout.has_missing, layout.missing_bin,
+                score.code)
 
 
 def best_split(hist: np.ndarray, layout: BinLayout, score: SplitScore) -> Split | None:
     """The best split over all features, or None when no feature can split the node."""
     return pick_split(*best_split_per_feature(hist, layout, score))
+
+
+def best_vector_split(hist: np.ndarray, features: np.ndarray, n_value_bins: np.ndarray,
+                      has_missing: np.ndarray, missing_bin: int, prior: np.ndarray,
+                      min_count: float, parallel: bool) -> Split | None:
+    """A vector-leaf tree's best split of a leaf's histogram over ``features`` (``feature``
+    indexes ``features``), or None; ``parallel`` scans the features on every thread."""
+    scan = _scan_vector_features if parallel else _scan_vector_features_serial
+    return pick_split(*scan(hist, features, n_value_bins, has_missing, missing_bin, prior,
+                            min_count))
 
 
 def pick_split(scores, bins, missing_left) -> Split | None:

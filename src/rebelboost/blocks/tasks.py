@@ -1,8 +1,8 @@
-"""What a worker does with its partitions: check them, summarise them for the binner, bin
-them, and answer the grower's questions about its rows.
+"""What a worker does with its row blocks (partitions): check them, summarise them for the
+binner, bin them, and answer the grower's questions about its rows.
 
-Every function is pure (it returns new objects and never changes its inputs), so Dask may run
-one again on another worker after a failure and get the same bits.
+Every function is pure (it returns new objects and never changes its inputs), so a backend
+(Dask, Ray, Spark) may run one again on another worker after a failure and get the same bits.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from ..binning import Binner, as_float, merge_value_counts, value_counts
 from ..costs import check_sample_cost
-from ..learners.vector_tree import BinTree, LocalRows
+from ..learners.row_set import BinTree, RowArrays
 from ..losses.rebel import RebelLoss, add_leaf_steps
 from ..search.binned import BinnedData
 from ..validation import normalize_labels
@@ -153,9 +153,9 @@ class Partition:
     counted: np.ndarray | None = None  # (n, 2K + 1): the weight channels and sample weight
     leaves: dict | None = None
 
-    def rows(self) -> LocalRows:
+    def rows(self) -> RowArrays:
         """The rows as the grower reads them; sums and histograms end with the row count."""
-        return LocalRows(self.data, self.counted, self.all_rows, None, self.ones)
+        return RowArrays(self.data, self.counted, None, self.ones)
 
     @property
     def ones(self) -> np.ndarray:
@@ -195,7 +195,7 @@ def weigh(part: Partition, shift: float) -> tuple[Partition, np.ndarray]:
     counted[:, :-1] = channels
     counted[:, -1] = part.weight
     part = replace(part, counted=counted, leaves={0: part.all_rows})
-    return part, np.concatenate([[total], part.rows().sums(part.all_rows)])
+    return part, np.concatenate([[total], part.rows().sums_of(part.all_rows)])
 
 
 def split(part: Partition, leaf: int, left: int, right: int, feature: int, split_bin: int,
@@ -203,11 +203,11 @@ def split(part: Partition, leaf: int, left: int, right: int, feature: int, split
     """The partition with ``leaf``'s rows split into ``left`` and ``right``, and
     ``[sums_left, sums_right]`` (each ending with the row count)."""
     rowset = part.rows()
-    lrows, rrows = rowset.split(part.leaves[leaf], feature, split_bin, missing_left)
+    lrows, rrows = rowset.split_rows(part.leaves[leaf], feature, split_bin, missing_left)
     leaves = {h: r for h, r in part.leaves.items() if h != leaf}
     leaves[left], leaves[right] = lrows, rrows
-    return replace(part, leaves=leaves), np.concatenate([rowset.sums(lrows),
-                                                         rowset.sums(rrows)])
+    return replace(part, leaves=leaves), np.concatenate([rowset.sums_of(lrows),
+                                                         rowset.sums_of(rrows)])
 
 
 def split_and_histogram(part: Partition, leaf: int, left: int, right: int, feature: int,
@@ -225,7 +225,7 @@ def histogram(part: Partition, leaf: int, features: np.ndarray) -> np.ndarray:
     rowset = part.rows()
     c = part.counted.shape[1] + 1
     out = np.empty((part.data.n_features, layout.n_bins_total, c))
-    rowset.histogram(rows, rowset.sums(rows), features, out)
+    rowset.histogram_of(rows, rowset.sums_of(rows), features, out)
     return out.reshape(-1, c)[used_cells(layout.n_value_bins, layout.n_bins_total,
                                          layout.missing_bin, features)]
 
@@ -241,7 +241,8 @@ def used_cells(n_value_bins: np.ndarray, n_bins_total: int, missing_bin: int,
 def step(part: Partition, leaves: list[int], steps: np.ndarray, *tree) -> Partition:
     """The partition after the tree (a :class:`BinTree`'s arrays): each row's score plus its
     leaf's step."""
-    leaf_of_row = part.rows().assign([part.leaves[h] for h in leaves], BinTree(*tree))
+    leaf_of_row = part.rows().leaves_of([part.leaves[h] for h in leaves], BinTree(*tree),
+                                        sampled=False)
     scores = part.scores.copy()
     add_leaf_steps(scores, leaf_of_row, steps)
     return replace(part, scores=scores, counted=None, leaves=None)

@@ -1,95 +1,73 @@
-"""The client's side of a distributed fit: the partitions as Dask futures, the binner from
-their merged value counts, and REBEL's booster whose rows stay on the workers.
+"""Training on row blocks held elsewhere (workers of a cluster): the tree grower's row set
+over the blocks, and REBEL's booster whose rows stay with the blocks.
 
-The vector-tree grower (:mod:`rebelboost.learners.vector_tree`) runs here, unchanged: it asks
-:class:`DaskRows` for counts, channel sums and histograms, which the workers compute for their
-own rows and a fixed-order tree reduction adds up; only split decisions and step vectors go
-back. The weights' common scale (their largest exponent) is agreed first, by a max reduction.
+The vector-tree grower (:mod:`rebelboost.learners.vector_tree`) runs on the client, unchanged:
+it asks :class:`BlockRows` for counts, channel sums and histograms, which every block
+computes for its own rows (:mod:`.tasks`) and a fixed-order tree reduction adds up; only
+split decisions and step vectors go back. The weights' common scale (their largest exponent)
+is agreed first, by a max reduction. How tasks run is the backend's :class:`Executor`
+(Dask's: :class:`rebelboost.dask._cluster.Cluster`); whatever order the blocks answer in, the
+sums are added in the blocks' order, so the model is the same.
 """
 
 from __future__ import annotations
 
 import functools
-from operator import getitem
+from typing import Protocol
 
 import numpy as np
 
 from ..engine import Stage
 from ..learners.leaf_tree import LeafTreeArrays
-from ..learners.vector_tree import BinTree, VectorTreeGrower, VectorTreeOptions
-from . import _partition as part_fn
+from ..learners.row_set import BinTree
+from ..learners.vector_tree import VectorTreeGrower, VectorTreeOptions
+from . import tasks as part_fn
 
 
-class Cluster:
-    """Task submission on a Dask client, counting the bytes the client gathers."""
+class Executor(Protocol):
+    """How a backend runs the blocks' tasks. A "future" is whatever the backend hands back
+    for a task's result (a Dask future, a Ray object reference, the value itself)."""
 
-    def __init__(self, client):
-        self.client = client
-        self.gathered_bytes = 0
+    gathered_bytes: int  # bytes fetched to the client so far
 
-    def submit(self, func, *args, worker: str | None = None):
-        """``func(*args)`` as a task (on ``worker`` if given and alive, else anywhere)."""
-        if worker is None:
-            return self.client.submit(func, *args, pure=False)
-        return self.client.submit(func, *args, pure=False, workers=[worker],
-                                  allow_other_workers=True)
+    def submit(self, func, *args, worker=None):
+        """``func(*args)`` as a task (on ``worker`` if given); a future."""
 
-    def map(self, func, futures, *args):
-        return [self.submit(func, f, *args) for f in futures]
+    def map(self, func, futures: list, *args) -> list:
+        """``func(f, *args)`` for every future ``f``, in order."""
 
-    def unpack(self, futures, n: int) -> list[list]:
-        """``n`` futures per tuple-valued future: ``[[f[0] ...], [f[1] ...]]``."""
-        return [[self.submit(getitem, f, i) for f in futures] for i in range(n)]
+    def unpack(self, futures: list, n: int) -> list[list]:
+        """``n`` lists of futures from futures of ``n``-tuples."""
 
-    def reduce(self, func, futures):
-        """``func`` applied pairwise in a fixed order (a tree over the blocks' order), so the
-        result is the same whichever worker computes what; a future."""
-        level = list(futures)
-        while len(level) > 1:
-            level = self._level(func, level, self.submit)
-        return level[0]
+    def reduce(self, func, futures: list):
+        """``func`` applied pairwise in a fixed order (a tree over the list's order)."""
 
-    def reduce_gather(self, func, futures, fan_in: int = 2):
-        """:meth:`reduce`'s value, the last levels (``fan_in`` values or fewer) summed here:
-        one worker-to-worker hop fewer, the same order of additions."""
-        level = list(futures)
-        while len(level) > fan_in:
-            level = self._level(func, level, self.submit)
-        level = self.gather(level)
-        while len(level) > 1:
-            level = self._level(func, level, lambda f, a, b: f(a, b))
-        return level[0]
-
-    @staticmethod
-    def _level(func, level, call):
-        nxt = [call(func, a, b) for a, b in zip(level[::2], level[1::2], strict=False)]
-        if len(level) % 2:
-            nxt.append(level[-1])
-        return nxt
+    def reduce_gather(self, func, futures: list, fan_in: int = 2):
+        """:meth:`reduce`'s value, fetched (the same order of additions)."""
 
     def gather(self, future):
-        value = self.client.gather(future)
-        self.gathered_bytes += _nbytes(value)
-        return value
+        """The value(s) of a future or a list of futures."""
 
 
-def _nbytes(value) -> int:
+def nbytes(value) -> int:
+    """Bytes of a gathered value (arrays, lists and tuples of them; 8 for anything else)."""
     if isinstance(value, np.ndarray):
         return value.nbytes
     if isinstance(value, list | tuple):
-        return sum(_nbytes(v) for v in value)
+        return sum(nbytes(v) for v in value)
     return 8
 
 
-class DaskRows:
-    """The row set of one tree over the partitions (leaf handles are integers).
+class BlockRows:
+    """The :class:`~rebelboost.learners.row_set.RowSet` of one tree over the blocks (leaf
+    handles are integers).
 
     One round trip per split: the leaf's histogram (with its row-count channel) tells how many
     rows each side gets, so the workers split the rows and build the smaller child's
     histogram, which the grower asks for next, in one task each; the root's histogram comes
-    with the weights (:class:`DaskRebelBooster`)."""
+    with the weights (:class:`BlockRebelBooster`)."""
 
-    def __init__(self, cluster: Cluster, parts: list, root_sums: np.ndarray, n_rows: int,
+    def __init__(self, cluster: Executor, parts: list, root_sums: np.ndarray, n_rows: int,
                  layout, root_histogram: np.ndarray, features: np.ndarray):
         self.cluster = cluster
         self.parts = parts
@@ -174,13 +152,13 @@ class DaskRows:
         self.leaves, self.tree = list(leaves), tree
 
 
-class DaskRebelBooster:
+class BlockRebelBooster:
     """REBEL's loss with vector-leaf trees on partitions held by the workers (the engine's
     :class:`~rebelboost.engine.Booster`)."""
 
     blas_threads = 1
 
-    def __init__(self, cluster: Cluster, parts: list, binner, n_rows: int, n_classes: int,
+    def __init__(self, cluster: Executor, parts: list, binner, n_rows: int, n_classes: int,
                  options: VectorTreeOptions, rng: np.random.RandomState, learning_rate: float):
         self.cluster = cluster
         self.parts = parts
@@ -213,11 +191,11 @@ class DaskRebelBooster:
         return self._initial
 
     def fit_stage(self, iteration: int) -> Stage:
-        rows = DaskRows(self.cluster, self.parts, self.root_sums, self.n_rows,
+        rows = BlockRows(self.cluster, self.parts, self.root_sums, self.n_rows,
                         self.binner.layout, self.root_histogram, self.all_features)
         fit = self.grower.grow(rows)
         steps = self.learning_rate * fit.leaf_values
-        # (the tree's arrays one by one: Dask would unpack a named tuple into a plain one)
+        # (the tree's arrays one by one: a backend may unpack a named tuple into a plain one)
         self.parts = self.cluster.map(part_fn.step, rows.parts, rows.leaves, steps, *rows.tree)
         gains = [(f, gain * self.scale) for f, gain in fit.gains]
         loss = self._weigh()

@@ -1,0 +1,66 @@
+"""Dask's adapter to the row-block training of :mod:`rebelboost.blocks`: tasks on a Dask
+client (an :class:`~rebelboost.blocks.training.Executor`).
+
+The grower, the booster and every task a block runs are backend-neutral
+(:mod:`rebelboost.blocks`); this class is all a backend adds: how to run a task, where, and
+how to fetch a value. A Ray or Spark backend is one such class.
+"""
+
+from __future__ import annotations
+
+from operator import getitem
+
+from ..blocks.training import nbytes
+
+
+class Cluster:
+    """Task submission on a Dask client, counting the bytes the client gathers."""
+
+    def __init__(self, client):
+        self.client = client
+        self.gathered_bytes = 0
+
+    def submit(self, func, *args, worker: str | None = None):
+        """``func(*args)`` as a task (on ``worker`` if given and alive, else anywhere)."""
+        if worker is None:
+            return self.client.submit(func, *args, pure=False)
+        return self.client.submit(func, *args, pure=False, workers=[worker],
+                                  allow_other_workers=True)
+
+    def map(self, func, futures, *args):
+        return [self.submit(func, f, *args) for f in futures]
+
+    def unpack(self, futures, n: int) -> list[list]:
+        """``n`` futures per tuple-valued future: ``[[f[0] ...], [f[1] ...]]``."""
+        return [[self.submit(getitem, f, i) for f in futures] for i in range(n)]
+
+    def reduce(self, func, futures):
+        """``func`` applied pairwise in a fixed order (a tree over the blocks' order), so the
+        result is the same whichever worker computes what; a future."""
+        level = list(futures)
+        while len(level) > 1:
+            level = self._level(func, level, self.submit)
+        return level[0]
+
+    def reduce_gather(self, func, futures, fan_in: int = 2):
+        """:meth:`reduce`'s value, the last levels (``fan_in`` values or fewer) summed here:
+        one worker-to-worker hop fewer, the same order of additions."""
+        level = list(futures)
+        while len(level) > fan_in:
+            level = self._level(func, level, self.submit)
+        level = self.gather(level)
+        while len(level) > 1:
+            level = self._level(func, level, lambda f, a, b: f(a, b))
+        return level[0]
+
+    @staticmethod
+    def _level(func, level, call):
+        nxt = [call(func, a, b) for a, b in zip(level[::2], level[1::2], strict=False)]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        return nxt
+
+    def gather(self, future):
+        value = self.client.gather(future)
+        self.gathered_bytes += nbytes(value)
+        return value

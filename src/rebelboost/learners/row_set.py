@@ -1,0 +1,299 @@
+"""The rows a vector-leaf tree is grown on, behind the interface the grower talks to.
+
+:class:`RowSet` is the seam between the grower (every decision, on one machine) and where the
+rows live: :class:`LocalRows` holds them in this process; :mod:`rebelboost.dask` keeps them on
+workers and adds up their answers in a fixed order. The grower only asks for a leaf's row
+count, channel sums and histogram, and tells the rows to split or to take their leaves.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol
+
+import numba
+import numpy as np
+
+from ..search.binned import BinnedData
+from ..search.leaf_histogram import build_leaf_histogram
+from .leaf_tree import bin_goes_left, tree_walk
+
+
+class RowSet(Protocol):
+    """One tree's training rows as the grower reads them; a leaf is an opaque handle.
+
+    A backend (rows in this process, on Dask workers, in Ray or Spark) is one class with
+    these methods; its sums and histograms must add the rows in a fixed order, so that the
+    same rows give the same tree."""
+
+    def root(self):
+        """The handle of the root leaf (every row this tree is grown on)."""
+
+    def count(self, leaf) -> int:
+        """The number of rows of ``leaf``."""
+
+    def sums(self, leaf) -> np.ndarray:
+        """(2K + 1,) channel sums and sample weight of ``leaf``'s rows."""
+
+    def split(self, leaf, feature: int, split_bin: int, missing_left: bool) -> tuple:
+        """Handles of ``leaf``'s rows going left and right under the split."""
+
+    def release(self, leaf) -> None:
+        """``leaf`` was split: its handle is not used again."""
+
+    def histogram(self, leaf, sums: np.ndarray, features: np.ndarray,
+                  out: np.ndarray) -> np.ndarray:
+        """``leaf``'s histogram over ``features`` (channel sums ``sums``) written into the
+        cells of ``out`` (n_features, n_bins, 2K + 1) a split search reads."""
+
+    def assign(self, leaves: list, tree: BinTree):
+        """The tree is grown, ``leaves`` in its numbering: the leaf of every training row
+        (or whatever the backend keeps to apply the tree's steps to its rows)."""
+
+
+class BinTree(NamedTuple):
+    """A grown tree's splits in bin space (how training rows are routed)."""
+
+    feature: np.ndarray
+    split_bin: np.ndarray
+    missing_left: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+
+
+class RowArrays:
+    """Sums, histograms and splits of rows given as index arrays (each in increasing order).
+
+    ``channels`` are the rows' 2K REBEL weights (or any channels to sum), ``amplify`` their
+    sampling factors (None: 1) and ``row_weight`` the sample weights ``min_samples_leaf``
+    counts (None: 1). Every method is pure (Dask's partitions use it as is);
+    :class:`LocalRows` partitions one index array in place instead."""
+
+    def __init__(self, data: BinnedData, channels: np.ndarray,
+                 amplify: np.ndarray | None = None, row_weight: np.ndarray | None = None):
+        n = data.n_samples
+        self.data = data
+        self.channels = np.ascontiguousarray(channels, dtype=np.float64)
+        if self.channels.ndim != 2 or self.channels.shape[0] != n:
+            raise ValueError(f"channels must have shape ({n}, C), got {self.channels.shape}")
+        self.amplify = amplify
+        self.row_weight = (np.ones(n) if row_weight is None
+                           else np.ascontiguousarray(row_weight, dtype=np.float64))
+
+    def sums_of(self, rows: np.ndarray) -> np.ndarray:
+        """Channel sums (amplified) and sample weight of ``rows``, in row order."""
+        return _row_sums(self.channels, rows, self.amplify, self.row_weight)
+
+    def split_rows(self, rows: np.ndarray, feature: int, split_bin: int, missing_left: bool
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """New arrays of the rows going left and right (each increasing)."""
+        return _partition(self.data.bins, rows, feature, split_bin,
+                          self.data.layout.missing_bin, missing_left)
+
+    def histogram_of(self, rows: np.ndarray, sums: np.ndarray, features: np.ndarray,
+                     out: np.ndarray) -> np.ndarray:
+        """Writes the histogram of ``rows`` (channel sums ``sums``) over ``features`` into
+        the cells of ``out`` (n_features, n_bins, 2K + 1) that a search reads."""
+        row_channels = _gather(self.channels, rows, self.amplify, self.row_weight)
+        return build_leaf_histogram(self.data, row_channels, rows, sums, features, out)
+
+    def leaves_of(self, leaves: list[np.ndarray], tree: BinTree, sampled: bool) -> np.ndarray:
+        """The leaf of every row (leaves in the tree's numbering; ``sampled``: the rows
+        outside the leaves are routed through the tree)."""
+        if sampled and (tree.feature >= 0).any():
+            return route_bins(self.data.bins, tree, self.data.layout.missing_bin)
+        leaf_of_row = np.zeros(self.data.n_samples, dtype=np.intp)
+        for i, rows in enumerate(leaves):
+            leaf_of_row[rows] = i
+        return leaf_of_row
+
+
+class LocalRows(RowArrays):
+    """One tree's training rows in this process (the :class:`RowSet` of a local fit).
+
+    The rows the tree is grown on (``rows``: all or a sample, increasing) are one index
+    array; a leaf's handle is a ``(start, stop)`` range of it. A split partitions its range in
+    place, stably (each child keeps increasing row order, so every sum adds the rows in the
+    same order as before), as scikit-learn's hist-GBM ``Splitter`` does: no row arrays are
+    allocated per split."""
+
+    def __init__(self, data: BinnedData, channels: np.ndarray, rows: np.ndarray | None = None,
+                 amplify: np.ndarray | None = None, row_weight: np.ndarray | None = None):
+        super().__init__(data, channels, amplify, row_weight)
+        n = data.n_samples
+        self.order = (np.arange(n, dtype=np.intp) if rows is None
+                      else np.array(rows, dtype=np.intp))
+        self.sampled = len(self.order) < n
+        self._scratch = np.empty_like(self.order)  # the right sides during a partition
+
+    def rows_of(self, leaf: tuple[int, int]) -> np.ndarray:
+        """The rows of ``leaf`` (a view of the tree's index array)."""
+        return self.order[leaf[0]:leaf[1]]
+
+    def root(self) -> tuple[int, int]:
+        return 0, len(self.order)
+
+    @staticmethod
+    def count(leaf: tuple[int, int]) -> int:
+        return leaf[1] - leaf[0]
+
+    def sums(self, leaf: tuple[int, int]) -> np.ndarray:
+        return self.sums_of(self.rows_of(leaf))
+
+    def split(self, leaf: tuple[int, int], feature: int, split_bin: int, missing_left: bool
+              ) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The ranges going left and right, the leaf's range partitioned in place."""
+        start, stop = leaf
+        args = (self.data.bins, self.order, self._scratch, start, stop, feature, split_bin,
+                self.data.layout.missing_bin, missing_left)
+        if stop - start >= _PARALLEL_PARTITION:
+            n_tasks = min(4 * numba.get_num_threads(), (stop - start) // 4096)
+            middle = start + _partition_in_place(*args, n_tasks)
+        else:
+            middle = start + _partition_in_place_serial(*args)
+        return (start, middle), (middle, stop)
+
+    def release(self, leaf: tuple[int, int]) -> None:
+        """A leaf that was split (its range now belongs to its children)."""
+
+    def histogram(self, leaf: tuple[int, int], sums: np.ndarray, features: np.ndarray,
+                  out: np.ndarray) -> np.ndarray:
+        return self.histogram_of(self.rows_of(leaf), sums, features, out)
+
+    def assign(self, leaves: list[tuple[int, int]], tree: BinTree) -> np.ndarray:
+        """The leaf of every row (leaves in the tree's numbering), the rows outside the
+        sample routed through the tree."""
+        return self.leaves_of([self.rows_of(leaf) for leaf in leaves], tree, self.sampled)
+
+
+def route_bins(bins: np.ndarray, tree: BinTree, missing_bin: int) -> np.ndarray:
+    """The leaf of every row of the binned training set in a grown tree."""
+    return _route_bins(bins, tree.feature, tree.split_bin, tree.missing_left, tree.left,
+                       tree.right, missing_bin)
+
+
+_walk_bins = tree_walk(bin_goes_left)
+
+# Rows from which a partition uses every thread.
+_PARALLEL_PARTITION = 1 << 15
+
+
+@numba.njit(cache=True, nogil=True)
+def _row_sums(channels, rows, amplify, row_weight):
+    """Channel sums (times ``amplify``; None: 1) and the sample weight of ``rows``, in row
+    order."""
+    c = channels.shape[1]
+    out = np.zeros(c + 1)
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        s = 1.0 if amplify is None else amplify[r]
+        for j in range(c):
+            out[j] += channels[r, j] * s
+        out[c] += row_weight[r]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather(channels, rows, amplify, row_weight):
+    """The histogram channels of ``rows``: their weights (amplified) and sample weight."""
+    c = channels.shape[1]
+    out = np.empty((rows.shape[0], c + 1))
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        s = 1.0 if amplify is None else amplify[r]
+        for j in range(c):
+            out[i, j] = channels[r, j] * s
+        out[i, c] = row_weight[r]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _partition(bins, rows, feature, split_bin, missing_bin, missing_left):
+    """The rows going left and right under a split, each in the given (increasing) order."""
+    n = rows.shape[0]
+    left = np.empty(n, dtype=rows.dtype)
+    right = np.empty(n, dtype=rows.dtype)
+    n_left = n_right = 0
+    for i in range(n):
+        r = rows[i]
+        if _goes_left(bins, r, feature, split_bin, missing_bin, missing_left):
+            left[n_left] = r
+            n_left += 1
+        else:
+            right[n_right] = r
+            n_right += 1
+    return left[:n_left].copy(), right[:n_right].copy()
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _goes_left(bins, r, feature, split_bin, missing_bin, missing_left):
+    return bin_goes_left(bins[r, feature], split_bin, missing_left, missing_bin)
+
+
+@numba.njit(cache=True, nogil=True)
+def _partition_in_place_serial(bins, order, scratch, start, stop, feature, split_bin,
+                               missing_bin, missing_left):
+    """Stable partition of ``order[start:stop]`` (left rows first); the number going left.
+    Left rows move down in place (never past the row being read), right rows wait in
+    ``scratch``."""
+    n_left = n_right = 0
+    for i in range(start, stop):
+        r = order[i]
+        if _goes_left(bins, r, feature, split_bin, missing_bin, missing_left):
+            order[start + n_left] = r
+            n_left += 1
+        else:
+            scratch[n_right] = r
+            n_right += 1
+    for i in range(n_right):
+        order[start + n_left + i] = scratch[i]
+    return n_left
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _partition_in_place(bins, order, scratch, start, stop, feature, split_bin, missing_bin,
+                        missing_left, n_tasks):
+    """:func:`_partition_in_place_serial` in ``n_tasks`` parallel tasks: each counts its
+    chunk's left rows, then writes its rows at their final places in ``scratch`` (stable),
+    copied back."""
+    n = stop - start
+    n_tasks = max(1, n_tasks)
+    bounds = np.linspace(start, stop, n_tasks + 1).astype(np.intp)
+    lefts = np.zeros(n_tasks, dtype=np.intp)
+    for t in numba.prange(n_tasks):
+        c = 0
+        for i in range(bounds[t], bounds[t + 1]):
+            if _goes_left(bins, order[i], feature, split_bin, missing_bin, missing_left):
+                c += 1
+        lefts[t] = c
+    left_at = np.empty(n_tasks, dtype=np.intp)
+    right_at = np.empty(n_tasks, dtype=np.intp)
+    n_left = 0
+    for t in range(n_tasks):
+        left_at[t] = start + n_left
+        n_left += lefts[t]
+    n_right = 0
+    for t in range(n_tasks):
+        right_at[t] = start + n_left + n_right
+        n_right += bounds[t + 1] - bounds[t] - lefts[t]
+    for t in numba.prange(n_tasks):
+        a, b = left_at[t], right_at[t]
+        for i in range(bounds[t], bounds[t + 1]):
+            r = order[i]
+            if _goes_left(bins, r, feature, split_bin, missing_bin, missing_left):
+                scratch[a] = r
+                a += 1
+            else:
+                scratch[b] = r
+                b += 1
+    for i in numba.prange(n):
+        order[start + i] = scratch[start + i]
+    return n_left
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _route_bins(bins, feature, split_bin, missing_left, left, right, missing_bin):
+    """Leaf of every row of the binned training set in one tree."""
+    out = np.empty(bins.shape[0], dtype=np.intp)
+    for r in numba.prange(bins.shape[0]):
+        out[r] = _walk_bins(bins[r], feature, split_bin, missing_left, left, right, missing_bin)
+    return out

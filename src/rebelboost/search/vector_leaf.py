@@ -1,0 +1,59 @@
+"""Vector-leaf REBEL's closed forms (:mod:`rebelboost.learners.vector_tree`).
+
+A leaf whose rows' weights sum to ``W+_k``, ``W-_k`` takes the step
+``a_k = 1/2 ln(Q-_k / Q+_k)`` with ``Q±_k = W±_k + m_k`` (``m_k``: ``leaf_smoothing``
+pseudo-rows of the root's average weight, the ``prior``) and then costs
+``W+_k e^a_k + W-_k e^-a_k``. A split's score is the sum of its two children's costs
+(:func:`pair_loss`, infinite when either side is lighter than ``min_count``: the last channel
+is the sample weight); :func:`.splits.scan_feature` scans it like every other score.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ..losses.rebel import STEP_EPS
+
+
+def leaf_vector(sums: np.ndarray, prior: np.ndarray, k: int) -> np.ndarray:
+    """A leaf's smoothed step ``1/2 ln(Q- / Q+)`` (0 for a class without weight)."""
+    # sums of the larger child are its parent's minus the smaller's: clamp rounding below 0
+    p, m = np.maximum(sums[:k], 0.0), np.maximum(sums[k:2 * k], 0.0)
+    eps = np.maximum(STEP_EPS * (p + m), np.finfo(np.float64).tiny)
+    a = 0.5 * (np.log(m + prior + eps) - np.log(p + prior + eps))
+    return np.where(p + m > 0, a, 0.0)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _class_loss(p, m, q):
+    """``p e^a + m e^-a`` at the smoothed step ``a = 1/2 ln((m + q) / (p + q))``."""
+    p = max(p, 0.0)
+    m = max(m, 0.0)
+    if p + m <= 0.0:
+        return 0.0
+    eps = max(STEP_EPS * (p + m), 2.2250738585072014e-308)
+    big_p = p + q + eps
+    big_m = m + q + eps
+    return (p * big_m + m * big_p) / math.sqrt(big_p * big_m)
+
+
+@numba.njit(cache=True, nogil=True)
+def leaf_loss(sums, prior, k):
+    total = 0.0
+    for c in range(k):
+        total += _class_loss(sums[c], sums[k + c], prior[c])
+    return total
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def pair_loss(left, right, prior, k, min_count):
+    if left[2 * k] < min_count or right[2 * k] < min_count:
+        return np.inf
+    total = 0.0
+    for c in range(k):
+        total += _class_loss(left[c], left[k + c], prior[c])
+        total += _class_loss(right[c], right[k + c], prior[c])
+    return total

@@ -1,0 +1,147 @@
+"""The row set of the vector-leaf grower: in-place partitions, and the seam to row blocks
+held elsewhere (a backend of plain lists trains the local model)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from rebelboost import RebelClassifier
+from rebelboost.blocks import tasks
+from rebelboost.blocks.training import BlockRebelBooster, nbytes
+from rebelboost.engine import boost
+from rebelboost.learners import row_set
+from rebelboost.learners.row_set import LocalRows
+from rebelboost.search.binned import BinnedData
+
+
+def _bins(n, d=3, seed=0, missing_bin=255):
+    rng = np.random.default_rng(seed)
+    bins = rng.integers(0, 12, size=(n, d)).astype(np.uint8)
+    bins[rng.random((n, d)) < 0.1] = missing_bin
+    return bins
+
+
+@pytest.mark.parametrize("kernel", ["_partition_in_place", "_partition_in_place_serial"])
+@pytest.mark.parametrize("missing_left", [False, True])
+def test_in_place_partition_is_the_stable_copying_partition(kernel, missing_left):
+    """A range of the index array is split in place into exactly the rows (and order) the
+    copying partition gives; the rows outside the range are untouched. 40,000 rows give the
+    parallel kernel several tasks."""
+    n = 40_000
+    bins = _bins(n)
+    rng = np.random.default_rng(1)
+    order = np.sort(rng.choice(n, n - 3000, replace=False)).astype(np.intp)
+    start, stop = 17, len(order) - 29
+    before = order.copy()
+    scratch = np.empty_like(order)
+    left, right = row_set._partition(bins, order[start:stop].copy(), 1, 5, 255, missing_left)
+    args = (bins, order, scratch, start, stop, 1, 5, 255, missing_left)
+    if kernel == "_partition_in_place":
+        args += (7,)  # tasks of uneven sizes
+    middle = start + getattr(row_set, kernel)(*args)
+    assert_array_equal(order[start:middle], left)
+    assert_array_equal(order[middle:stop], right)
+    assert_array_equal(order[:start], before[:start])
+    assert_array_equal(order[stop:], before[stop:])
+    assert 0 < len(left) < stop - start
+
+
+def test_local_rows_split_ranges_of_one_array_without_copies():
+    """Leaves are ranges of one index array: splitting a leaf allocates no row array, and a
+    leaf's rows are a view of the tree's array, in increasing order."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((500, 4))
+    data = BinnedData.fit(X, None, 32, 0, row_layout=True)
+    rows = LocalRows(data, rng.random((500, 3)), np.arange(0, 500, 2))
+    root = rows.root()
+    left, right = rows.split(root, 0, 10, False)
+    assert left == (0, left[1]) and right == (left[1], 250)
+    inner = rows.split(right, 2, 20, True)
+    for leaf in (left, *inner):
+        view = rows.rows_of(leaf)
+        assert np.shares_memory(view, rows.order)
+        assert np.all(np.diff(view) > 0)
+    assert sorted(rows.order.tolist()) == list(range(0, 500, 2))
+    goes_left = data.bins[rows.rows_of(left), 0] <= 10
+    assert goes_left.all()
+    assert rows.count(left) + rows.count(right) == 250
+
+
+class ShuffledListExecutor:
+    """A backend of plain Python lists: a "future" is the value itself, every task runs at
+    once, and the blocks of a ``map`` are computed in a shuffled order (as a cluster's workers
+    answer whenever they are done). Reductions add in the blocks' order, as the seam asks."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+        self.gathered_bytes = 0
+        self.tasks = 0
+
+    def submit(self, func, *args, worker=None):
+        self.tasks += 1
+        return func(*args)
+
+    def map(self, func, futures, *args):
+        out = [None] * len(futures)
+        for i in self.rng.permutation(len(futures)):
+            out[i] = self.submit(func, futures[i], *args)
+        return out
+
+    def unpack(self, futures, n):
+        return [[f[i] for f in futures] for i in range(n)]
+
+    def reduce(self, func, futures):
+        level = list(futures)
+        while len(level) > 1:
+            pairs = list(zip(level[::2], level[1::2], strict=False))
+            done = [None] * len(pairs)
+            for i in self.rng.permutation(len(pairs)):
+                done[i] = self.submit(func, *pairs[i])
+            level = done + level[len(pairs) * 2:]
+        return level[0]
+
+    def reduce_gather(self, func, futures, fan_in=2):
+        return self.gather(self.reduce(func, futures))
+
+    def gather(self, future):
+        self.gathered_bytes += nbytes(future)
+        return future
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_list_backend_answering_in_shuffled_order_trains_the_local_model(seed):
+    """The row-block booster on uneven blocks (one empty, one of a single row, one of a single
+    class, NaN), through a backend that answers in shuffled order: the local fit's trees, and
+    its scores and loss up to the order of additions."""
+    rng = np.random.default_rng(seed)
+    n, d, k = 1200, 5, 3
+    X = rng.standard_normal((n, d))
+    y = np.digitize(X[:, 0] + 0.6 * X[:, 1] ** 2, [-0.3, 0.8])
+    X[rng.random((n, d)) < 0.05] = np.nan
+    order = np.argsort(y, kind="stable")
+    X, y = X[order], y[order]
+    params = dict(n_estimators=6, max_leaves=9, colsample_bytree=0.8, random_state=seed)
+    local = RebelClassifier(**params).fit(X, y)
+
+    cuts = [0, 250, 250, 700, 701, n]
+    assert len(np.unique(y[:250])) == 1  # the first block holds one class
+    raw = [tasks.check_partition(X[a:b], y[a:b], None, d, i)
+           for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True))]
+    draws = np.random.RandomState(seed)  # drawn from as the local fit draws
+    binner = BinnedData.fit(X, None, local.max_bins, draws.randint(2**31)).binner
+    parts = [tasks.make_partition(r, binner, local.classes_, local.cost_matrix_,
+                                  local.subcosts, float(n)) for r in raw]
+    executor = ShuffledListExecutor(seed)
+    booster = BlockRebelBooster(executor, parts, binner, n, k, local._vector_tree_options(),
+                                np.random.RandomState(draws.randint(2**31)),
+                                local._shrinkage())
+    result = boost(booster, params["n_estimators"], d, target_loss=1.0 / n)
+
+    got, want = result.model.learners, local.model_.learners
+    for name in ("feature", "threshold", "missing_left", "left", "right"):
+        assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    assert_allclose(result.model.values, local.model_.values, rtol=1e-9, atol=1e-12)
+    assert_allclose(result.train_loss, local.train_loss_, rtol=1e-9)
+    assert executor.tasks > 0
