@@ -54,7 +54,11 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
     and whether its class was absent from that model's training rows.
 
     A class a fold model never saw gets, in each row, the lowest score of the classes it
-    did see (as unlikely as the least likely one) rather than a made-up extreme.
+    did see (as unlikely as the least likely one) rather than a made-up extreme. A fold
+    model's ``min_samples_leaf`` shrinks with its share of the rows, so that its trees are
+    as fine, relative to its data, as the final model's: on small sets a fold of 28 rows
+    with the final model's 20-row leaves could not split at all, and its scores would say
+    nothing about the final model's.
     """
     n_classes = model.cost_matrix_.shape[0]
     scores = np.empty((len(codes), n_classes))
@@ -63,6 +67,9 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
         train, test = folds != f, folds == f
         present = np.unique(codes[train])
         fold_model = clone(model).set_params(**params)
+        if "min_samples_leaf" in fold_model.get_params():
+            share = train.sum() / len(codes)
+            fold_model.set_params(min_samples_leaf=max(1, round(model.min_samples_leaf * share)))
         kwargs = {} if sample_cost is None else {"sample_cost": sample_cost[train]}
         fold_model.fit(X[train], codes[train], sample_weight[train], **kwargs)
         got = fold_model._scores(X[test])
