@@ -178,8 +178,8 @@ def test_decisions_survive_a_model_file(tmp_path):
 
 @pytest.mark.parametrize(("params", "message"), [
     ({"cost_matrix": [[0, -1, 1], [1, 0, 1], [1, 1, 0]]}, r"cost_matrix\[0, 1\].* negative"),
-    ({"cost_matrix": [[0, 1, 1], [1, 0, np.nan], [1, 1, 0]]}, r"cost_matrix\[1, 2\].* finite"),
-    ({"cost_matrix": [[0, 1, np.inf], [1, 0, 1], [1, 1, 0]]}, r"cost_matrix\[0, 2\].* finite"),
+    ({"cost_matrix": [[0, 1, 1], [1, 0, np.nan], [1, 1, 0]]}, r"cost_matrix\[1, 2\].* NaN or inf"),
+    ({"cost_matrix": [[0, 1, np.inf], [1, 0, 1], [1, 1, 0]]}, r"cost_matrix\[0, 2\].* NaN or inf"),
     ({"cost_matrix": REFER}, r"\(3, 3\) for 3 classes, or \(3, M\) with decisions"),
     ({"cost_matrix": REFER, "decisions": ["a", "b", "c"]}, r"here 3 decisions"),
     ({"cost_matrix": REFER, "decisions": ["a", "b", "a", "d"]}, "'a' more than once"),

@@ -46,9 +46,10 @@ def check_costs(cost_matrix, decisions, n_classes: int, classes=None):
     wanted = n_classes if names is None else len(names)
     if cost.ndim != 2 or cost.shape != (n_classes, wanted):
         raise ValueError(
-            f"cost_matrix has shape {cost.shape}; it must be ({n_classes}, {n_classes}) for "
-            f"{n_classes} classes, or ({n_classes}, M) with decisions= naming its M columns"
-            + ("" if names is None else f" (here {len(names)} decisions)"))
+            f"cost_matrix must have shape ({n_classes}, {n_classes}) for {n_classes} classes, "
+            f"or ({n_classes}, M) with decisions= naming its M columns"
+            + ("" if names is None else f" (here {len(names)} decisions)")
+            + f"; got {cost.shape}")
     _check_entries(cost, None if hasattr(cost_matrix, "columns") else classes)
     if names is None:
         return check_cost_matrix(cost_matrix, n_classes, classes), None
@@ -106,7 +107,7 @@ def binary_threshold(cost_matrix: np.ndarray) -> float | None:
 
 def _check_entries(cost: np.ndarray, classes=None) -> None:
     """Refuse NaN, infinite and negative entries, naming the first one."""
-    for bad, what in ((~np.isfinite(cost), "is not finite"), (cost < 0, "is negative")):
+    for bad, what in ((~np.isfinite(cost), "is NaN or infinite"), (cost < 0, "is negative")):
         if bad.any():
             i, j = np.argwhere(bad)[0]
             label = f" (true class {np.asarray(classes)[i]!r})" if classes is not None else ""
