@@ -34,7 +34,7 @@ def read_cost_state(model, fitted: dict, k: int) -> None:
     try:
         model.cost_matrix_, model.decisions_ = check_costs(cost, decisions, k)
     except ValueError as exc:
-        raise corrupt(str(exc)) from None
+        raise corrupt(f"cost matrix: {exc}") from None
     strategy, route = fitted["cost_strategy"], fitted["cost_route"]
     if strategy not in ("loss", "posterior"):
         raise corrupt(f"cost_strategy {strategy!r} is not 'loss' or 'posterior'")
