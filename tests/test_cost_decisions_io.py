@@ -96,8 +96,8 @@ def test_report_shows_the_route_its_evidence_and_the_decisions():
     pytest.importorskip("matplotlib")
     from rebelboost.report import render_report
 
-    _, X, y = _data()
-    model = RebelClassifier(10, cost_matrix=REFER, decisions=DECISIONS, random_state=0)
+    _, X, y = _data(120)
+    model = RebelClassifier(5, cost_matrix=REFER, decisions=DECISIONS, random_state=0)
     model.fit(X, y)
     page = render_report(model, X, y)
     assert 'id="route"' in page and 'id="route-costs"' in page
