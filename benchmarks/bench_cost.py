@@ -22,6 +22,9 @@ defaults (100 rounds). Everything single-threaded. Also recorded per set: log-lo
 expected calibration error of the cost-neutral probabilities (REBEL at T = 1 and with the
 temperature its posterior route fits, LightGBM, HistGradientBoosting).
 
+Issue 29's suite benchmark and known mixtures: ``--suite`` / ``--mixtures``
+(:mod:`cost_suite`, its docstring says what they run).
+
 Usage (from the repository root)::
 
     python benchmarks/bench_cost.py                # full run: results/cost_<set>.json, cost.md
@@ -218,7 +221,14 @@ def label(r: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--datasets", nargs="+", default=None)
+    parser.add_argument("--suite", action="store_true",
+                        help="issue 29's benchmark on the 46-set suite (benchmarks/cost_suite.py)")
+    parser.add_argument("--mixtures", action="store_true",
+                        help="issue 29's known mixtures against the Bayes risk")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--max-train", type=int, default=3000)
+    parser.add_argument("--out", help="results file (JSON lines) of --suite / --mixtures")
     parser.add_argument("--n-train", type=int, default=1500)
     parser.add_argument("--n-test", type=int, default=5000, help="for sets without a split")
     parser.add_argument("--matrices", type=int, default=20, help="random matrices per set")
@@ -232,6 +242,16 @@ def main() -> None:
     parser.add_argument("--render", action="store_true",
                         help="only merge the per-set results already written")
     args = parser.parse_args()
+    if args.suite or args.mixtures:
+        import cost_suite
+
+        kind = "suite" if args.suite else "mixtures"
+        args.out = args.out or str(RESULTS / f"cost_{kind}.jsonl")
+        if not args.render:
+            (cost_suite.run_suite if args.suite else cost_suite.run_mixtures)(args)
+        print(cost_suite.render(kind, args.out))
+        return
+    args.datasets = args.datasets or list(DATASETS)
     if args.quick:
         args.datasets, args.matrices, args.n_train = args.datasets[:2], 3, 1000
     RESULTS.mkdir(exist_ok=True)

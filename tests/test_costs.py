@@ -14,9 +14,7 @@ from rebelboost.costs import (
     check_sample_cost,
     cost_columns,
     expected_calibration_error,
-    fit_temperature,
     min_risk_codes,
-    proba_from_scores,
     resolve_costs,
 )
 from rebelboost.losses.rebel import SUBCOSTS, RebelLoss, subcosts
@@ -204,8 +202,8 @@ def test_check_sample_cost_accepts_a_data_frame_like():
 
     _, y, rows = _sample_cost_problem()
     assert_array_equal(check_sample_cost(Frame(rows), y, 3), rows)
-    cost, kept = resolve_costs(None, rows, y, 3)
-    assert kept is not None and cost.shape == (3, 3)
+    cost, decisions, kept = resolve_costs(None, rows, y, 3)
+    assert kept is not None and cost.shape == (3, 3) and decisions is None
 
 
 # --------------------------------------------------------------------- routes
@@ -223,7 +221,7 @@ def test_posterior_route_predicts_the_least_expected_cost_class():
     X, y, cost = _cost_problem()
     model = RebelClassifier(20, cost_matrix=cost, cost_strategy="posterior", random_state=0)
     model.fit(X, y)
-    assert model.cost_strategy_ == "posterior" and model.temperature_ > 0
+    assert model.cost_strategy_ == "posterior" and model.cost_route_ == "min_risk"
     assert_array_equal(model.predict(X), np.argmin(model.expected_cost(X), axis=1))
     neutral = RebelClassifier(20, random_state=0).fit(X, y)
     # The model itself is the cost-neutral one; only the decision differs.
@@ -232,14 +230,16 @@ def test_posterior_route_predicts_the_least_expected_cost_class():
     assert_array_equal(staged[-1], model.predict(X))
 
 
-def test_auto_route_keeps_the_route_of_lower_held_out_cost():
+def test_auto_route_keeps_the_route_the_guard_picks():
     X, y, cost = _cost_problem()
     model = RebelClassifier(20, cost_matrix=cost, cost_strategy="auto", random_state=0)
     model.fit(X, y)
+    assert set(model.route_costs_) == {"argmax", "min_risk", "loss"}
+    assert model.cost_route_ in model.route_costs_
+    assert model.cost_strategy_ == ("loss" if model.cost_route_ == "loss" else "posterior")
+    # The route kept is never dearer out of fold than argmax.
     costs = model.route_costs_
-    assert set(costs) == {"loss", "posterior"}
-    assert model.cost_strategy_ == ("posterior" if costs["posterior"] < costs["loss"]
-                                    else "loss")
+    assert costs[model.cost_route_] <= costs["argmax"]
 
 
 @pytest.mark.parametrize("strategy", ["posterior", "auto"])
@@ -249,28 +249,6 @@ def test_zero_one_costs_take_the_loss_route_without_extra_fits(strategy):
     plain = RebelClassifier(10, random_state=0).fit(X, y)
     assert model.cost_strategy_ == "loss" and model.temperature_ == 1.0
     assert_allclose(model.decision_function(X), plain.decision_function(X))
-
-
-def test_posterior_route_needs_two_rows_per_class():
-    X, y, _ = _cost_problem()
-    y = y.copy()
-    y[0] = 3
-    cost = _random_cost(np.random.default_rng(0), 4)
-    with pytest.raises(ValueError, match="class code 3 has 1 training row"):
-        RebelClassifier(5, cost_matrix=cost, cost_strategy="posterior").fit(X, y)
-
-
-# --------------------------------------------------------------- calibration
-
-
-def test_temperature_recovers_a_known_temperature():
-    rng = np.random.default_rng(0)
-    scores = rng.standard_normal((20000, 4)) * 2.0
-    proba = proba_from_scores(scores, 2.5)
-    codes = np.array([rng.choice(4, p=p) for p in proba])
-    assert fit_temperature(scores, codes) == pytest.approx(2.5, rel=0.05)
-    # Perfectly separated held-out rows would pull T towards 0: it stays at 1.
-    assert fit_temperature(scores, np.argmax(scores, axis=1)) == pytest.approx(1.0, abs=1e-3)
 
 
 def test_expected_calibration_error_is_zero_when_calibrated_and_large_when_not():

@@ -175,7 +175,7 @@ def test_format_1_files_migrate():
     from pathlib import Path
 
     doc = read_document(Path(__file__).parent / "data" / "golden" / "rebel_tree2-vowel.json.gz")
-    assert doc["format_version"] == 2 and "model" in doc and "fitted" in doc
+    assert doc["format_version"] == 3 and "model" in doc and "fitted" in doc
 
 
 def test_envelope_limits(tmp_path):

@@ -1,32 +1,128 @@
-"""Cost-sensitive decisions: per-sample costs, the minimum-risk decision, the posterior route.
+"""Cost-sensitive decisions: cost checks, per-sample costs, the minimum-risk decision.
 
-A REBEL model meets a cost matrix ``C`` (or per-sample costs) by one of two routes:
+A cost matrix ``C`` has one row per true class and one column per decision: K x K when the
+decisions are the class labels, or K x M with named ``decisions`` (e.g. the K labels plus
+"refer to a human"). A fitted REBEL model decides by one of three routes (``cost_route_``):
 
-* ``'loss'``: train on REBEL's cost-sensitive loss and predict ``argmax_k H_k(x)``;
-* ``'posterior'``: train cost-neutrally, temperature-scale the posteriors on held-out rows
-  and predict the minimum-risk class ``argmin_k (p(x) @ C)_k``.
+* ``'min_risk'``: ``argmin_m (p(x) @ C)_m`` with ``p`` the calibrated posteriors;
+* ``'argmax'``: the decision of least cost for the class of largest score (the class itself
+  for a K x K matrix), i.e. the plain prediction taken as certain;
+* ``'loss'``: the class of largest score of a model trained on REBEL's cost-sensitive loss.
 
-``'auto'`` trains both on a split of the training set and keeps the one of lower mean cost
-on the held-out rows. Both routes are one-line hooks in the estimator; their logic is here.
+This module is a foundation: it checks costs and turns scores into decisions; it never fits
+a model. Choosing the route (cross-fitting, calibration, the guard) is the estimator layer's
+job (:mod:`rebelboost.ensemble._cost_route`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize_scalar
-from sklearn.base import clone
-from sklearn.model_selection import train_test_split
 
 from .validation import check_cost_matrix
 
 COST_STRATEGIES = ("loss", "posterior", "auto")
+ROUTES = ("min_risk", "argmax", "loss")
 
 
-def check_sample_cost(sample_cost, codes: np.ndarray, n_classes: int) -> np.ndarray:
-    """Validated (n_samples, K) float array of per-sample costs.
+def check_costs(cost_matrix, decisions, n_classes: int, classes=None):
+    """``(C, decisions)``: the validated K x M cost matrix and the decision names (or None).
 
-    Row n is the cost of each prediction for sample n, columns in the order of ``classes_``:
-    non-negative, finite, zero at the true class and positive somewhere.
+    Without ``decisions`` the matrix must be K x K with a zero diagonal (the decisions are the
+    classes); with them, K x M for M names, any non-negative finite entries. Errors name the
+    offending entry.
+    """
+    names = check_decisions(decisions)
+    if cost_matrix is None:
+        if names is not None:
+            raise ValueError("decisions need a cost_matrix of shape (n_classes, "
+                             f"{len(names)}) saying what each decision costs")
+        return check_cost_matrix(None, n_classes), None
+    _check_labelled_classes(cost_matrix, classes)
+    raw = cost_matrix.to_numpy() if hasattr(cost_matrix, "to_numpy") else cost_matrix
+    try:
+        cost = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"cost_matrix must be a numeric array: {exc}") from None
+    wanted = n_classes if names is None else len(names)
+    if cost.ndim != 2 or cost.shape != (n_classes, wanted):
+        raise ValueError(
+            f"cost_matrix must have shape ({n_classes}, {n_classes}) for {n_classes} classes, "
+            f"or ({n_classes}, M) with decisions= naming its M columns"
+            + ("" if names is None else f" (here {len(names)} decisions)")
+            + f"; got {cost.shape}")
+    _check_entries(cost, None if hasattr(cost_matrix, "columns") else classes)
+    if names is None:
+        return check_cost_matrix(cost_matrix, n_classes, classes), None
+    if hasattr(cost_matrix, "columns") and hasattr(cost_matrix, "index"):
+        raise ValueError("with decisions, pass cost_matrix as a plain array (rows in the "
+                         "order of classes_, columns in the order of decisions)")
+    return cost, names
+
+
+def check_decisions(decisions) -> np.ndarray | None:
+    """The decision names as a 1-d object array of distinct strings (None stays None)."""
+    if decisions is None:
+        return None
+    names = [decisions] if isinstance(decisions, str) else list(decisions)
+    if not names:
+        raise ValueError("decisions must name at least one decision")
+    bad = [n for n in names if not isinstance(n, str) or not n]
+    if bad:
+        raise ValueError(f"decisions must be non-empty strings; got {bad[0]!r}")
+    seen = set()
+    for n in names:
+        if n in seen:
+            raise ValueError(f"decisions name {n!r} more than once")
+        seen.add(n)
+    return np.asarray(names, dtype=object)
+
+
+def _check_labelled_classes(cost_matrix, classes) -> None:
+    """A labelled table naming a class with no training rows is refused by that name."""
+    if classes is None or not hasattr(cost_matrix, "to_numpy"):
+        return
+    known = set(np.asarray(classes).tolist())
+    axes = [cost_matrix.index] + ([cost_matrix.columns] if hasattr(cost_matrix, "columns")
+                                  else [])
+    for axis in axes:
+        labels = axis.tolist()
+        if labels == list(range(len(labels))):
+            continue  # pandas' default positions, not labels
+        absent = [c for c in labels if c not in known]
+        if absent:
+            raise ValueError(f"cost_matrix names class(es) {absent} with no training rows; "
+                             "every class in the costs needs at least one row")
+
+
+def binary_threshold(cost_matrix: np.ndarray) -> float | None:
+    """For two classes: the probability of class 1 above which minimum risk predicts it,
+    ``C[0, 1] / (C[0, 1] + C[1, 0])`` (None when the matrix is not 2 x 2)."""
+    if cost_matrix.shape != (2, 2):
+        return None
+    c01, c10 = cost_matrix[0, 1] - cost_matrix[0, 0], cost_matrix[1, 0] - cost_matrix[1, 1]
+    if c01 < 0 or c10 < 0 or c01 + c10 == 0:
+        return None  # one decision dominates: no threshold
+    return float(c01 / (c01 + c10))
+
+
+def _check_entries(cost: np.ndarray, classes=None) -> None:
+    """Refuse NaN, infinite and negative entries, naming the first one."""
+    for bad, what in ((~np.isfinite(cost), "is NaN or infinite"), (cost < 0, "is negative")):
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            label = f" (true class {np.asarray(classes)[i]!r})" if classes is not None else ""
+            raise ValueError(f"cost_matrix[{i}, {j}]{label} {what} ({cost[i, j]}); costs "
+                             "must be finite and >= 0")
+
+
+def check_sample_cost(sample_cost, codes: np.ndarray, n_classes: int,
+                      n_decisions: int | None = None) -> np.ndarray:
+    """Validated (n_samples, K) float array of per-sample costs ((n_samples, M) with M
+    named decisions).
+
+    Row n is the cost of each decision for sample n, columns in the order of ``classes_``
+    (or of the decisions): non-negative and finite; without decisions also zero at the true
+    class and positive somewhere.
     """
     if hasattr(sample_cost, "to_numpy"):
         sample_cost = sample_cost.to_numpy()
@@ -35,11 +131,11 @@ def check_sample_cost(sample_cost, codes: np.ndarray, n_classes: int) -> np.ndar
     except (TypeError, ValueError) as exc:
         raise ValueError(f"sample_cost must be a numeric (n_samples, n_classes) array: {exc}") \
             from None
-    expected = (len(codes), n_classes)
+    expected = (len(codes), n_classes if n_decisions is None else n_decisions)
     if cost.shape != expected:
         raise ValueError(
             f"sample_cost must have shape {expected} (one row per sample, one column per "
-            f"class), got {cost.shape}"
+            f"{'class' if n_decisions is None else 'decision'}), got {cost.shape}"
         )
     if not np.isfinite(cost).all():
         rows = np.flatnonzero(~np.isfinite(cost).all(axis=1))
@@ -48,6 +144,8 @@ def check_sample_cost(sample_cost, codes: np.ndarray, n_classes: int) -> np.ndar
         rows = np.flatnonzero((cost < 0).any(axis=1))
         raise ValueError(f"sample_cost has negative entries (rows {_some(rows)}); costs must "
                          "be >= 0")
+    if n_decisions is not None:
+        return cost
     true_cost = cost[np.arange(len(codes)), codes]
     if (true_cost != 0).any():
         rows = np.flatnonzero(true_cost != 0)
@@ -96,22 +194,25 @@ def cost_columns(frame, classes, prefix: str = "cost_") -> tuple[np.ndarray, lis
     return cost, [by_name[c] for c in wanted]
 
 
-def resolve_costs(cost_matrix, sample_cost, codes: np.ndarray, n_classes: int, classes=None):
-    """``(cost_matrix_, sample_cost)`` for ``fit``.
+def resolve_costs(cost_matrix, sample_cost, codes: np.ndarray, n_classes: int, classes=None,
+                  decisions=None):
+    """``(cost_matrix_, decisions_, sample_cost)`` for ``fit``.
 
     With per-sample costs the model's ``cost_matrix_`` is the mean cost row of each true
     class: the matrix that ``expected_cost``, ``cost_score`` and the posterior route use,
     since test rows come without costs.
     """
     if sample_cost is None:
-        return check_cost_matrix(cost_matrix, n_classes, classes), None
+        return (*check_costs(cost_matrix, decisions, n_classes, classes), None)
     if cost_matrix is not None:
         raise ValueError("give either cost_matrix or sample_cost, not both")
-    sample_cost = check_sample_cost(sample_cost, codes, n_classes)
+    names = check_decisions(decisions)
+    sample_cost = check_sample_cost(sample_cost, codes, n_classes,
+                                    None if names is None else len(names))
     counts = np.bincount(codes, minlength=n_classes)
-    means = np.zeros((n_classes, n_classes))
+    means = np.zeros((n_classes, sample_cost.shape[1]))
     np.add.at(means, codes, sample_cost)
-    return means / counts[:, None], sample_cost
+    return means / counts[:, None], names, sample_cost
 
 
 def row_costs(cost_matrix: np.ndarray, codes: np.ndarray, sample_cost=None) -> np.ndarray:
@@ -131,30 +232,30 @@ def min_risk_codes(proba: np.ndarray, cost_matrix: np.ndarray) -> np.ndarray:
     return np.argmin(proba @ cost_matrix, axis=1)
 
 
+def certain_codes(class_codes: np.ndarray, cost_matrix: np.ndarray) -> np.ndarray:
+    """The least-cost decision for each row's class taken as certain:
+    ``argmin_m C[k, m]``; the class itself for a K x K matrix with a zero diagonal."""
+    if cost_matrix.shape[0] == cost_matrix.shape[1] and not np.diag(cost_matrix).any():
+        return class_codes
+    return np.argmin(cost_matrix, axis=1)[class_codes]
+
+
+def route_of(model) -> str:
+    """A fitted model's decision route (models from before ``cost_route_``: by strategy)."""
+    route = getattr(model, "cost_route_", None)
+    if route is not None:
+        return route
+    return "min_risk" if getattr(model, "cost_strategy_", "loss") == "posterior" else "loss"
+
+
 def decision_codes(model, scores: np.ndarray) -> np.ndarray:
-    """Class codes a fitted REBEL model predicts from its scores ``H`` (per its route)."""
-    if getattr(model, "cost_strategy_", "loss") == "posterior":
-        proba = proba_from_scores(scores, getattr(model, "temperature_", 1.0))
-        return min_risk_codes(proba, model.cost_matrix_)
-    return np.argmax(scores, axis=1)
-
-
-def fit_temperature(scores: np.ndarray, codes: np.ndarray, sample_weight=None) -> float:
-    """The T >= 1 minimising the (weighted) log-loss of ``proba_from_scores(scores, T)``.
-
-    Boosted scores are over-confident once the training loss is small (the measured T on
-    held-out rows was 1.5-14 for 100-200 trees), which skews ``p @ C`` towards the top class.
-    T < 1 is not searched: when every held-out row is confidently right the log-loss keeps
-    falling as T -> 0 (a 150-row split of optdigits gave T = 0.41 and doubled the test
-    log-loss).
-    """
-    rows = np.arange(len(codes))
-
-    def log_loss(log_t):
-        p = proba_from_scores(scores, np.exp(log_t))[rows, codes]
-        return -np.average(np.log(p), weights=sample_weight)
-
-    return float(np.exp(minimize_scalar(log_loss, bounds=(0.0, 5.0), method="bounded").x))
+    """Decision codes (columns of ``cost_matrix_``) a fitted REBEL model takes from its
+    scores ``H``, by its route."""
+    route = route_of(model)
+    if route == "min_risk":
+        return min_risk_codes(model._proba_from_scores(scores), model.cost_matrix_)
+    codes = np.argmax(scores, axis=1)
+    return certain_codes(codes, model.cost_matrix_) if route == "argmax" else codes
 
 
 def expected_calibration_error(proba: np.ndarray, codes: np.ndarray, n_bins: int = 15) -> float:
@@ -167,56 +268,3 @@ def expected_calibration_error(proba: np.ndarray, codes: np.ndarray, n_bins: int
         sel = bins == b
         total += sel.mean() * abs(correct[sel].mean() - confidence[sel].mean())
     return float(total)
-
-
-def choose_route(model, X, codes, sample_weight, sample_cost, rng) -> tuple[str, float, dict]:
-    """``(cost_strategy_, temperature_, route_costs_)`` for ``model.fit``.
-
-    'loss' (and any strategy under 0-1 costs, where both routes predict ``argmax H``) needs
-    no extra fit. 'posterior' fits a cost-neutral copy on ``1 - validation_fraction`` of the
-    rows to find the temperature on the rest; 'auto' also fits a cost-sensitive copy there
-    and picks the route of lower mean cost on the held-out rows (``route_costs_``).
-    """
-    n_classes = model.cost_matrix_.shape[0]
-    neutral = sample_cost is None and np.array_equal(model.cost_matrix_, 1.0 - np.eye(n_classes))
-    if model.cost_strategy == "loss" or neutral:
-        return "loss", 1.0, {}
-    fit_idx, val_idx = _route_split(codes, model.validation_fraction, rng)
-    copy = clone(model).set_params(cost_strategy="loss", cost_matrix=None)
-    copy.fit(X[fit_idx], codes[fit_idx], sample_weight[fit_idx])
-    val_codes, val_w = codes[val_idx], sample_weight[val_idx]
-    scores = copy._scores(X[val_idx])
-    temperature = fit_temperature(scores, val_codes, val_w)
-    if model.cost_strategy == "posterior":
-        return "posterior", temperature, {}
-    val_rows = row_costs(model.cost_matrix_, val_codes,
-                         None if sample_cost is None else sample_cost[val_idx])
-    picked = {"posterior": min_risk_codes(proba_from_scores(scores, temperature),
-                                          model.cost_matrix_)}
-    sensitive = clone(model).set_params(cost_strategy="loss")
-    sensitive.fit(X[fit_idx], codes[fit_idx], sample_weight[fit_idx],
-                  sample_cost=None if sample_cost is None else sample_cost[fit_idx])
-    picked["loss"] = np.argmax(sensitive._scores(X[val_idx]), axis=1)
-    costs = {route: float(np.average(val_rows[np.arange(len(val_idx)), pred], weights=val_w))
-             for route, pred in picked.items()}
-    route = "posterior" if costs["posterior"] < costs["loss"] else "loss"
-    return route, temperature if route == "posterior" else 1.0, costs
-
-
-def _route_split(codes: np.ndarray, fraction: float, rng) -> tuple[np.ndarray, np.ndarray]:
-    """Stratified (fit rows, held-out rows); every class must keep a row on both sides."""
-    counts = np.bincount(codes)
-    if counts.min() < 2:
-        raise ValueError(
-            f"cost_strategy 'posterior' and 'auto' hold out rows of every class, but class "
-            f"code {int(np.argmin(counts))} has {counts.min()} training row(s); use "
-            "cost_strategy='loss'"
-        )
-    n_val = max(int(np.ceil(fraction * len(codes))), len(counts))
-    n_val = min(n_val, len(codes) - len(counts))
-    fit_idx, val_idx = train_test_split(np.arange(len(codes)), test_size=n_val,
-                                        stratify=codes, random_state=rng)
-    if len(np.unique(codes[fit_idx])) < len(counts):
-        raise ValueError("the held-out split left a class without training rows; use "
-                         "cost_strategy='loss'")
-    return fit_idx, val_idx

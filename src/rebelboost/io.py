@@ -2,7 +2,7 @@
 
 A model file is one JSON object, readable by any language and loadable without pickle::
 
-    {"format": "rebelboost-model", "format_version": 2, "library_version": "0.1.0",
+    {"format": "rebelboost-model", "format_version": 3, "library_version": "0.1.0",
      "estimator": "RebelClassifier", "params": {...},
      "classes": [...], "classes_dtype": "<i8", "n_features_in": 16, "feature_names_in": null,
      "model": {"learners": {"type": "trees", ...}, "values": [[[...]]], "stage_ends": [...]},
@@ -32,7 +32,7 @@ import numpy as np
 from ._version import __version__
 
 FORMAT = "rebelboost-model"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MAX_BYTES = 1 << 30  # largest decompressed model file read (1 GiB)
 
 
@@ -228,8 +228,28 @@ def _v1_to_v2(doc: dict) -> dict:
     return doc
 
 
+def _v2_to_v3(doc: dict) -> dict:
+    """Format 3 gives a REBEL model's cost decisions their own fields: the temperature
+    becomes a calibration map, the decision route is stored (format 2's posterior route
+    always decided by minimum risk, every other model by the largest score), and a model
+    may name decisions that are not its classes (none in format 2)."""
+    doc = dict(doc, format_version=3)
+    if doc.get("estimator") == "RebelClassifier":
+        fitted = dict(doc["fitted"])
+        strategy = fitted.get("cost_strategy", "loss")  # files from before issue 15: 'loss'
+        fitted["cost_strategy"] = strategy
+        fitted["cost_route"] = "min_risk" if strategy == "posterior" else "loss"
+        fitted["calibration"] = {"kind": "temperature",
+                                 "temperature": fitted.pop("temperature", 1.0)}
+        fitted.setdefault("route_costs", {})
+        fitted["decisions"] = None
+        fitted["cost_evidence"] = {}
+        doc["fitted"] = fitted
+    return doc
+
+
 # version -> function bringing a document of that version to the next one
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(doc) -> dict:

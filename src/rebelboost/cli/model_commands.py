@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from .tables import existing_file, features, labels, one_line, read_cost_matrix, read_table
+from .tables import existing_file, features, labels, one_line, read_decision_costs, read_table
 
 FIT_ARRAYS = (("X", "y"), ("X_train", "y_train"))
 USE_ARRAYS = (("X", "y"), ("X_test", "y_test"))
@@ -102,7 +102,9 @@ TARGET_TO_DROP = click.option(
               help="Value bins per feature for the split search (LightGBM's max_bin).")
 @click.option("--cost-matrix", type=click.Path(dir_okay=False),
               help="CSV: the K x K costs of predicting the column's class when the truth is "
-              "the row's, optionally with a header row and index column of class labels.")
+              "the row's, optionally with a header row and index column of class labels; or "
+              "a K x M table whose header names M decisions that are not the classes (e.g. "
+              "the labels plus refer): predictions are then those decisions.")
 @click.option("--cost-columns", is_flag=True,
               help="Per-row costs from the columns cost_<class>, one per class (the cost of "
               "predicting that class for the row; 0 at the row's own class). They are not "
@@ -148,7 +150,8 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
                   learning_rate=learning_rate, max_bins=max_bins,
                   random_state=random_state, n_jobs=n_jobs)
     if cost_matrix is not None:
-        params["cost_matrix"] = read_cost_matrix(cost_matrix, np.unique(y))
+        params["cost_matrix"], params["decisions"] = read_decision_costs(cost_matrix,
+                                                                         np.unique(y))
     if validation_fraction is not None:
         params.update(early_stopping=True, validation_fraction=validation_fraction)
         if n_iter_no_change is not None:
@@ -177,16 +180,30 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
                f"{model.n_features_in_} features, {len(model.classes_)} classes, in "
                f"{seconds:.2f} s")
     click.echo(f"  training loss    {model.train_loss_[-1]:.6g}")
-    click.echo(f"  training error   {np.mean(predicted != y):.4f}  (all rows of DATA)")
+    if model.decisions_ is None:
+        click.echo(f"  training error   {np.mean(predicted != y):.4f}  (all rows of DATA)")
     if costly:
-        cost = mean_cost(y, predicted, model.cost_matrix_, model.classes_)
+        cost = mean_cost(y, predicted, model.cost_matrix_, model.classes_, model.decisions_)
         click.echo(f"  training cost    {cost:.4f}")
+        click.echo(f"  decides by       {_route_line(model)}")
     if model.best_iteration_ is not None:
         kept = history[model.best_iteration_ - 1]
         name = "cost " if costly else "error"
         click.echo(f"  validation {name} {kept.validation_cost:.4f}  (best iteration "
                    f"{model.best_iteration_} of {len(history)} run; early stopping)")
     click.echo(f"wrote {model_out}")
+
+
+def _route_line(model) -> str:
+    """The cost route and its out-of-fold evidence, in one line."""
+    evidence = getattr(model, "cost_evidence_", {})
+    costs = evidence.get("route_costs", {})
+    line = {"min_risk": "minimum expected cost", "argmax": "the most probable class",
+            "loss": "the cost-sensitive loss's largest score"}[model.cost_route_]
+    if costs:
+        line += " (out-of-fold mean cost " + ", ".join(
+            f"{route} {value:.4f}" for route, value in costs.items()) + ")"
+    return line
 
 
 @click.command(epilog=DATA_HELP + " Columns are matched to the model's features by name; "
@@ -198,8 +215,8 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
               help="CSV file for the predictions ('-': standard output).")
 @click.option("--proba", is_flag=True, help="Add a column proba_<class> per class.")
 @click.option("--expected-cost", is_flag=True,
-              help="Add a column expected_cost_<class> per class: the expected cost of "
-              "predicting that class.")
+              help="Add a column expected_cost_<decision> per class (or named decision): "
+              "the expected cost of that decision.")
 @click.option("--early-exit", is_flag=True,
               help="Stop adding a row's learners once its class can no longer change: the "
               "same predictions from fewer learners (tree models).")
@@ -225,7 +242,8 @@ def predict(model_path: str, data: str, out: str, proba: bool, expected_cost: bo
     with _library_errors(f"cannot predict {data!r}"):
         columns = {"prediction": model.predict(X, early_exit="exact" if early_exit else None)}
         for prefix, method in extras:
-            names = [f"{prefix}_{c}" for c in model.classes_.tolist()]
+            outputs = model.classes_ if method == "predict_proba" else model._decision_labels()
+            names = [f"{prefix}_{c}" for c in outputs.tolist()]
             values = getattr(model, method)(X)
             values[np.abs(values) < 1e-300] = 0.0
             columns.update(zip(names, values.T, strict=True))
@@ -260,7 +278,12 @@ def evaluate(model_path: str, data: str, target: str | None, as_json: bool) -> N
     with _library_errors(f"cannot predict {data!r}"):
         predicted = model.predict(X)
     cost_matrix = getattr(model, "cost_matrix_", None)
-    cost = None if cost_matrix is None else mean_cost(y, predicted, cost_matrix, classes)
+    decisions = getattr(model, "decisions_", None)
+    cost = None if cost_matrix is None else mean_cost(y, predicted, cost_matrix, classes,
+                                                      decisions)
+    if decisions is not None:
+        _evaluate_decisions(y, predicted, classes, decisions.tolist(), cost, as_json)
+        return
     matrix = confusion_matrix(y, predicted, labels=model.classes_)
     support = matrix.sum(axis=1)
     per_class = [None if n == 0 else float(1 - matrix[k, k] / n) for k, n in enumerate(support)]
@@ -333,3 +356,23 @@ def _numbered_from_one(explanation) -> str:
     if top:  # similarity learners read whole rows, not single features
         lines.append("  by feature: " + ", ".join(f"{n} {v:+.3f}" for n, v in top))
     return "\n".join(lines)
+
+
+def _evaluate_decisions(y, predicted, classes: list, decisions: list, cost: float,
+                        as_json: bool) -> None:
+    """Mean cost and the count of each decision per true class (decisions are not labels,
+    so there is no error rate)."""
+    import numpy as np
+
+    table = [[int(np.sum((y == c) & (predicted == d))) for d in decisions] for c in classes]
+    if as_json:
+        click.echo(json.dumps({"n_rows": len(y), "mean_cost": cost, "classes": classes,
+                               "decisions": decisions, "decision_counts": table}))
+        return
+    click.echo(f"rows        {len(y)}")
+    click.echo(f"mean cost   {cost:.4f}  (under the model's cost matrix)")
+    width = max(len(str(v)) for v in [*classes, *decisions, len(y)]) + 2
+    click.echo("decisions (rows: true class, columns: decision taken)")
+    click.echo(" " * width + "".join(f"{d:>{width}}" for d in decisions))
+    for c, counts in zip(classes, table, strict=True):
+        click.echo(f"{c!s:>{width}}" + "".join(f"{v:>{width}d}" for v in counts))

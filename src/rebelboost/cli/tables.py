@@ -250,3 +250,49 @@ def read_cost_matrix(path: str, classes: np.ndarray) -> np.ndarray:
         return order_by_labels(cost, row_labels, col_labels, names, f"cost matrix {path!r}")
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def read_decision_costs(path: str, classes: np.ndarray) -> tuple[np.ndarray, list[str] | None]:
+    """``(cost, decisions)`` from a cost CSV: a K x K class matrix (:func:`read_cost_matrix`,
+    decisions None), or a K x M table whose header row names M decisions that are not the
+    classes (e.g. ``a,b,c,refer``), optionally with an index column of class labels that
+    orders its rows."""
+    p = existing_file(path, "cost matrix file")
+    try:
+        with p.open(newline="") as f:
+            rows = [[cell.strip() for cell in row] for row in csv.reader(f) if any(row)]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise click.ClickException(f"cannot read cost matrix {path!r}: {one_line(exc)}") from None
+    names = [str(c) for c in classes.tolist()]
+    if len(rows) < 2 or all(_is_number(cell) for cell in rows[0]):
+        return read_cost_matrix(path, classes), None
+    body = rows[1:]
+    index = not all(_is_number(row[0]) for row in body)
+    header = rows[0][1:] if index else rows[0]
+    if sorted(header) == sorted(names):
+        return read_cost_matrix(path, classes), None
+    import numpy as np
+
+    if len(body) != len(names) or any(len(row) != len(header) + index for row in body):
+        raise click.ClickException(
+            f"cost table {path!r} must have one row per class ({len(names)}: {names}) and one "
+            f"column per decision named in its header ({len(header)}: {header})")
+    try:
+        cost = np.array([[float(cell) for cell in row[int(index):]] for row in body])
+    except ValueError as exc:
+        raise click.ClickException(f"cost table {path!r}: {one_line(exc)}") from None
+    if index:
+        labels = [row[0] for row in body]
+        if sorted(labels) != sorted(names):
+            raise click.ClickException(f"cost table {path!r}: its row labels {labels} are not "
+                                       f"the classes {names}")
+        cost = cost[[labels.index(n) for n in names]]
+    return cost, header
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True

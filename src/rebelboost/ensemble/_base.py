@@ -249,7 +249,7 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
             if early_exit not in (None, "exact"):
                 raise ValueError("soft cascades need a model that decides by the largest score")
             scores = self._scores(X, start, stop)
-            return self.classes_[self._decide(scores)]
+            return self._decision_labels()[self._decide(scores)]
         X = self._check_X(X)
         with self._threads(X):
             codes, _ = self.model_.predict_codes(X, start, stop, early_exit)
@@ -267,11 +267,15 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
 
     def staged_predict(self, X, *, start: int = 0, stop: int | None = None) -> Iterator:
         for scores in self._staged_scores(X, start, stop):
-            yield self.classes_[self._decide(scores)]
+            yield self._decision_labels()[self._decide(scores)]
 
     def _decide(self, scores: np.ndarray) -> np.ndarray:
-        """Class codes predicted from class scores (the largest score)."""
+        """Decision codes from class scores (the class of largest score)."""
         return np.argmax(scores, axis=1)
+
+    def _decision_labels(self) -> np.ndarray:
+        """What :meth:`_decide`'s codes index: the classes (or a model's named decisions)."""
+        return self.classes_
 
     def _decides_by_argmax(self) -> bool:
         """Whether :meth:`_decide` is ``argmax`` (what early exits assume)."""
@@ -320,7 +324,9 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         """Mean cost of the predictions on (X, y) under the model's cost matrix."""
         from ..metrics import mean_cost
 
-        return mean_cost(y, self.predict(X), self._cost_matrix(), self.classes_)
+        labels = self._decision_labels()
+        return mean_cost(y, self.predict(X), self._cost_matrix(), self.classes_,
+                         decisions=None if labels is self.classes_ else labels)
 
     # --------------------------------------------------------------- model files
 

@@ -2,9 +2,9 @@
 
 The model is ``H(x) = sum_t f_t(x) a_t`` with ``f_t`` a decision tree (or stump) emitting
 +-1, or a localized similarity, and ``a_t`` a free K-vector; the prediction is
-``argmax_k H_k(x)`` (with the calibrated or paper subcosts an estimate of the minimum-risk
-class under the training costs), or, on the posterior route, the class of least expected cost
-under temperature-scaled posteriors (:mod:`rebelboost.costs`). The booster here is REBEL's
+``argmax_k H_k(x)``, or with costs the decision its route (``cost_route_``) picks: the least
+expected cost under cross-fitted calibrated posteriors, unless out-of-fold costs say argmax
+is cheaper (:mod:`rebelboost.ensemble._cost_route`). The booster here is REBEL's
 loss driving one of the weak learners of :mod:`rebelboost.learners.rebel_learners`; the loop,
 prediction and files are shared (:mod:`rebelboost.ensemble._base`).
 """
@@ -16,13 +16,7 @@ import numbers
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..costs import (
-    COST_STRATEGIES,
-    choose_route,
-    decision_codes,
-    proba_from_scores,
-    resolve_costs,
-)
+from ..costs import COST_STRATEGIES, decision_codes, proba_from_scores, resolve_costs, route_of
 from ..engine import Stage
 from ..io import corrupt, float_array
 from ..learners.contract import LearnerFit
@@ -32,6 +26,8 @@ from ..learners.vector_tree import SAMPLINGS, VectorTreeOptions
 from ..losses.rebel import SUBCOSTS, RebelLoss
 from ..validation import check_cost_matrix
 from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
+from ._cost_route import choose_route
+from ._cost_state import read_cost_state, write_cost_state
 
 
 @document_loop(own=("learning_rate",))
@@ -78,31 +74,35 @@ class RebelClassifier(BoostedClassifier):
     colsample_bytree : float, default=1.0
         'vector_tree' only: fraction of the features each tree may split on (LightGBM's
         ``feature_fraction``).
-    cost_matrix : array-like of shape (n_classes, n_classes), default=None
-        ``cost_matrix[i, j]`` is the cost of predicting class ``classes_[j]`` when the truth is
-        ``classes_[i]``: non-negative, zero diagonal. None means 0-1 cost (or per-sample
+    cost_matrix : array-like of shape (n_classes, n_classes) or (n_classes, M), default=None
+        ``cost_matrix[i, j]`` is the cost of predicting class ``classes_[j]`` (or taking
+        decision ``decisions[j]``) when the truth is ``classes_[i]``: non-negative, finite; a
+        zero diagonal for K x K without ``decisions``. None means 0-1 cost (or per-sample
         costs, see ``fit``).
+    decisions : list of str or None, default=None
+        Names of the M columns of ``cost_matrix`` when the decisions are not the class labels
+        (e.g. the labels plus ``'refer'``): ``predict`` then returns these names,
+        ``expected_cost`` has M columns; ``predict_proba`` stays over the classes.
     subcosts : {'calibrated', 'paper', 'thesis'}, default='thesis'
         How each sample's cost row enters the loss on the 'loss' route
         (:mod:`rebelboost.losses.rebel`). All three bound the cost and agree for two classes
         and 0-1 costs; for K >= 3 only 'calibrated' and 'paper' have the least-risk class as
         the population minimiser's argmax. Yet 'thesis' had the lower mean test cost on 4 of 7
-        data sets with 200 depth-3 binary trees (pendigits, letter, optdigits, shuttle) and on
-        the REBEL paper's stump protocol (BENCHMARKS.md, REPRODUCTIONS.md): the calibrated
-        optima are finite score vectors, so boosting chases soft targets instead of margins.
-        With the default vector-leaf trees 'calibrated' had the lower cost on 4 of 7
-        (satimage, vowel, shuttle, connect4); the default route, 'posterior', uses neither.
+        sets with 200 depth-3 binary trees and on the REBEL paper's stump protocol; with the
+        default vector-leaf trees 'calibrated' had it on 4 of 7 (BENCHMARKS.md). The default
+        route, 'posterior', uses neither.
     cost_strategy : {'posterior', 'loss', 'auto'}, default='posterior'
-        'posterior' trains cost-neutrally, fits a temperature on ``validation_fraction`` of
-        the rows (a second fit, then the model is refitted on all rows) and predicts
-        ``argmin_k (predict_proba @ cost_matrix_)_k``; 'loss' trains on the cost-sensitive
-        loss and predicts ``argmax H`` (one fit); 'auto' fits both on a split and keeps the
-        route of lower held-out mean cost (three fits). 'posterior' is the default: with 200
-        depth-3 binary trees it had the lowest mean test cost of the three on 4 of 7 data sets
-        and was within 0.0002 of 'auto' on the other 3, at two thirds of its work; with the
-        default vector-leaf trees it had the lowest of all methods measured, LightGBM's and
-        HistGradientBoosting's minimum-risk decisions included, on 4 of 7 (BENCHMARKS.md).
+        'posterior' trains cost-neutrally: ``cost_cv`` fold models give every training row an
+        out-of-fold score, a calibration map (temperature, or vector/matrix scaling where it
+        is better out of fold) is fitted on all of them, and the model refitted on all rows
+        predicts ``argmin_m (predict_proba @ cost_matrix_)_m`` unless plain argmax had the
+        lower out-of-fold cost (the guard; ``cost_route_``, ``cost_evidence_``). 'loss'
+        trains on the cost-sensitive loss and predicts ``argmax H`` (one fit, K x K only);
+        'auto' also cross-fits the loss route and lets the guard choose among all three.
         Ignored under 0-1 costs, where the routes agree.
+    cost_cv : int, default=3
+        Folds of the cross-fitting ('posterior' and 'auto'): the fit costs ``cost_cv`` fold
+        fits on ``(cost_cv - 1) / cost_cv`` of the rows plus the final fit.
     max_bins : int, default=255
         Value bins per feature for the split search (plus one bin for missing values).
     similarity_mode : {'two-point', 'one-point'}, default='two-point'
@@ -122,14 +122,22 @@ class RebelClassifier(BoostedClassifier):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    cost_matrix_ : ndarray of shape (n_classes, n_classes)
+    cost_matrix_ : ndarray of shape (n_classes, n_classes) or (n_classes, M)
         The cost matrix; with ``sample_cost`` the mean cost row of each true class.
+    decisions_ : ndarray of str or None
+        The decision names (None: the decisions are the classes).
     cost_strategy_ : {'loss', 'posterior'}
-        The route taken ('loss' whenever the costs are 0-1).
-    temperature_ : float
-        Divides the scores in ``predict_proba`` (1 unless on the posterior route).
+        How the model trained: on the costs, or cost-neutrally ('loss' under 0-1 costs).
+    cost_route_ : {'min_risk', 'argmax', 'loss'}
+        How it decides (see :mod:`rebelboost.costs`).
+    calibration_ : CalibrationMap
+        Scores to ``predict_proba`` (:mod:`rebelboost.calibration`); ``temperature_`` is its
+        temperature.
     route_costs_ : dict
-        Held-out mean cost of each route when ``cost_strategy='auto'`` (else empty).
+        Out-of-fold mean cost of each route compared (empty without cross-fitting).
+    cost_evidence_ : dict
+        What the route choice saw: folds, calibration log-losses, route costs and each rule's
+        paired difference from argmax with its standard error.
     model_ : AdditiveModel
         The fitted model (learners, their slots' class scores, iteration ends).
     learners_ : TreeArrays, LeafTreeArrays or SimilarityArrays
@@ -172,6 +180,8 @@ class RebelClassifier(BoostedClassifier):
         "cost_matrix": ["array-like", None],
         "subcosts": [StrOptions(set(SUBCOSTS))],
         "cost_strategy": [StrOptions(set(COST_STRATEGIES))],
+        "decisions": ["array-like", None],
+        "cost_cv": [Interval(numbers.Integral, 2, None, closed="left")],
         "quickboost": ["boolean"],
     }
     _fitted_fields = ("cost_matrix", "vectors")
@@ -191,6 +201,8 @@ class RebelClassifier(BoostedClassifier):
         cost_matrix=None,
         subcosts: str = "thesis",
         cost_strategy: str = "posterior",
+        decisions=None,
+        cost_cv: int = 3,
         max_bins: int = 255,
         learning_rate: float | None = None,
         similarity_mode: str = "two-point",
@@ -218,6 +230,8 @@ class RebelClassifier(BoostedClassifier):
         self.cost_matrix = cost_matrix
         self.subcosts = subcosts
         self.cost_strategy = cost_strategy
+        self.decisions = decisions
+        self.cost_cv = cost_cv
         self.max_bins = max_bins
         self.learning_rate = learning_rate
         self.similarity_mode = similarity_mode
@@ -246,8 +260,9 @@ class RebelClassifier(BoostedClassifier):
 
         ``sample_cost`` (n_samples, n_classes), instead of ``cost_matrix``, gives each sample
         its own costs: row n is the cost of predicting each class for sample n (zero at its
-        true class, non-negative, not all zero). The 'loss' route trains on them row by row;
-        the 'posterior' route sees them only through ``cost_matrix_``, their class means.
+        true class, non-negative, not all zero), or (n_samples, M) of each named decision.
+        The 'loss' route trains on them row by row; the 'posterior' route decides by
+        ``cost_matrix_``, their class means, and its guard scores routes by them.
 
         ``callbacks`` is a list of callables, each called with an
         :class:`~rebelboost.callbacks.IterationInfo` after every iteration; one returning
@@ -257,10 +272,15 @@ class RebelClassifier(BoostedClassifier):
 
     def _fit_costs(self, X, codes, sample_weight, rng, sample_cost=None) -> np.ndarray:
         k = len(self.classes_)
-        self.cost_matrix_, sample_cost = resolve_costs(self.cost_matrix, sample_cost, codes, k,
-                                                       self.classes_)
-        self.cost_strategy_, self.temperature_, self.route_costs_ = choose_route(
-            self, X, codes, sample_weight, sample_cost, rng)
+        self.cost_matrix_, self.decisions_, sample_cost = resolve_costs(
+            self.cost_matrix, sample_cost, codes, k, self.classes_, self.decisions)
+        if self.decisions_ is not None and self.cost_strategy == "loss":
+            raise ValueError("cost_strategy='loss' trains one score per class; decisions "
+                             "need cost_strategy='posterior' or 'auto'")
+        choice = choose_route(self, X, codes, sample_weight, sample_cost, rng)
+        self.cost_strategy_, self.cost_route_ = choice.strategy, choice.route
+        self.calibration_, self.temperature_ = choice.calibration, choice.calibration.temperature
+        self.route_costs_, self.cost_evidence_ = choice.route_costs, choice.evidence
         if self.cost_strategy_ == "posterior":
             return check_cost_matrix(None, k)[codes]  # trained cost-neutrally
         return self.cost_matrix_[codes] if sample_cost is None else sample_cost
@@ -316,11 +336,21 @@ class RebelClassifier(BoostedClassifier):
     # --------------------------------------------------------------- prediction
 
     def _decide(self, scores: np.ndarray) -> np.ndarray:
-        """``argmax_k H_k(x)``, or on the posterior route the least expected cost class."""
+        """Decision codes by the model's route (:func:`rebelboost.costs.decision_codes`)."""
         return decision_codes(self, scores)
 
+    def _decision_labels(self) -> np.ndarray:
+        decisions = getattr(self, "decisions_", None)
+        return self.classes_ if decisions is None else decisions
+
     def _decides_by_argmax(self) -> bool:
-        return self.cost_strategy_ != "posterior"
+        return route_of(self) != "min_risk" and getattr(self, "decisions_", None) is None
+
+    def _proba_from_scores(self, scores: np.ndarray) -> np.ndarray:
+        calibration = getattr(self, "calibration_", None)
+        if calibration is None:
+            return proba_from_scores(scores, self.temperature_)
+        return calibration.proba(scores)
 
     def predict_proba(self, X, *, start: int = 0, stop: int | None = None) -> np.ndarray:
         """``sigmoid(2 H / temperature_)`` renormalised over classes.
@@ -329,19 +359,19 @@ class RebelClassifier(BoostedClassifier):
         the posterior; for one trained on the cost-sensitive loss it is a score, not a
         posterior (its argmax need not be ``predict``).
         """
-        return proba_from_scores(self._scores(X, start, stop), self.temperature_)
+        return self._proba_from_scores(self._scores(X, start, stop))
 
     def staged_predict_proba(self, X, *, start: int = 0, stop: int | None = None):
         for scores in self._staged_scores(X, start, stop):
-            yield proba_from_scores(scores, self.temperature_)
+            yield self._proba_from_scores(scores)
 
     def expected_cost(self, X) -> np.ndarray:
-        """``predict_proba(X) @ cost_matrix_``: each class's expected cost under the model's
-        posteriors.
+        """``predict_proba(X) @ cost_matrix_``, (n_samples, M): each decision's expected cost
+        under the model's posteriors.
 
-        An estimate of the risk only when ``predict_proba`` estimates posteriors (0-1 costs
-        or ``cost_strategy_ == 'posterior'``, where ``predict`` is its argmin); for a model
-        trained on the cost-sensitive loss it is a heuristic score.
+        An estimate of the risk when ``predict_proba`` estimates posteriors (a cost-neutral
+        model; ``predict`` is its argmin on the 'min_risk' route); for a model trained on the
+        cost-sensitive loss it is a heuristic score.
         """
         return self.predict_proba(X) @ self.cost_matrix_
 
@@ -352,20 +382,12 @@ class RebelClassifier(BoostedClassifier):
         fitted = doc["fitted"]
         if hasattr(self, "n_relabeled_"):
             fitted["n_relabeled"] = int(self.n_relabeled_)
-        fitted["cost_strategy"] = self.cost_strategy_
-        fitted["temperature"] = float(self.temperature_)
-        fitted["route_costs"] = {k: float(v) for k, v in self.route_costs_.items()}
+        write_cost_state(self, fitted)
         return doc
 
     def _read_fitted(self, fitted: dict, k: int, d: int) -> None:
         super()._read_fitted(fitted, k, d)
-        cost = float_array(fitted["cost_matrix"], None, "cost matrix")
-        if cost.shape != (k, k):
-            raise corrupt(f"cost matrix shape {cost.shape} for {k} classes")
-        try:
-            self.cost_matrix_ = check_cost_matrix(cost, k)
-        except ValueError as exc:
-            raise corrupt(str(exc)) from None
+        read_cost_state(self, fitted, k)
         n = len(self.model_.learners)
         vector_leaves = isinstance(self.model_.learners, LeafTreeArrays)
         if vector_leaves != (self.weak_learner == "vector_tree"):
@@ -382,20 +404,6 @@ class RebelClassifier(BoostedClassifier):
                 raise corrupt("learner values differ from the step vectors")
         if self.model_.n_stages != n:
             raise corrupt("a REBEL iteration holds one learner")
-        # Files from before the posterior route (issue 15) were all on the 'loss' route.
-        strategy = fitted.get("cost_strategy", "loss")
-        if strategy not in ("loss", "posterior"):
-            raise corrupt(f"cost_strategy {strategy!r} is not 'loss' or 'posterior'")
-        temperature = fitted.get("temperature", 1.0)
-        if type(temperature) not in (int, float) or not 0 < temperature < np.inf:
-            raise corrupt(f"temperature {temperature!r} is not a positive number")
-        route_costs = fitted.get("route_costs", {})
-        if not isinstance(route_costs, dict) or not all(
-                k in ("loss", "posterior") and type(v) in (int, float)
-                for k, v in route_costs.items()):
-            raise corrupt("route_costs is not a map of route to cost")
-        self.cost_strategy_, self.temperature_ = strategy, float(temperature)
-        self.route_costs_ = {k: float(v) for k, v in route_costs.items()}
         if "n_relabeled" in fitted:
             relabeled = fitted["n_relabeled"]
             if type(relabeled) is not int or relabeled < 0:

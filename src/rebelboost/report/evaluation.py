@@ -6,8 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..metrics import mean_cost
-
 
 @dataclass
 class Evaluation:
@@ -16,7 +14,7 @@ class Evaluation:
     n_samples: int
     error: float
     mean_cost: float
-    confusion: np.ndarray  # (K, K) counts, rows true, columns predicted
+    confusion: np.ndarray  # (K, M) counts, rows true, columns predicted (class or decision)
     class_counts: np.ndarray  # (K,) rows of each true class
     class_error: np.ndarray  # (K,) error within each true class (NaN where absent)
     class_cost: np.ndarray  # (K,) mean cost within each true class (NaN where absent)
@@ -65,30 +63,34 @@ def evaluate(model, X, y, cost_matrix: np.ndarray) -> Evaluation:
     if len(true) == 0:
         raise ValueError("the data set has no rows")
     k = len(classes)
+    outputs = model._decision_labels().tolist()  # the classes, or a model's named decisions
+    labelled = outputs == classes
+    out_index = {d: j for j, d in enumerate(outputs)}
 
     def codes(pred) -> np.ndarray:
-        return np.array([index[v] for v in pred.tolist()], dtype=np.intp)
+        return np.array([out_index[v] for v in pred.tolist()], dtype=np.intp)
 
     pred = codes(model.predict(X))
     if len(pred) != len(true):
         raise ValueError(f"X has {len(pred)} rows but y has {len(true)} labels")
-    confusion = np.zeros((k, k), dtype=np.int64)
+    confusion = np.zeros((k, len(outputs)), dtype=np.int64)
     np.add.at(confusion, (true, pred), 1)
     counts = confusion.sum(axis=1)
     cost = cost_matrix[true, pred]
     with np.errstate(invalid="ignore", divide="ignore"):
-        class_error = 1.0 - np.diag(confusion) / counts
+        class_error = (1.0 - np.diag(confusion) / counts if labelled
+                       else np.full(k, np.nan))  # decisions that are not labels: no error
         class_cost = np.bincount(true, weights=cost, minlength=k) / counts
     staged = [codes(p) for p in model.staged_predict(X)]
     return Evaluation(
         n_samples=len(true),
-        error=float(np.mean(pred != true)),
-        mean_cost=mean_cost(true, pred, cost_matrix, np.arange(k)),
+        error=float(np.mean(pred != true)) if labelled else float("nan"),
+        mean_cost=float(cost_matrix[true, pred].mean()),
         confusion=confusion,
         class_counts=counts,
         class_error=class_error,
         class_cost=class_cost,
-        staged_error=np.array([np.mean(p != true) for p in staged]),
+        staged_error=np.array([np.mean(p != true) if labelled else np.nan for p in staged]),
         staged_cost=np.array([cost_matrix[true, p].mean() for p in staged]),
     )
 

@@ -8,6 +8,7 @@ from html import escape
 import numpy as np
 
 from . import figures
+from .cost_view import cost_route_section
 from .evaluation import Evaluation, evaluate, exit_tradeoff, reliability
 from .model_view import LearnerView, cost_matrix_of, learner_views, summary_facts
 
@@ -80,15 +81,19 @@ def render_report(model, X, y, *, title: str | None = None, X_train=None, y_trai
     test = evaluate(model, X, y, cost)
     train = evaluate(model, X_train, y_train, cost) if X_train is not None else None
     labels = [str(c) for c in model.classes_]
+    columns = [str(d) for d in model._decision_labels()]
     title = title or f"{type(model).__name__} report"
     sections = [
-        ("summary", "Model", _summary(model, labels, cost, cost_sensitive)),
+        ("summary", "Model", _summary(model, labels, columns, cost, cost_sensitive)),
         ("curves", "Training curves", _curves(model)),
         ("evaluation", "Results on the data",
-         _evaluation(test, train, labels, np.array_equal(cost, 1.0 - np.eye(len(labels))))),
+         _evaluation(test, train, labels, columns,
+                     np.array_equal(cost, 1.0 - np.eye(len(labels), len(columns))))),
         ("importances", "Feature importances", _importances(model)),
     ]
-    if model.n_features_in_ == 2:
+    if getattr(model, "cost_route_", None) is not None and cost_sensitive:
+        sections.insert(1, ("route", "Cost decisions", cost_route_section(model)))
+    if model.n_features_in_ == 2 and columns == labels:
         sections.append(("boundary", "Decision boundary", _figure(
             figures.decision_boundary(model, X, y),
             "decision boundary", "Predicted class over the plane; the points are the data.")))
@@ -137,7 +142,8 @@ def _figure(uri: str, alt: str, caption: str) -> str:
             f"<figcaption>{escape(caption)}</figcaption></figure>")
 
 
-def _summary(model, labels: list[str], cost: np.ndarray, cost_sensitive: bool) -> str:
+def _summary(model, labels: list[str], columns: list[str], cost: np.ndarray,
+             cost_sensitive: bool) -> str:
     facts = _table(["", ""], [[name, value] for name, value in summary_facts(model)],
                    row_heads=True)
     params = _table(["parameter", "value"],
@@ -145,7 +151,7 @@ def _summary(model, labels: list[str], cost: np.ndarray, cost_sensitive: bool) -
     note = ("cost_matrix[i, j]: the cost of predicting column j when the truth is row i."
             if cost_sensitive else
             "This estimator is not cost-sensitive: the results below use the 0-1 cost.")
-    matrix = _table(["true \\ predicted", *labels],
+    matrix = _table(["true \\ predicted", *columns],
                     [[label, *(_num(v) for v in row)] for label, row in zip(labels, cost,
                                                                              strict=True)],
                     row_heads=True, table_id="cost-matrix")
@@ -163,20 +169,21 @@ def _curves(model) -> str:
 
 
 def _evaluation(test: Evaluation, train: Evaluation | None, labels: list[str],
-                zero_one: bool) -> str:
+                columns: list[str], zero_one: bool) -> str:
     rows = [["given data", str(test.n_samples), _num(test.error), _num(test.mean_cost)]]
     if train is not None:
         rows.append(["training data", str(train.n_samples), _num(train.error),
                      _num(train.mean_cost)])
     overall = _table(["data", "rows", "error", "mean cost"], rows)
-    confusion = _table(["true \\ predicted", *labels],
+    confusion = _table(["true \\ predicted", *columns],
                        [[label, *map(str, row)] for label, row in zip(labels, test.confusion,
                                                                       strict=True)],
                        row_heads=True, table_id="confusion-table")
     per_class = _table(
         ["class", "rows", "predicted as", "error", "mean cost"],
         [[label, str(n), str(p), _num(e), _num(c)] for label, n, p, e, c in zip(
-            labels, test.class_counts, test.confusion.sum(axis=0), test.class_error,
+            labels, test.class_counts, test.confusion.sum(axis=0) if columns == labels
+            else ["–"] * len(labels), test.class_error,
             test.class_cost, strict=True)],
         table_id="per-class-table")
     curves = {"error": test.staged_error}
@@ -186,15 +193,19 @@ def _evaluation(test: Evaluation, train: Evaluation | None, labels: list[str],
         curves["mean cost"] = test.staged_cost
         if train is not None:
             curves["training mean cost"] = train.staged_cost
-    best = int(np.argmin(test.staged_error))
-    staged_note = (f"Lowest error on the given data: {_num(test.staged_error[best])} after "
+    labelled = columns == labels  # else decisions: no error, only cost
+    if not labelled:
+        curves = {name: values for name, values in curves.items() if "cost" in name}
+    staged, what = (test.staged_error, "error") if labelled else (test.staged_cost, "mean cost")
+    best = int(np.argmin(staged))
+    staged_note = (f"Lowest {what} on the given data: {_num(staged[best])} after "
                    f"iteration {best + 1} of {len(test.staged_error)}.")
     return (
         overall
         + '<div id="confusion"><h3>Confusion matrix</h3><div class="columns">'
         + f"<div>{confusion}</div>"
-        + _figure(figures.confusion(test.confusion, labels), "confusion matrix",
-                  "Rows: true class; columns: predicted class.")
+        + (_figure(figures.confusion(test.confusion, labels), "confusion matrix",
+                   "Rows: true class; columns: predicted class.") if columns == labels else "")
         + "</div></div>"
         + f'<div id="per-class"><h3>Per class</h3>{per_class}</div>'
         + '<div id="staged"><h3>Error per iteration</h3>'

@@ -1,0 +1,54 @@
+"""Fit time of the default cost route against the plain fit (issue 29's <= 3x target).
+
+For each set: the training split of ``cost_suite.load_split`` (seed 0, at most ``--max-train``
+rows), ``RebelClassifier()`` and ``RebelClassifier(cost_matrix=hedge)`` fitted alternately
+``--repeats`` times, single-threaded; the best time of each (the machine is shared, so the
+best is the least disturbed).
+
+    nice -n 10 python benchmarks/cost_fit_time.py vehicle mfeat_factors satimage letter
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+for var in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(var, "1")
+
+import numpy as np  # noqa: E402
+from cost_suite import load_split, matrices  # noqa: E402
+
+from rebelboost import RebelClassifier  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("datasets", nargs="+")
+    parser.add_argument("--max-train", type=int, default=3000)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    RebelClassifier(5).fit(rng.random((60, 3)), np.arange(60) % 3)  # compile the kernels
+    print("| set | rows | K | plain fit (s) | default cost route (s) | ratio | route |")
+    print("|---|---|---|---|---|---|---|")
+    for name in args.datasets:
+        X, y, _, _ = load_split(name, 0, args.max_train)
+        k = int(y.max()) + 1
+        hedge = dict(matrices(k, np.bincount(y) / len(y), np.random.default_rng(0)))["hedge"]
+        plain, cost, route = [], [], None
+        for _ in range(args.repeats):
+            t = time.perf_counter()
+            RebelClassifier(random_state=0, n_jobs=1).fit(X, y)
+            plain.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            model = RebelClassifier(cost_matrix=hedge, random_state=0, n_jobs=1).fit(X, y)
+            cost.append(time.perf_counter() - t)
+            route = f"{model.cost_route_}, {model.calibration_.kind}"
+        print(f"| {name} | {len(y)} | {k} | {min(plain):.2f} | {min(cost):.2f} | "
+              f"{min(cost) / min(plain):.2f} | {route} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

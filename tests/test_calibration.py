@@ -1,0 +1,112 @@
+"""Calibration maps (temperature, vector and matrix scaling) and their out-of-fold choice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy.optimize import check_grad
+from scipy.special import softmax
+
+from rebelboost.calibration import (
+    CalibrationMap,
+    fit_calibration,
+    fit_scaling,
+    fit_temperature,
+    row_log_loss,
+)
+from rebelboost.costs import proba_from_scores
+
+
+def _draw(rng, proba):
+    cumulative = proba.cumsum(axis=1)
+    return (rng.random((len(proba), 1)) > cumulative).sum(axis=1)
+
+
+@pytest.mark.parametrize("true_t", [0.5, 2.5])
+def test_temperature_recovers_a_known_temperature_sharper_or_softer(true_t):
+    rng = np.random.default_rng(0)
+    scores = rng.standard_normal((20000, 4)) * 0.6
+    codes = _draw(rng, proba_from_scores(scores, true_t))
+    assert fit_temperature(scores, codes) == pytest.approx(true_t, rel=0.06)
+
+
+def test_scaling_gradient_matches_finite_differences():
+    """The analytic gradient of the penalised likelihood (what L-BFGS trusts)."""
+    from rebelboost import calibration
+
+    rng = np.random.default_rng(1)
+    log_p = np.log(rng.dirichlet(np.ones(3), size=50))
+    codes = rng.integers(0, 3, 50)
+    captured = {}
+    real_minimize = calibration.minimize
+
+    def spy(fun, x0, **kwargs):
+        captured["fun"] = fun
+        return real_minimize(fun, x0, **kwargs)
+
+    calibration.minimize = spy
+    try:
+        fit_scaling(log_p, codes, None, "matrix")
+    finally:
+        calibration.minimize = real_minimize
+    fun = captured["fun"]
+    theta = rng.standard_normal(12)
+    assert check_grad(lambda t: fun(t)[0], lambda t: fun(t)[1], theta) < 1e-5
+
+
+def test_matrix_scaling_undoes_a_known_dirichlet_distortion():
+    """Posteriors distorted by a known ``softmax(W log p + b)``: matrix scaling, fitted on
+    the distorted ones, returns close to the truth and is the kind kept."""
+    rng = np.random.default_rng(2)
+    n, k = 6000, 3
+    scores = rng.standard_normal((n, k))
+    shown = proba_from_scores(scores)
+    W = np.array([[1.4, 0.5, 0.0], [0.0, 0.7, 0.3], [-0.4, 0.0, 1.2]])
+    b = np.array([0.3, -0.2, 0.1])
+    truth = softmax(np.log(shown) @ W.T + b, axis=1)
+    codes = _draw(rng, truth)
+    folds = np.arange(n) % 3
+    cal, crossed, evidence = fit_calibration(scores, codes, None, folds)
+    assert cal.kind == "matrix" and evidence["calibration"] == "matrix"
+    assert np.abs(cal.proba(scores) - truth).mean() < 0.02
+    assert evidence["log_loss"]["matrix"] < evidence["log_loss"]["temperature"]
+    assert crossed.shape == (n, k) and np.allclose(crossed.sum(axis=1), 1)
+
+
+def test_a_pure_temperature_keeps_the_temperature_map():
+    rng = np.random.default_rng(3)
+    scores = rng.standard_normal((3000, 4))
+    codes = _draw(rng, proba_from_scores(scores, 2.0))
+    cal, _, _ = fit_calibration(scores, codes, None, np.arange(3000) % 3)
+    assert cal.kind == "temperature" and cal.temperature == pytest.approx(2.0, rel=0.1)
+
+
+def test_scaling_on_few_rows_stays_near_no_change():
+    rng = np.random.default_rng(4)
+    log_p = np.log(rng.dirichlet(np.ones(4), size=8))
+    codes = rng.integers(0, 4, 8)
+    W_few, b_few = fit_scaling(log_p, codes, None, "matrix")
+    many = np.repeat(log_p, 200, axis=0), np.repeat(codes, 200)
+    W_many, _ = fit_scaling(*many, None, "matrix")
+    # The pull towards W = I, b = 0 weighs 10 pseudo-rows: far stronger against 8 rows.
+    assert np.abs(W_few - np.eye(4)).max() < np.abs(W_many - np.eye(4)).max()
+    assert np.abs(W_few - np.eye(4)).max() < 0.5 and np.abs(b_few).max() < 0.5
+
+
+def test_map_survives_its_dictionary_and_refuses_bad_ones():
+    rng = np.random.default_rng(5)
+    cal = CalibrationMap("vector", 1.7, np.diag([1.2, 0.8, 1.0]), np.array([0.1, 0.0, -0.1]))
+    again = CalibrationMap.from_dict(cal.to_dict(), 3)
+    scores = rng.standard_normal((10, 3))
+    assert_allclose(again.proba(scores), cal.proba(scores), rtol=1e-15)
+    for bad, message in [({"kind": "spline", "temperature": 1.0}, "known kind"),
+                         ({"kind": "temperature", "temperature": -1.0}, "positive"),
+                         ({**cal.to_dict(), "bias": [0.0]}, "for 3 classes")]:
+        with pytest.raises(ValueError, match=message):
+            CalibrationMap.from_dict(bad, 3)
+
+
+def test_row_log_loss_is_finite_for_a_zero_probability():
+    loss = row_log_loss(np.array([[1.0, 0.0]]), np.array([1]))
+    assert np.isfinite(loss).all() and loss[0] == pytest.approx(-np.log(1e-12))

@@ -1,0 +1,223 @@
+"""The cost route: cross-fitting, the guard, rare classes, decisions that are not labels."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose, assert_array_equal
+
+from rebelboost import RebelClassifier, load_model
+from rebelboost.costs import min_risk_codes, proba_from_scores
+from rebelboost.ensemble._cost_route import MARGIN_SE, fold_assignment, guard
+
+
+def _problem(n=300, seed=0, k=3):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 2))
+    y = np.digitize(X[:, 0] + 0.5 * rng.standard_normal(n), np.linspace(-0.6, 0.6, k - 1))
+    return X, y
+
+
+COST = np.array([[0.0, 1.0, 8.0], [1.0, 0.0, 1.0], [6.0, 1.0, 0.0]])
+REFER = np.array([[0.0, 1.0, 8.0, 0.3], [1.0, 0.0, 1.0, 0.3], [6.0, 1.0, 0.0, 0.3]])
+
+
+# ------------------------------------------------------------------ folds and the guard
+
+
+@pytest.mark.parametrize("counts", [[1, 2, 30], [5, 5, 5, 1], [2, 40]])
+def test_folds_are_stratified_balanced_and_spread_rare_classes(counts):
+    codes = np.repeat(np.arange(len(counts)), counts)
+    folds = fold_assignment(codes, 3, np.random.RandomState(0))
+    sizes = np.bincount(folds, minlength=3)
+    assert sizes.max() - sizes.min() <= 1
+    for c, count in enumerate(counts):
+        per_fold = np.bincount(folds[codes == c], minlength=3)
+        assert per_fold.max() - per_fold.min() <= 1 and per_fold.sum() == count
+
+
+def test_guard_keeps_argmax_unless_a_rule_is_cheaper_beyond_the_noise():
+    rng = np.random.default_rng(0)
+    argmax = rng.random(400)
+    w = np.ones(400)
+    cheaper = {"argmax": argmax, "min_risk": argmax - 0.1}
+    assert guard(cheaper, w)[0] == "min_risk"
+    dearer = {"argmax": argmax, "min_risk": argmax + 0.01}
+    assert guard(dearer, w)[0] == "argmax"
+    same = {"argmax": argmax, "min_risk": argmax.copy()}
+    assert guard(same, w)[0] == "argmax"
+    noise = rng.standard_normal(400)
+    noise -= noise.mean() - 0.01 * noise.std() / np.sqrt(400)  # cheaper by 0.01 se
+    route, comparisons = guard({"argmax": argmax, "min_risk": argmax - noise}, w)
+    assert route == "argmax" and comparisons["min_risk"]["mean_difference"] < 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(5, 60))
+def test_guard_never_keeps_a_rule_dearer_out_of_fold_than_argmax(seed, n):
+    rng = np.random.default_rng(seed)
+    per_row = {r: rng.exponential(size=n) * rng.integers(0, 2, n) for r in
+               ("argmax", "min_risk", "loss")}
+    w = rng.random(n) + 0.1
+    route, _ = guard(per_row, w)
+    kept, base = (np.average(per_row[r], weights=w) for r in (route, "argmax"))
+    assert kept <= base + 1e-12
+    if route != "argmax":  # beaten by more than the margin
+        diff = per_row[route] - per_row["argmax"]
+        assert np.average(diff, weights=w) < 0
+    assert MARGIN_SE > 0
+
+
+# ------------------------------------------------------------------ the fitted route
+
+
+def test_default_route_records_its_out_of_fold_evidence():
+    X, y = _problem()
+    model = RebelClassifier(15, cost_matrix=COST, random_state=0).fit(X, y)
+    evidence = model.cost_evidence_
+    assert model.cost_route_ in ("min_risk", "argmax") and model.cost_strategy_ == "posterior"
+    assert evidence["n_folds"] == 3 and evidence["n_rows"] == len(y)
+    assert set(evidence["route_costs"]) == {"argmax", "min_risk"}
+    assert evidence["calibration"] == model.calibration_.kind
+    assert model.temperature_ == model.calibration_.temperature
+    if model.cost_route_ == "argmax":
+        assert_array_equal(model.predict(X), model.classes_[np.argmax(
+            model.decision_function(X), axis=1)])
+    else:
+        assert_array_equal(model.predict(X), np.argmin(model.expected_cost(X), axis=1))
+
+
+def test_guard_picks_argmax_where_min_risk_cannot_help():
+    """Costs that only rescale the 0-1 cost per true class by tiny amounts: minimum risk and
+    argmax agree nearly everywhere, and the guard does not leave argmax for noise."""
+    X, y = _problem(seed=3)
+    cost = 1.0 - np.eye(3) + 1e-9 * np.arange(9).reshape(3, 3) * (1 - np.eye(3))
+    model = RebelClassifier(15, cost_matrix=cost, random_state=0).fit(X, y)
+    assert model.cost_route_ == "argmax"
+    assert_array_equal(model.predict(X), np.argmax(model.decision_function(X), axis=1))
+
+
+def test_a_class_with_one_row_is_trained_on_and_takes_part_in_decisions():
+    X, y = _problem(seed=1)
+    y = y.copy()
+    y[0] = 3  # one row of class 3
+    cost = 1.0 - np.eye(4)
+    cost[:, 3] = 0.05  # deciding 3 is cheap whatever the truth: min risk picks it often
+    cost[3, 3] = 0.0
+    model = RebelClassifier(15, cost_matrix=cost, random_state=0).fit(X, y)
+    proba = model.predict_proba(X)
+    assert proba.shape == (len(y), 4) and (proba[:, 3] > 0).all()
+    assert model.cost_evidence_["rows_of_unseen_class"] == 1
+    assert model.cost_route_ == "min_risk" and (model.predict(X) == 3).any()
+
+
+def test_a_labelled_cost_table_naming_a_class_without_rows_is_refused_by_name():
+    pd = pytest.importorskip("pandas")
+    X, y = _problem()
+    labels = ["a", "b", "c", "d"]
+    table = pd.DataFrame(1.0 - np.eye(4), index=labels, columns=labels)
+    with pytest.raises(ValueError, match=r"\['d'\] with no training rows"):
+        RebelClassifier(5, cost_matrix=table).fit(X, np.array(labels[:3])[y])
+
+
+def test_binary_min_risk_is_the_cost_threshold_on_the_calibrated_probability():
+    X, y = _problem(k=2, n=400)
+    cost = np.array([[0.0, 1.0], [5.0, 0.0]])
+    model = RebelClassifier(15, cost_matrix=cost, random_state=0).fit(X, y)
+    assert model.cost_route_ == "min_risk"
+    threshold = model.cost_evidence_["threshold"]
+    assert threshold == pytest.approx(1 / 6)
+    assert_array_equal(model.predict(X), (model.predict_proba(X)[:, 1] > threshold).astype(int))
+
+
+# ------------------------------------------------------------------ decisions
+
+
+def test_decisions_that_are_not_labels():
+    X, y = _problem()
+    names = ["zero", "one", "two", "refer"]
+    model = RebelClassifier(15, cost_matrix=REFER, decisions=names, random_state=0).fit(X, y)
+    expected = model.expected_cost(X)
+    assert expected.shape == (len(y), 4) and model.predict_proba(X).shape == (len(y), 3)
+    predicted = model.predict(X)
+    assert set(predicted) <= set(names) and "refer" in set(predicted)
+    if model.cost_route_ == "min_risk":
+        assert_array_equal(predicted, np.array(names)[np.argmin(expected, axis=1)])
+    codes = [names.index(p) for p in predicted]
+    assert model.cost_score(X, y) == pytest.approx(REFER[y, codes].mean())
+
+
+def test_argmax_route_with_decisions_takes_the_cheapest_decision_for_the_top_class():
+    X, y = _problem()
+    rows = REFER[y]
+    model = RebelClassifier(15, decisions=["a", "b", "c", "refer"], random_state=0)
+    model.fit(X, y, sample_cost=rows)
+    assert model.cost_matrix_.shape == (3, 4)
+    model.cost_route_ = "argmax"
+    top = np.argmax(model.decision_function(X), axis=1)
+    assert_array_equal(model.predict(X), np.array(["a", "b", "c", "refer"])[
+        np.argmin(model.cost_matrix_, axis=1)[top]])
+
+
+def test_decisions_survive_a_model_file(tmp_path):
+    X, y = _problem()
+    names = ["zero", "one", "two", "refer"]
+    model = RebelClassifier(10, cost_matrix=REFER, decisions=names, random_state=0).fit(X, y)
+    model.save(tmp_path / "m.json")
+    loaded = load_model(tmp_path / "m.json")
+    assert_array_equal(loaded.predict(X), model.predict(X))
+    assert_allclose(loaded.expected_cost(X), model.expected_cost(X), rtol=1e-12)
+    assert loaded.cost_route_ == model.cost_route_
+    assert loaded.cost_evidence_ == json.loads(json.dumps(model.cost_evidence_))
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"cost_matrix": [[0, -1, 1], [1, 0, 1], [1, 1, 0]]}, r"cost_matrix\[0, 1\].* negative"),
+    ({"cost_matrix": [[0, 1, 1], [1, 0, np.nan], [1, 1, 0]]}, r"cost_matrix\[1, 2\].* NaN or inf"),
+    ({"cost_matrix": [[0, 1, np.inf], [1, 0, 1], [1, 1, 0]]}, r"cost_matrix\[0, 2\].* NaN or inf"),
+    ({"cost_matrix": REFER}, r"\(3, 3\) for 3 classes, or \(3, M\) with decisions"),
+    ({"cost_matrix": REFER, "decisions": ["a", "b", "c"]}, r"here 3 decisions"),
+    ({"cost_matrix": REFER, "decisions": ["a", "b", "a", "d"]}, "'a' more than once"),
+    ({"cost_matrix": REFER, "decisions": ["a", "b", "c", ""]}, "non-empty strings"),
+    ({"cost_matrix": REFER, "decisions": list("abcd"), "cost_strategy": "loss"},
+     "decisions need cost_strategy"),
+    ({"decisions": list("abc")}, "decisions need a cost_matrix"),
+])
+def test_bad_costs_or_decisions_are_a_value_error_naming_the_entry(params, message):
+    X, y = _problem()
+    with pytest.raises(ValueError, match=message):
+        RebelClassifier(3, **params).fit(X, y)
+
+
+def test_sample_cost_with_decisions_needs_one_column_per_decision():
+    X, y = _problem()
+    with pytest.raises(ValueError, match=r"one column per decision"):
+        RebelClassifier(3, decisions=list("abcd")).fit(X, y, sample_cost=COST[y])
+
+
+# ------------------------------------------------------------------ model files
+
+
+def test_format_2_posterior_files_decide_as_they_did(tmp_path):
+    """A format-2 file (a temperature, the posterior route) migrates to format 3 and
+    predicts what format 2 predicted: min risk under ``sigmoid(2 H / T)``."""
+    X, y = _problem()
+    model = RebelClassifier(10, cost_matrix=COST, random_state=0).fit(X, y)
+    doc = model.to_dict()
+    fitted = doc["fitted"]
+    for key in ("cost_route", "calibration", "decisions", "cost_evidence"):
+        del fitted[key]
+    fitted["cost_strategy"], fitted["temperature"], fitted["route_costs"] = "posterior", 3.0, {}
+    doc["format_version"] = 2
+    path = tmp_path / "v2.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    loaded = load_model(path)
+    assert loaded.cost_route_ == "min_risk" and loaded.calibration_.kind == "temperature"
+    old_proba = proba_from_scores(loaded._scores(X), 3.0)
+    assert_allclose(loaded.predict_proba(X), old_proba, rtol=1e-15)
+    assert_array_equal(loaded.predict(X), min_risk_codes(old_proba, COST))
