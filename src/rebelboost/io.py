@@ -2,10 +2,11 @@
 
 A model file is one JSON object, readable by any language and loadable without pickle::
 
-    {"format": "rebelboost-model", "format_version": 2, "library_version": "0.1.0",
+    {"format": "rebelboost-model", "format_version": 3, "library_version": "0.1.0",
      "estimator": "RebelClassifier", "params": {...},
      "classes": [...], "classes_dtype": "<i8", "n_features_in": 16, "feature_names_in": null,
-     "model": {"learners": {"type": "trees", ...}, "values": [[[...]]], "stage_ends": [...]},
+     "model": {"learners": {"type": "trees", ...}, "values": [[[...]]], "stage_ends": [...],
+               "covers": [[...]]},
      "fitted": {"train_loss": [...], "feature_importances": [...], ...}}
 
 Every model predicts by one rule: learner ``t`` routes a row to one of its slots ``s`` with a
@@ -32,7 +33,7 @@ import numpy as np
 from ._version import __version__
 
 FORMAT = "rebelboost-model"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MAX_BYTES = 1 << 30  # largest decompressed model file read (1 GiB)
 
 
@@ -228,8 +229,17 @@ def _v1_to_v2(doc: dict) -> dict:
     return doc
 
 
+def _v2_to_v3(doc: dict) -> dict:
+    """Format 3 adds the training weight reaching each tree leaf (``model.covers``), which
+    exact contributions need; format 2 files did not record it (``null``: unknown)."""
+    doc = dict(doc)
+    doc["model"] = {**doc["model"], "covers": None}
+    doc["format_version"] = 3
+    return doc
+
+
 # version -> function bringing a document of that version to the next one
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(doc) -> dict:
