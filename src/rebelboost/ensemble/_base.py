@@ -329,6 +329,14 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         with numba_threads(self.n_jobs, blas_threads=None):
             return contributions(self.model_, X)
 
+    def to_onnx(self, path=None):
+        """The model as an ONNX graph (``onnx.ModelProto``; written to ``path`` when given):
+        tree ensemble, scores, probabilities and the decision (:mod:`rebelboost.onnx_export`;
+        needs the ``onnx`` extra)."""
+        from ..onnx_export import to_onnx
+
+        return to_onnx(self, path)
+
     def cost_score(self, X, y) -> float:
         """Mean cost of the predictions on (X, y) under the model's cost matrix."""
         from ..metrics import mean_cost
