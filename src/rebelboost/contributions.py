@@ -21,7 +21,8 @@ import numba
 import numpy as np
 
 from .engine.model import AdditiveModel
-from .tree_tables import ContributionsUnavailable, TreeTables, tree_tables
+from .explain import ContributionsUnavailable
+from .tree_tables import TreeTables, tree_tables
 
 __all__ = ["ContributionsUnavailable", "contributions", "expected_scores"]
 

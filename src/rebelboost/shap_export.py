@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tree_tables import ContributionsUnavailable, TreeTables, tree_tables
+from .explain import ContributionsUnavailable
+from .tree_tables import TreeTables, tree_tables
 
 
 def to_shap(estimator) -> dict:

@@ -18,12 +18,9 @@ import numpy as np
 
 from .engine.early_exit import explicit_trees
 from .engine.model import AdditiveModel
+from .explain import ContributionsUnavailable
 from .learners.leaf_tree import LeafTreeArrays
 from .learners.tree import TreeArrays
-
-
-class ContributionsUnavailable(ValueError):
-    """The model cannot give exact per-feature contributions (and says why)."""
 
 
 @dataclass
