@@ -93,3 +93,18 @@ def test_cli_explain_says_why(cost_model, tmp_path):
                                        str(tmp_path / "d.npz"), "--row", "2"])
     assert result.exit_code == 0, result.output
     assert str(explain_decision(model, X[2])) in result.output
+
+
+def test_report_explains_example_decisions(cost_model):
+    from rebelboost.report import render_report
+    from rebelboost.report.decisions import example_rows
+
+    model, X = cost_model
+    _, y = _data()
+    page = render_report(model, X[:300], y[:300])
+    assert '<section id="why"><h2>Why these decisions</h2>' in page
+    rows = example_rows(model, X[:300], y[:300])
+    assert any("costs chose" in why for _, why in rows)
+    for i, _ in rows:
+        assert f"<h3>Row {i} " in page
+    assert "least expected cost" in page
