@@ -42,6 +42,12 @@ def test_cost_decision_effects_add_up(cost_model):
         assert abs(why.residual) < 1e-9
 
 
+def test_probabilities_of_very_negative_scores_keep_their_ratio():
+    p = proba_from_scores(np.array([[-20.0, -21.0, -400.0]]))[0]
+    assert p[0] / p[1] == pytest.approx(np.exp(2.0), rel=1e-12)  # sigmoid(2H) ~ exp(2H)
+    assert 0 < p[2] < 1e-250  # sigmoid(-800) underflows to the floor, never to 0
+
+
 def test_lead_gradient_is_the_derivative():
     rng = np.random.RandomState(1)
     H, w, temperature = rng.normal(0, 2, size=(6, 4)), rng.normal(size=4), 1.7

@@ -39,7 +39,8 @@ def test_labels_scores_and_probabilities_match(learner):
     out = _run(model, X_new)
     np.testing.assert_array_equal(out["label"], model.predict(X_new))
     np.testing.assert_allclose(out["scores"], model.model_.scores(X_new), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(out["probabilities"], model.predict_proba(X_new), atol=1e-12)
+    np.testing.assert_allclose(out["probabilities"], model.predict_proba(X_new), rtol=1e-12,
+                               atol=0)
 
 
 def test_cost_decision_and_string_labels():
@@ -54,6 +55,18 @@ def test_cost_decision_and_string_labels():
     np.testing.assert_allclose(out["expected_cost"], model.expected_cost(X_new), atol=1e-12)
     meta = {p.key: p.value for p in model.to_onnx().metadata_props}
     assert "least expected cost" in meta["decision_rule"] and meta["cost_matrix"]
+
+
+def test_extreme_scores_keep_their_probability_ratios():
+    """Rows whose every class score is very negative are decided by the ratios of tiny
+    probabilities: the graph computes them to the last digits, as predict_proba does."""
+    X, y = _data(labels=["low", "mid", "high"])
+    model = RebelClassifier(20, cost_matrix=COST, random_state=0).fit(X, y)
+    model.model_.values[0] -= 60.0  # every class score below -40
+    assert (model.model_.scores(X).max(axis=1) < -40).all()
+    out = _run(model, X)
+    np.testing.assert_allclose(out["probabilities"], model.predict_proba(X), rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(out["label"], model.predict(X))
 
 
 def test_two_classes_and_other_boosters(tmp_path):

@@ -218,11 +218,12 @@ def explain_decision(model, x, feature_names=None) -> DecisionExplanation:
 def _lead_gradient(scores: np.ndarray, temperature: float, w: np.ndarray) -> np.ndarray:
     """d/dH of ``p(H) @ w`` for rows of scores H, with ``p = s / sum(s)``, ``s_k =
     max(sigmoid(2 H_k / T), tiny)`` (:func:`rebelboost.costs.proba_from_scores`)."""
-    u = np.tanh(scores / temperature)
-    s = 0.5 * (1.0 + u)
+    from scipy.special import expit
+
+    s = expit(scores * (2.0 / temperature))
     floored = s < np.finfo(float).tiny
     s = np.maximum(s, np.finfo(float).tiny)
-    ds = np.where(floored, 0.0, 0.5 * (1.0 - u * u) / temperature)
+    ds = np.where(floored, 0.0, (2.0 / temperature) * s * (1.0 - s))
     total = s.sum(axis=1, keepdims=True)
     p = s / total
     return ds * (w - (p @ w)[:, None]) / total

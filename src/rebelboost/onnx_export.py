@@ -66,16 +66,18 @@ def to_onnx(estimator, path=None):
                  "tree_axis": np.array([1], np.int64), "labels": labels}
     outputs = ["label", "scores"]
     if rule["temperature"] is not None:
-        nodes += [helper.make_node("Div", ["scores", "temperature"], ["scaled"]),
-                  helper.make_node("Tanh", ["scaled"], ["tanh"]),
-                  helper.make_node("Add", ["tanh", "one"], ["one_plus"]),
-                  helper.make_node("Mul", ["one_plus", "half"], ["sigmoid"]),
+        # sigmoid(2 H / T) as 1 / (1 + exp(-2 H / T)): onnxruntime's Sigmoid loses the
+        # digits of very negative scores (their ratios decide between unlikely classes)
+        nodes += [helper.make_node("Mul", ["scores", "minus_two_over_t"], ["scaled"]),
+                  helper.make_node("Exp", ["scaled"], ["exp"]),
+                  helper.make_node("Add", ["exp", "one"], ["one_plus"]),
+                  helper.make_node("Reciprocal", ["one_plus"], ["sigmoid"]),
                   helper.make_node("Max", ["sigmoid", "tiny"], ["floored"]),
                   helper.make_node("ReduceSum", ["floored", "class_axis"], ["total"],
                                    keepdims=1),
                   helper.make_node("Div", ["floored", "total"], ["probabilities"])]
-        constants.update(temperature=np.array(rule["temperature"]), one=np.array(1.0),
-                         half=np.array(0.5), tiny=np.array(_TINY),
+        constants.update(minus_two_over_t=np.array(-2.0 / rule["temperature"]),
+                         one=np.array(1.0), tiny=np.array(_TINY),
                          class_axis=np.array([1], np.int64))
         outputs.append("probabilities")
     if rule["cost_matrix"] is not None:
