@@ -103,6 +103,13 @@ def test_export_command_writes_a_graph_onnxruntime_runs(tmp_path):
     assert "outputs label, scores, probabilities, expected_cost" in result.output
     session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
     np.testing.assert_array_equal(session.run(["label"], {"X": X})[0], model.predict(X))
+    np.savez(tmp_path / "d.npz", X=X)
+    checked = CliRunner().invoke(main, ["export", str(tmp_path / "m.json"), "--onnx",
+                                        str(tmp_path / "m.onnx"), "--check",
+                                        str(tmp_path / "d.npz")])
+    assert checked.exit_code == 0, checked.output
+    assert f"checked on {len(X)} rows" in checked.output
+    assert f"{len(X)} labels identical" in checked.output
     bad = CliRunner().invoke(main, ["export", str(tmp_path / "missing.json"), "--onnx",
                                     str(tmp_path / "x.onnx")])
     assert bad.exit_code == 1 and "Error" in bad.output
