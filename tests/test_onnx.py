@@ -113,3 +113,17 @@ def test_export_command_writes_a_graph_onnxruntime_runs(tmp_path):
     bad = CliRunner().invoke(main, ["export", str(tmp_path / "missing.json"), "--onnx",
                                     str(tmp_path / "x.onnx")])
     assert bad.exit_code == 1 and "Error" in bad.output
+
+
+@pytest.mark.parametrize("learner", ["vector_tree", "tree"])
+def test_pass_nodes_and_trees_without_splits(learner):
+    X, y = _data()
+    model = RebelClassifier(10, weak_learner=learner, random_state=0).fit(X, y)
+    feature = model.model_.learners.feature
+    feature[0, :] = -1  # tree 0: no split at all
+    feature[1, 0] = -1  # tree 1: its root passes every row left
+    out = _run(model, X)
+    np.testing.assert_array_equal(out["label"], model.predict(X))
+    np.testing.assert_allclose(out["scores"], model.model_.scores(X), rtol=0, atol=1e-12)
+    phi = model.contributions(X)
+    np.testing.assert_allclose(phi.sum(axis=1), model.model_.scores(X), atol=1e-10)

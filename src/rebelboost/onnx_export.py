@@ -160,38 +160,49 @@ def _ensemble_attributes(tables: TreeTables, helper, numpy_helper) -> dict:
     """opset-5 ``TreeEnsemble`` attributes: reachable splits and leaves of every tree; leaf
     ``l`` of tree ``t`` writes ``t * L + l`` to output column ``t``."""
     n_trees, n_leaves = tables.values.shape[:2]
-    feature, split, missing, modes = [], [], [], []
+    feature, split, missing = [], [], []
     true_ids, true_leafs, false_ids, false_leafs = [], [], [], []
     leaf_target, leaf_weight, roots = [], [], []
 
-    def leaf(t: int, index: int) -> int:
-        leaf_target.append(t)
-        leaf_weight.append(float(t * n_leaves + index))
-        return len(leaf_target) - 1
-
-    def add(t: int, node: int) -> int:
-        me = len(feature)
-        feature.append(int(tables.feature[t, node]) if node >= 0 else 0)
-        split.append(float(tables.threshold[t, node]) if node >= 0 else np.inf)
-        missing.append(int(tables.missing_left[t, node]) if node >= 0 else 1)
-        modes.append(0)  # BRANCH_LEQ: x <= split goes to the true branch (our left)
-        for ids, leafs in ((true_ids, true_leafs), (false_ids, false_leafs)):
-            ids.append(0)
-            leafs.append(0)
-        if node < 0:  # a tree without splits: one always-true test, both sides its leaf
-            true_ids[me] = false_ids[me] = leaf(t, ~node)
-            true_leafs[me] = false_leafs[me] = 1
-            return me
-        for child, ids, leafs in ((int(tables.left[t, node]), true_ids, true_leafs),
-                                  (int(tables.right[t, node]), false_ids, false_leafs)):
-            if child < 0:
-                ids[me], leafs[me] = leaf(t, ~child), 1
-            else:
-                ids[me] = add(t, child)
-        return me
-
     for t in range(n_trees):
-        roots.append(add(t, int(tables.root[t])))
+        roots.append(len(feature))
+        root = int(tables.root[t])
+        order = [root] if root >= 0 else []  # splits, breadth first (no recursion)
+        n = 0
+        while n < len(order):
+            order += [c for c in (int(tables.left[t, order[n]]), int(tables.right[t, order[n]]))
+                      if c >= 0]
+            n += 1
+        position = {node: len(feature) + i for i, node in enumerate(order)}
+
+        def target(child: int, t: int = t, position: dict = position) -> tuple[int, int]:
+            """(node or leaf id, 1 if a leaf) for a child pointer; a leaf gets its id here."""
+            if child >= 0:
+                return position[child], 0
+            leaf_target.append(t)
+            leaf_weight.append(float(t * n_leaves + ~child))
+            return len(leaf_target) - 1, 1
+
+        if root < 0:  # a tree without splits: one always-true test, both sides its leaf
+            feature.append(0)
+            split.append(np.inf)
+            missing.append(1)
+            leaf_id, _ = target(root)
+            true_ids.append(leaf_id)
+            false_ids.append(leaf_id)
+            true_leafs.append(1)
+            false_leafs.append(1)
+            continue
+        for node in order:
+            feature.append(int(tables.feature[t, node]))
+            split.append(float(tables.threshold[t, node]))
+            missing.append(int(tables.missing_left[t, node]))
+            for child, ids, leafs in ((int(tables.left[t, node]), true_ids, true_leafs),
+                                      (int(tables.right[t, node]), false_ids, false_leafs)):
+                ident, is_leaf = target(child)
+                ids.append(ident)
+                leafs.append(is_leaf)
+    modes = [0] * len(feature)  # BRANCH_LEQ: x <= split goes to the true branch (our left)
     return {"aggregate_function": 1, "post_transform": 0, "n_targets": n_trees,
             "tree_roots": roots, "nodes_featureids": feature,
             "nodes_splits": numpy_helper.from_array(np.array(split, np.float64)),

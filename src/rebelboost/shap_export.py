@@ -30,35 +30,31 @@ def to_shap(estimator) -> dict:
 
 
 def _shap_tree(tables: TreeTables, t: int) -> dict:
-    """Tree ``t``'s reachable nodes, renumbered from its root in depth-first order."""
-    k = tables.values.shape[2]
-    left, right, default, features, thresholds, values, weights = [], [], [], [], [], [], []
-
-    def add(child: int) -> int:
-        index = len(left)
-        for column in (left, right, default, features):
-            column.append(-1)
-        thresholds.append(0.0)
-        if child < 0:
-            values.append(tables.values[t, ~child])
-            weights.append(tables.leaf_cover[t, ~child])
-            return index
-        values.append(np.zeros(k))  # shap fills in internal nodes' expectations
-        weights.append(tables.cover[t, child])
-        if weights[-1] <= 0:
+    """Tree ``t``'s reachable nodes, numbered breadth first from its root (no recursion: a
+    leaf-wise tree may be thousands of nodes deep)."""
+    order = [int(tables.root[t])]  # node ids: >= 0 a split, < 0 leaf ~id
+    n = 0
+    while n < len(order):
+        if order[n] >= 0:
+            order += [int(tables.left[t, order[n]]), int(tables.right[t, order[n]])]
+        n += 1
+    index = {node: i for i, node in enumerate(order)}
+    size = len(order)
+    left, right, default, features = (np.full(size, -1, np.int32) for _ in range(4))
+    thresholds, weights = np.zeros(size), np.zeros(size)
+    values = np.zeros((size, tables.values.shape[2]))  # shap fills in internal nodes' values
+    for i, node in enumerate(order):
+        if node < 0:
+            values[i], weights[i] = tables.values[t, ~node], tables.leaf_cover[t, ~node]
+            continue
+        weights[i] = tables.cover[t, node]
+        if weights[i] <= 0:
             raise ContributionsUnavailable(
                 f"tree {t} has a split no training row reached; shap divides by its zero "
                 "cover (rebelboost.contributions splits it evenly)")
-        features[index] = int(tables.feature[t, child])
-        thresholds[index] = float(tables.threshold[t, child])
-        left[index] = add(int(tables.left[t, child]))
-        right[index] = add(int(tables.right[t, child]))
-        default[index] = left[index] if tables.missing_left[t, child] else right[index]
-        return index
-
-    add(int(tables.root[t]))
-    return {"children_left": np.array(left, np.int32), "children_right": np.array(right, np.int32),
-            "children_default": np.array(default, np.int32),
-            "features": np.array(features, np.int32),
-            "thresholds": np.array(thresholds, np.float64), "values": np.array(values),
-            "node_sample_weight": np.array(weights, np.float64)}
+        features[i], thresholds[i] = tables.feature[t, node], tables.threshold[t, node]
+        left[i], right[i] = index[int(tables.left[t, node])], index[int(tables.right[t, node])]
+        default[i] = left[i] if tables.missing_left[t, node] else right[i]
+    return {"children_left": left, "children_right": right, "children_default": default,
+            "features": features, "thresholds": thresholds, "values": values,
+            "node_sample_weight": weights}
