@@ -17,6 +17,8 @@ def example_rows(model, X, y) -> list[tuple[int, str]]:
     away from the most probable class, and the first one decided wrongly."""
     predicted = model.predict(X)
     picks = [(0, "the first row")]
+    if getattr(model, "decisions_", None) is not None:  # decisions other than the classes
+        return picks
     if not model._decides_by_argmax() and hasattr(model, "predict_proba"):
         likeliest = model.classes_[np.argmax(model.predict_proba(X), axis=1)]
         moved = np.flatnonzero(predicted != likeliest)
