@@ -183,7 +183,7 @@ def test_parquet_input(trained, tmp_path):
     assert json.loads(result.output)["n_rows"] == 300
 
 
-@pytest.mark.parametrize("command", ["fit", "predict", "evaluate", "explain"])
+@pytest.mark.parametrize("command", ["fit", "predict", "evaluate", "explain", "export"])
 def test_every_command_has_help(command):
     result = _invoke(command, "--help")
     assert result.exit_code == 0 and "Usage:" in result.output and "DATA" in result.output

@@ -19,7 +19,7 @@ from rebelboost import (
     RebelClassifier,
     load_model,
 )
-from rebelboost.io import MAX_BYTES, read_document
+from rebelboost.io import FORMAT_VERSION, MAX_BYTES, read_document
 
 ESTIMATORS = {
     "rebel-tree": RebelClassifier(6, max_depth=2, random_state=0),
@@ -175,7 +175,8 @@ def test_format_1_files_migrate():
     from pathlib import Path
 
     doc = read_document(Path(__file__).parent / "data" / "golden" / "rebel_tree2-vowel.json.gz")
-    assert doc["format_version"] == 3 and "model" in doc and "fitted" in doc
+    assert doc["format_version"] == FORMAT_VERSION and "model" in doc and "fitted" in doc
+    assert doc["model"]["covers"] is None  # format 1 and 2 files did not record covers
 
 
 def test_envelope_limits(tmp_path):

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         load_model,
     )
     from .metrics import mean_cost
+    from .shap_export import to_shap
 
 _HOMES = {
     "AdaBoostMHClassifier": ".ensemble",
@@ -30,6 +31,7 @@ _HOMES = {
     "RebelClassifier": ".ensemble",
     "load_model": ".ensemble",
     "mean_cost": ".metrics",
+    "to_shap": ".shap_export",
 }
 __all__ = [
     "AdaBoostMHClassifier",
@@ -39,6 +41,7 @@ __all__ = [
     "__version__",
     "load_model",
     "mean_cost",
+    "to_shap",
 ]
 
 

@@ -17,6 +17,7 @@ job (:mod:`rebelboost.ensemble._cost_route`).
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 from .validation import check_cost_matrix
 
@@ -222,7 +223,9 @@ def row_costs(cost_matrix: np.ndarray, codes: np.ndarray, sample_cost=None) -> n
 
 def proba_from_scores(scores: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     """``sigmoid(2 H / T)`` renormalised over classes (the posterior at T = 1, 0-1 costs)."""
-    p = 0.5 * (1.0 + np.tanh(scores / temperature))  # sigmoid(2 H / T) without overflow
+    # expit, not 0.5 (1 + tanh(H / T)): that loses every digit once H / T < -18 (1 + tanh
+    # cancels), where only the classes' ratios remain to decide on
+    p = expit(scores * (2.0 / temperature))
     p = np.maximum(p, np.finfo(float).tiny)
     return p / p.sum(axis=1, keepdims=True)
 

@@ -4,6 +4,11 @@ For one row ``x`` with scores ``H(x) = sum_t h_t(x)`` (``h_t`` the K class score
 adds: ``f_t(x) a_t`` for REBEL), predicted class ``k`` and runner-up ``j``, learner ``t`` adds
 ``h_t(x)[k] - h_t(x)[j]`` to the margin by which ``k`` beats ``j``. The margin is exactly the
 sum of these terms, so the largest ones explain the decision. Every booster is explained so.
+
+Tree models also say *why this decision* (:func:`explain_decision`), per feature, from the
+exact contributions (:mod:`rebelboost.contributions`): what each decision is expected to cost,
+the runner-up, and how far each of the row's values moved the decision's lead over the
+runner-up away from that of a typical case (the contributions' bias).
 """
 
 from __future__ import annotations
@@ -11,6 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+
+class ContributionsUnavailable(ValueError):
+    """The model cannot give exact per-feature contributions (and says why)."""
 
 
 @dataclass
@@ -31,6 +40,7 @@ class Explanation:
     margin: float  # H_predicted - H_runner_up
     terms: list[Term]  # largest |margin| first
     feature_margins: dict[str, float]  # margin summed per feature (a rule's share split evenly)
+    decision: DecisionExplanation | None = None  # why this decision (tree models)
 
     def __str__(self) -> str:
         lines = [
@@ -43,6 +53,8 @@ class Explanation:
         top = sorted(self.feature_margins.items(), key=lambda kv: -abs(kv[1]))[:5]
         if top:  # similarity learners read whole rows, not single features
             lines.append("  by feature: " + ", ".join(f"{n} {v:+.3f}" for n, v in top))
+        if self.decision is not None:
+            lines.append(str(self.decision))
         return "\n".join(lines)
 
 
@@ -78,7 +90,140 @@ def explain_prediction(model, x, top: int = 10, feature_names=None) -> Explanati
         if len(terms) < top:
             terms.append(Term(int(t) + 1, rule, float(contributions[t, k]), float(margins[t])))
     classes = model.classes_.tolist()
+    try:
+        decision = explain_decision(model, X[0], feature_names=names)
+    except ContributionsUnavailable:  # similarity learners, files without covers
+        decision = None
     return Explanation(
         classes[k], classes[j], scores, float(scores[k] - scores[j]), terms,
-        feature_margins,
+        feature_margins, decision,
     )
+
+
+# ------------------------------------------------------------------ why this decision
+
+_QUADRATURE = np.polynomial.legendre.leggauss(96)  # nodes on [-1, 1] and their weights
+
+
+@dataclass
+class FeatureEffect:
+    """How far one of the row's values moved the decision's lead over the runner-up."""
+
+    feature: str
+    value: float  # the row's value (NaN: missing)
+    effect: float  # > 0: towards the decision, < 0: towards the runner-up
+
+
+@dataclass
+class DecisionExplanation:
+    """Why a model took its decision for one row, per feature (:func:`explain_decision`).
+
+    ``lead`` is how far the decision is ahead of the runner-up (by expected cost: the
+    runner-up's minus the decision's; by score: the decision's minus the runner-up's).
+    ``baseline_lead`` is the same for a typical case, the model's mean scores over its
+    training rows (the contributions' bias); ``effects`` (every feature, largest first) sum to
+    ``lead - baseline_lead``, up to ``residual`` (numerical integration, ~1e-12).
+    """
+
+    decision: object
+    runner_up: object
+    by_cost: bool  # decided by least expected cost (else by the largest score)
+    expected_costs: dict | None  # decision -> expected cost (cost rule)
+    probabilities: dict | None  # class -> probability (models with probabilities)
+    lead: float
+    baseline_lead: float
+    effects: list[FeatureEffect]
+    residual: float
+
+    def __str__(self, top: int = 5) -> str:
+        d, r = repr(self.decision), repr(self.runner_up)
+        if self.by_cost:
+            costs = ", ".join(f"{n!r} {v:.4g}" for n, v in self.expected_costs.items())
+            lines = [f"Why {d}: of the possible decisions it has the least expected cost "
+                     "(the cost of each possible truth, weighted by its probability).",
+                     f"  expected cost of each decision: {costs}",
+                     f"  {d} is cheaper than the runner-up {r} by {self.lead:.4g}."]
+            typical = (f"cost {abs(self.baseline_lead):.4g} "
+                       f"{'less' if self.baseline_lead > 0 else 'more'} than {r}")
+        else:
+            lines = [f"Why {d}: it has the largest score (the model's evidence for each "
+                     f"class); it leads the runner-up {r} by {self.lead:.4g}."]
+            typical = (f"be {'ahead of' if self.baseline_lead > 0 else 'behind'} {r} by "
+                       f"{abs(self.baseline_lead):.4g}")
+        if self.probabilities is not None:
+            lines.insert(1, "  probability of each class: " + ", ".join(
+                f"{n!r} {v:.1%}" for n, v in self.probabilities.items()))
+        lines.append(f"  For a typical case (before this row's values are read) {d} would "
+                     f"{typical}; this row's values moved the lead by "
+                     f"{self.lead - self.baseline_lead:+.4g}:")
+        for e in self.effects[:top]:
+            value = "is missing" if np.isnan(e.value) else f"= {e.value:.6g}"
+            towards = d if e.effect >= 0 else r
+            lines.append(f"    {e.feature} {value}: {e.effect:+.4g} (towards {towards})")
+        rest = self.effects[top:]
+        if rest:
+            lines.append(f"    the other {len(rest)} features together: "
+                         f"{sum(e.effect for e in rest):+.4g}")
+        return "\n".join(lines)
+
+
+def explain_decision(model, x, feature_names=None) -> DecisionExplanation:
+    """Why ``model`` (a tree model) took its decision for the single row ``x``.
+
+    A decision by the largest score (``argmax H``): feature ``i`` moves the lead by its exact
+    contributions ``phi_i[decision] - phi_i[runner-up]``. A decision by least expected cost
+    (``argmin p(H) @ C``, generic over a K x M cost matrix): the lead ``g(H) = (p(H) @ C)
+    [runner-up] - (p(H) @ C)[decision]`` is not linear in the scores, so it is split along
+    the straight path of scores from the typical case ``H0`` to ``H(x)`` (Aumann-Shapley):
+    feature ``i`` gets ``phi_i . integral_0^1 grad g(H0 + s (H(x) - H0)) ds``, and the
+    effects sum to ``g(H(x)) - g(H0)``. Raises :class:`ContributionsUnavailable` for models
+    without exact contributions.
+    """
+    if hasattr(x, "to_numpy"):
+        x = x.to_numpy()
+    X = np.asarray(x, dtype=np.float64).reshape(1, -1)
+    phi = model.contributions(X)[0]  # (d + 1, K), the bias last
+    scores, base = phi.sum(axis=0), phi[-1]
+    names = ([str(n) for n in feature_names] if feature_names is not None
+             else model.feature_names())
+    classes = model.classes_.tolist()
+    probabilities = (dict(zip(classes, model.predict_proba(X)[0].tolist(), strict=True))
+                     if hasattr(model, "predict_proba") else None)
+    if model._decides_by_argmax():
+        k, j = np.argsort(-scores, kind="stable")[:2]
+        lead, baseline = scores[k] - scores[j], base[k] - base[j]
+        effects, expected, labels = phi[:-1, k] - phi[:-1, j], None, classes
+    else:
+        from .costs import proba_from_scores
+
+        cost, temperature = np.asarray(model._cost_matrix()), model.temperature_
+        labels = list(getattr(model, "decisions_", classes))
+        expected_costs = proba_from_scores(scores[None], temperature)[0] @ cost
+        k, j = np.argsort(expected_costs, kind="stable")[:2]
+        w = cost[:, j] - cost[:, k]
+        lead = expected_costs[j] - expected_costs[k]
+        baseline = proba_from_scores(base[None], temperature)[0] @ w
+        nodes, weights = _QUADRATURE
+        path = base + (nodes[:, None] + 1) / 2 * (scores - base)
+        effects = phi[:-1] @ (weights / 2 @ _lead_gradient(path, temperature, w))
+        expected = dict(zip(labels, expected_costs.tolist(), strict=True))
+    order = np.argsort(-np.abs(effects), kind="stable")
+    return DecisionExplanation(
+        labels[k], labels[j], not model._decides_by_argmax(), expected, probabilities,
+        float(lead), float(baseline),
+        [FeatureEffect(names[i], float(X[0, i]), float(effects[i])) for i in order],
+        float(lead - baseline - effects.sum()))
+
+
+def _lead_gradient(scores: np.ndarray, temperature: float, w: np.ndarray) -> np.ndarray:
+    """d/dH of ``p(H) @ w`` for rows of scores H, with ``p = s / sum(s)``, ``s_k =
+    max(sigmoid(2 H_k / T), tiny)`` (:func:`rebelboost.costs.proba_from_scores`)."""
+    from scipy.special import expit
+
+    s = expit(scores * (2.0 / temperature))
+    floored = s < np.finfo(float).tiny
+    s = np.maximum(s, np.finfo(float).tiny)
+    ds = np.where(floored, 0.0, (2.0 / temperature) * s * (1.0 - s))
+    total = s.sum(axis=1, keepdims=True)
+    p = s / total
+    return ds * (w - (p @ w)[:, None]) / total

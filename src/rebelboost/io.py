@@ -5,7 +5,8 @@ A model file is one JSON object, readable by any language and loadable without p
     {"format": "rebelboost-model", "format_version": 3, "library_version": "0.1.0",
      "estimator": "RebelClassifier", "params": {...},
      "classes": [...], "classes_dtype": "<i8", "n_features_in": 16, "feature_names_in": null,
-     "model": {"learners": {"type": "trees", ...}, "values": [[[...]]], "stage_ends": [...]},
+     "model": {"learners": {"type": "trees", ...}, "values": [[[...]]], "stage_ends": [...],
+               "covers": [[...]]},
      "fitted": {"train_loss": [...], "feature_importances": [...], ...}}
 
 Every model predicts by one rule: learner ``t`` routes a row to one of its slots ``s`` with a
@@ -232,8 +233,11 @@ def _v2_to_v3(doc: dict) -> dict:
     """Format 3 gives a REBEL model's cost decisions their own fields: the temperature
     becomes a calibration map, the decision route is stored (format 2's posterior route
     always decided by minimum risk, every other model by the largest score), and a model
-    may name decisions that are not its classes (none in format 2)."""
+    may name decisions that are not its classes (none in format 2). It also adds the training
+    weight reaching each tree leaf (``model.covers``), which exact contributions need; format
+    2 files did not record it (``null``: unknown)."""
     doc = dict(doc, format_version=3)
+    doc["model"] = {**doc["model"], "covers": None}
     if doc.get("estimator") == "RebelClassifier":
         fitted = dict(doc["fitted"])
         strategy = fitted.get("cost_strategy", "loss")  # files from before issue 15: 'loss'

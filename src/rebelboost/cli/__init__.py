@@ -13,6 +13,7 @@ import click
 
 from .. import __version__
 from .demo_command import demo
+from .export_command import export
 from .model_commands import evaluate, explain, fit, predict
 from .report_command import report
 from .reproduce_command import reproduce
@@ -52,5 +53,5 @@ def main() -> None:
     """Multi-class, cost-sensitive boosting (REBEL): train, evaluate and explain models."""
 
 
-for _command in (fit, predict, evaluate, explain, demo, reproduce, report):
+for _command in (fit, predict, evaluate, explain, export, demo, reproduce, report):
     main.add_command(_command)

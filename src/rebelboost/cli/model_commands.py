@@ -323,7 +323,9 @@ def evaluate(model_path: str, data: str, target: str | None, as_json: bool) -> N
               help="Number of weak learners to list.")
 @TARGET_TO_DROP
 def explain(model_path: str, data: str, row: int, top: int, target: str | None) -> None:
-    """List the weak learners that decided MODEL's prediction for one row of DATA.
+    """List the weak learners that decided MODEL's prediction for one row of DATA, then (tree
+    models) why this decision: each decision's expected cost, the runner-up and the
+    features that moved the decision.
 
     Learners are numbered from 1, in the order they were added (as in the HTML report)."""
     import numpy as np
@@ -341,6 +343,8 @@ def explain(model_path: str, data: str, row: int, top: int, target: str | None) 
     with _library_errors(f"cannot explain row {row} of {data!r}"):
         explanation = model.explain(x, top=top)
     click.echo(f"row {row}: {_numbered_from_one(explanation)}")
+    if explanation.decision is not None:  # tree models: why this decision, per feature
+        click.echo(str(explanation.decision))
 
 
 def _numbered_from_one(explanation) -> str:

@@ -32,6 +32,9 @@ class AdditiveModel:
     learners: LearnerStack
     values: np.ndarray  # (T, n_slots, K)
     stage_ends: np.ndarray  # (S,) int64, non-decreasing, last = T
+    # (T, n_slots) training weight reaching each tree leaf (exact contributions need it);
+    # None for similarity models and files from before format 3
+    covers: np.ndarray | None = None
     # early-exit bounds by (first, last learner, check interval); computed when first needed,
     # never written to model files
     _exit_bounds: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -137,7 +140,8 @@ class AdditiveModel:
 
     def to_dict(self) -> dict:
         return {"learners": self.learners.to_dict(), "values": self.values.tolist(),
-                "stage_ends": self.stage_ends.tolist()}
+                "stage_ends": self.stage_ends.tolist(),
+                "covers": None if self.covers is None else self.covers.tolist()}
 
     @classmethod
     def from_dict(cls, doc: dict, n_features: int, n_classes: int) -> AdditiveModel:
@@ -157,4 +161,9 @@ class AdditiveModel:
         ends = int_array(doc["stage_ends"], (len(doc["stage_ends"]),), "stage_ends", 0, n + 1)
         if np.any(np.diff(ends) < 0) or ends[-1] != n:
             raise corrupt("stage_ends do not partition the learners")
-        return cls(learners, values, ends)
+        covers = doc.get("covers")
+        if covers is not None:
+            covers = float_array(covers, (n, learners.n_slots), "covers")
+            if not np.isfinite(covers).all() or (covers < 0).any():
+                raise corrupt("covers are not finite non-negative weights")
+        return cls(learners, values, ends, covers)

@@ -27,6 +27,7 @@ from ..io import corrupt, float_array, header, read_document, read_header, write
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.tree import SERIAL_ROWS, TreeArrays
 from ..parallel import numba_threads
+from ..tree_tables import leaf_covers
 from ..validation import check_fit_input, check_predict_input
 
 # Parameters of the boosting loop, the same name and meaning in every estimator.
@@ -144,6 +145,7 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
             estimator=self,
         )
         self._set_result(result)
+        self.model_.covers = leaf_covers(self.model_.learners, X, sample_weight)
         self._set_records(result.records, result.n_kept, booster)
         return self
 
@@ -319,6 +321,25 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         from ..explain import explain_prediction
 
         return explain_prediction(self, x, top=top, feature_names=feature_names)
+
+    def contributions(self, X) -> np.ndarray:
+        """Exact per-feature contributions (path-dependent TreeSHAP), shape (n_samples,
+        n_features + 1, n_classes), the bias last: each row sums to its class scores ``H(x)``
+        (for two classes, column 1 minus column 0 sums to ``decision_function``). Tree and
+        stump models only (:mod:`rebelboost.contributions`)."""
+        from ..contributions import contributions
+
+        X = self._check_X(X)
+        with numba_threads(self.n_jobs, blas_threads=None):
+            return contributions(self.model_, X)
+
+    def to_onnx(self, path=None):
+        """The model as an ONNX graph (``onnx.ModelProto``; written to ``path`` when given):
+        tree ensemble, scores, probabilities and the decision (:mod:`rebelboost.onnx_export`;
+        needs the ``onnx`` extra)."""
+        from ..onnx_export import to_onnx
+
+        return to_onnx(self, path)
 
     def cost_score(self, X, y) -> float:
         """Mean cost of the predictions on (X, y) under the model's cost matrix."""

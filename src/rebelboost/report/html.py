@@ -9,6 +9,7 @@ import numpy as np
 
 from . import figures
 from .cost_view import cost_route_section
+from .decisions import decisions_section
 from .evaluation import Evaluation, evaluate, exit_tradeoff, reliability
 from .model_view import LearnerView, cost_matrix_of, learner_views, summary_facts
 
@@ -99,6 +100,7 @@ def render_report(model, X, y, *, title: str | None = None, X_train=None, y_trai
             "decision boundary", "Predicted class over the plane; the points are the data.")))
     if hasattr(model, "predict_proba"):
         sections.append(("reliability", "Probability calibration", _reliability(model, X, y)))
+    sections.append(("why", "Why these decisions", decisions_section(model, X, y)))
     sections.append(("exit", "Learners needed per row", _learners_needed(model, X)))
     sections.append(("learners", "Weak learners", _learners(model, labels)))
     nav = "".join(f'<a href="#{sid}">{escape(name)}</a>' for sid, name, _ in sections)
