@@ -138,7 +138,11 @@ def test_predict_leaves_out_the_target_for_a_model_fitted_from_npz(data, tmp_pat
 
 def test_probabilities_floored_at_tiny_are_written_as_zero(data, tmp_path):
     folder, X, y = data
+    from rebelboost.calibration import CalibrationMap
+
     model = RebelClassifier(60, max_depth=3).fit(X, y)
+    # A sharp temperature sends the least likely classes below the floor (sigmoid < tiny).
+    model.calibration_, model.temperature_ = CalibrationMap("temperature", 0.01), 0.01
     assert (model.predict_proba(X) == np.finfo(float).tiny).any()  # the floor is reached
     model.save(tmp_path / "m.json")
     result = _invoke("predict", tmp_path / "m.json", folder / "d.csv", "-t", "y", "--proba",

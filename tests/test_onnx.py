@@ -96,13 +96,19 @@ def test_export_command_writes_a_graph_onnxruntime_runs(tmp_path):
 
     X, y = _data()
     model = RebelClassifier(10, cost_matrix=COST, random_state=0).fit(X, y)
-    model.save(tmp_path / "m.json")
-    result = CliRunner().invoke(main, ["export", str(tmp_path / "m.json"), "--onnx",
-                                       str(tmp_path / "m.onnx")])
-    assert result.exit_code == 0, result.output
-    assert "outputs label, scores, probabilities, expected_cost" in result.output
-    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
-    np.testing.assert_array_equal(session.run(["label"], {"X": X})[0], model.predict(X))
+    # Both routes the guard can keep: argmax (the least costly decision for the top class) and
+    # the minimum-risk rule (expected costs in the graph).
+    for route, outputs in [("argmax", "outputs label, scores, probabilities\n"),
+                           ("min_risk", "outputs label, scores, probabilities, expected_cost")]:
+        model.cost_route_ = route
+        model.save(tmp_path / "m.json")
+        result = CliRunner().invoke(main, ["export", str(tmp_path / "m.json"), "--onnx",
+                                           str(tmp_path / "m.onnx")])
+        assert result.exit_code == 0, result.output
+        assert outputs in result.output
+        session = ort.InferenceSession(str(tmp_path / "m.onnx"),
+                                       providers=["CPUExecutionProvider"])
+        np.testing.assert_array_equal(session.run(["label"], {"X": X})[0], model.predict(X))
     np.savez(tmp_path / "d.npz", X=X)
     checked = CliRunner().invoke(main, ["export", str(tmp_path / "m.json"), "--onnx",
                                         str(tmp_path / "m.onnx"), "--check",

@@ -196,16 +196,23 @@ def explain_decision(model, x, feature_names=None) -> DecisionExplanation:
     else:
         from .costs import proba_from_scores
 
+        calibration = getattr(model, "calibration_", None)
+        tempered = calibration is None or calibration.kind == "temperature"
         cost, temperature = np.asarray(model._cost_matrix()), model.temperature_
-        labels = list(getattr(model, "decisions_", classes))
-        expected_costs = proba_from_scores(scores[None], temperature)[0] @ cost
+        proba = ((lambda h: proba_from_scores(h, temperature)) if tempered
+                 else model._proba_from_scores)
+        decisions = getattr(model, "decisions_", None)
+        labels = classes if decisions is None else list(decisions)
+        expected_costs = proba(scores[None])[0] @ cost
         k, j = np.argsort(expected_costs, kind="stable")[:2]
         w = cost[:, j] - cost[:, k]
         lead = expected_costs[j] - expected_costs[k]
-        baseline = proba_from_scores(base[None], temperature)[0] @ w
+        baseline = proba(base[None])[0] @ w
         nodes, weights = _QUADRATURE
         path = base + (nodes[:, None] + 1) / 2 * (scores - base)
-        effects = phi[:-1] @ (weights / 2 @ _lead_gradient(path, temperature, w))
+        gradient = (_lead_gradient(path, temperature, w) if tempered
+                    else _numeric_lead_gradient(proba, path, w))
+        effects = phi[:-1] @ (weights / 2 @ gradient)
         expected = dict(zip(labels, expected_costs.tolist(), strict=True))
     order = np.argsort(-np.abs(effects), kind="stable")
     return DecisionExplanation(
@@ -213,6 +220,19 @@ def explain_decision(model, x, feature_names=None) -> DecisionExplanation:
         float(lead), float(baseline),
         [FeatureEffect(names[i], float(X[0, i]), float(effects[i])) for i in order],
         float(lead - baseline - effects.sum()))
+
+
+def _numeric_lead_gradient(proba, scores: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """d/dH of ``proba(H) @ w`` by central differences, for calibration maps beyond a
+    temperature (vector or matrix scaling), whose gradient has no closed form here."""
+    step = 1e-6 * np.maximum(1.0, np.abs(scores))
+    grad = np.empty_like(scores)
+    for c in range(scores.shape[1]):
+        up, down = scores.copy(), scores.copy()
+        up[:, c] += step[:, c]
+        down[:, c] -= step[:, c]
+        grad[:, c] = (proba(up) @ w - proba(down) @ w) / (2 * step[:, c])
+    return grad
 
 
 def _lead_gradient(scores: np.ndarray, temperature: float, w: np.ndarray) -> np.ndarray:

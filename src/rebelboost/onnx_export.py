@@ -123,10 +123,22 @@ def _decision_rule(estimator) -> dict:
                                   "rule is not the largest score")
         return {"names": classes, "temperature": None, "cost_matrix": None,
                 "text": "label = the class of largest score"}
+    from .costs import certain_codes, route_of
+
+    calibration = getattr(estimator, "calibration_", None)
+    if calibration is not None and calibration.kind != "temperature":
+        raise OnnxExportError(f"ONNX export of a model calibrated by {calibration.kind} "
+                              "scaling: only a temperature map is exported so far")
     temperature = float(estimator.temperature_)
-    if estimator.cost_strategy_ != "posterior":
-        return {"names": classes, "temperature": temperature, "cost_matrix": None,
-                "text": "label = the class of largest score"}
+    route = route_of(estimator)
+    if route != "min_risk":
+        names, text = classes, "label = the class of largest score"
+        decisions = getattr(estimator, "decisions_", None)
+        if route == "argmax":  # the guard kept argmax: the decision best for that class
+            certain = certain_codes(np.arange(len(classes)), np.asarray(estimator.cost_matrix_))
+            names = (classes if decisions is None else np.asarray(decisions))[certain]
+            text = "label = the decision of least cost for the class of largest score"
+        return {"names": names, "temperature": temperature, "cost_matrix": None, "text": text}
     cost = np.asarray(estimator.cost_matrix_, np.float64)
     names = getattr(estimator, "decisions_", None)
     names = classes if names is None else np.asarray(names)

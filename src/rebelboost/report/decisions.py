@@ -34,7 +34,8 @@ def example_rows(model, X, y) -> list[tuple[int, str]]:
 def decisions_section(model, X, y) -> str:
     """HTML: for each example row, the decision, its runner-up and the features behind it."""
     try:
-        rows = [(i, why, explain_decision(model, X[i])) for i, why in example_rows(model, X, y)]
+        row = X.iloc.__getitem__ if hasattr(X, "iloc") else X.__getitem__  # frames by position
+        rows = [(i, why, explain_decision(model, row(i))) for i, why in example_rows(model, X, y)]
     except ContributionsUnavailable as exc:
         return f"<p>Per-feature explanations are not available: {escape(str(exc))}</p>"
     intro = ("<p>For a few rows of the data: the decision taken, the runner-up, and how far "
