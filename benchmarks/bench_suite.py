@@ -59,14 +59,13 @@ PEERS = tuple(METHODS)
 # Candidate defaults (issue 28, part 2): RebelClassifier parameters.
 CANDIDATES = {
     "rebel-msl5": {"min_samples_leaf": 5},
-    "rebel-lr0.1-300": {"learning_rate": 0.1, "n_estimators": 300},
     "rebel-lr0.1-300-msl5": {"learning_rate": 0.1, "n_estimators": 300, "min_samples_leaf": 5},
+    "rebel-lr0.1-300": {"learning_rate": 0.1, "n_estimators": 300},
     "rebel-l15-lr0.1-300-msl5": {"learning_rate": 0.1, "n_estimators": 300,
                                  "min_samples_leaf": 5, "max_leaves": 15},
     "rebel-lr0.1-300-msl5-s5": {"learning_rate": 0.1, "n_estimators": 300,
                                 "min_samples_leaf": 5, "leaf_smoothing": 5.0},
-    "rebel-lr0.1-1000-msl5-es": {"learning_rate": 0.1, "n_estimators": 1000,
-                                 "min_samples_leaf": 5, "early_stopping": "auto"},
+    "rebel-msl1-s5": {"min_samples_leaf": 1, "leaf_smoothing": 5.0},
 }
 METHODS.update({name: ("rebelboost", params) for name, params in CANDIDATES.items()})
 
