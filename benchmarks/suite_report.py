@@ -42,7 +42,8 @@ SMALL = 10_000
 
 def read(results: Path) -> pd.DataFrame:
     rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
-    return pd.DataFrame(rows)
+    # a fit killed with its driver may have been rerun: the first record of each fit counts
+    return pd.DataFrame(rows).drop_duplicates(["set", "seed", "method"])
 
 
 def per_set(frame: pd.DataFrame, methods: list[str]):
