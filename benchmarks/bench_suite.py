@@ -308,6 +308,8 @@ def main(argv=None) -> None:
     p.add_argument("--min-rows", type=int, default=0, help="only sets with more rows than this")
     p.add_argument("--limit", type=float, default=120.0,
                    help="CPU seconds per fit, the warm-up included (default 120)")
+    p.add_argument("--seeds", type=int, default=None,
+                   help="at most so many seeds per set (breadth first: --seeds 1, then more)")
     p.add_argument("--results", type=Path, default=RESULTS)
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--tasks", help=argparse.SUPPRESS)
@@ -327,7 +329,8 @@ def main(argv=None) -> None:
         n = sizes[name]
         if n <= args.min_rows or (args.max_rows is not None and n > args.max_rows):
             continue
-        tasks = [(seed, m) for seed in range(seeds_for(n)) for m in methods
+        seeds = min(seeds_for(n), args.seeds or seeds_for(n))
+        tasks = [(seed, m) for seed in range(seeds) for m in methods
                  if (name, seed, m) not in done]
         if tasks:
             print(f"{name} ({n} rows): {len(tasks)} fits", flush=True)

@@ -74,9 +74,11 @@ def per_set(frame: pd.DataFrame, methods: list[str]):
     """Mean test error and fit time per (set, method); NaN error where every seed timed out.
     Only sets with a record of every method; returns (error, fit_s, seeds, rows)."""
     frame = frame[frame.method.isin(methods)]
-    have = frame.groupby("set").method.nunique()
-    sets = sorted(have.index[have == len(methods)])
-    frame = frame[frame.set.isin(sets)]
+    # per set, the seeds that every method has a record for (ok or timeout)
+    have = frame.groupby(["set", "seed"]).method.nunique()
+    common = have[have == len(methods)].index
+    frame = frame.set_index(["set", "seed"]).loc[lambda f: f.index.isin(common)].reset_index()
+    sets = sorted(frame.set.unique())
     ok = frame[frame.status == "ok"]
     error = ok.pivot_table(index="set", columns="method", values="error", aggfunc="mean")
     fit = ok.pivot_table(index="set", columns="method", values=FIT_TIME, aggfunc="mean")
