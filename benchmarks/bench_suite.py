@@ -68,6 +68,8 @@ CANDIDATES = {
     "rebel-lr0.1-300-msl5-s5": {"learning_rate": 0.1, "n_estimators": 300,
                                 "min_samples_leaf": 5, "leaf_smoothing": 5.0},
     "rebel-msl1-s5": {"min_samples_leaf": 1, "leaf_smoothing": 5.0},
+    "rebel-msl10": {"min_samples_leaf": 10},
+    "rebel-msl5-l15": {"min_samples_leaf": 5, "max_leaves": 15},
     "rebel-msl1-s10": {"min_samples_leaf": 1, "leaf_smoothing": 10.0},
     "rebel-msl2-s5": {"min_samples_leaf": 2, "leaf_smoothing": 5.0},
     "rebel-msl1-s5-l15": {"min_samples_leaf": 1, "leaf_smoothing": 5.0, "max_leaves": 15},

@@ -19,6 +19,8 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import sys
 from pathlib import Path
@@ -182,8 +184,9 @@ def friedman(error: pd.DataFrame, plot: Path | None) -> str:
     if len(error) < 5:
         return "Friedman test: fewer than 5 sets so far."
     data = error.fillna(1.0).rename(columns=lambda m: LABELS.get(m, m))
-    result = autorank(data, alpha=0.05, verbose=False, order="ascending",
-                      force_mode="nonparametric")
+    with contextlib.redirect_stdout(io.StringIO()):  # autorank prints despite verbose=False
+        result = autorank(data, alpha=0.05, verbose=False, order="ascending",
+                          force_mode="nonparametric")
     if plot is not None:
         import matplotlib
 
@@ -215,7 +218,7 @@ def main(argv=None) -> None:
         keep = rows.index[rows <= args.max_rows]
         error, fit, seeds, rows = error.loc[keep], fit.loc[keep], seeds.loc[keep], rows[keep]
     parts = [f"{len(error)} sets.", rank_table(error, fit, rows), friedman(error, args.plot)]
-    if "rebel-default" in error.columns:
+    if set(PEERS) <= set(error.columns):
         parts.append(targets(error, fit, rows))
     if args.candidates:
         parts.append(candidate_table(frame, args.candidates.split(","), args.max_rows))
