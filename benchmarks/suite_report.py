@@ -104,7 +104,7 @@ def rank_table(error, fit, rows) -> str:
     small = rows < SMALL
     lgbm_fit = fit["lightgbm"]
     lines = ["| method | mean rank | wins (ties shared) | mean error % | geo-mean fit CPU time / "
-             "LightGBM's, sets < 10k rows | timeouts (sets) |", "|---|---|---|---|---|---|"]
+             "LightGBM's, sets < 10k rows | sets without a result |", "|---|---|---|---|---|---|"]
     best = error.min(axis=1)
     for m in r.mean().sort_values().index:
         ratio = np.exp(np.nanmean(np.log(fit.loc[small, m] / lgbm_fit[small])))
@@ -124,7 +124,7 @@ def set_table(error, fit, seeds, rows) -> str:
         for m in methods:
             e = error.loc[s, m]
             if np.isnan(e):
-                cells.append("timeout")
+                cells.append("—")
                 continue
             text = f"{100 * e:.2f} ({fit.loc[s, m]:.2g}s)"
             cells.append(f"**{text}**" if e == best else text)
@@ -211,15 +211,25 @@ def main(argv=None) -> None:
     p.add_argument("--out", type=Path, default=None, help="write the markdown here")
     p.add_argument("--section", action="store_true",
                    help="write the tables into BENCHMARKS.md (its notes block is kept)")
+    p.add_argument("--new-default", default=None,
+                   help="a candidate that takes rebel-default's place in the ranks (the old "
+                        "defaults stay in the per-set table)")
     args = p.parse_args(argv)
     frame = read(args.results)
-    error, fit, seeds, rows = per_set(frame, args.methods.split(","))
+    methods = args.methods.split(",")
+    if args.new_default:
+        LABELS[args.new_default] = f"rebelboost new defaults ({args.new_default})"
+        LABELS["rebel-default"] = "rebelboost old defaults"
+        methods = [args.new_default if m == "rebel-default" else m for m in methods]
+    error, fit, seeds, rows = per_set(frame, methods + (["rebel-default"] * bool(args.new_default)))
     if args.max_rows:
         keep = rows.index[rows <= args.max_rows]
         error, fit, seeds, rows = error.loc[keep], fit.loc[keep], seeds.loc[keep], rows[keep]
-    parts = [f"{len(error)} sets.", rank_table(error, fit, rows), friedman(error, args.plot)]
+    ranked, ranked_fit = error[methods], fit[methods]
+    parts = [f"{len(error)} sets.", rank_table(ranked, ranked_fit, rows),
+             friedman(ranked, args.plot)]
     if set(PEERS) <= set(error.columns):
-        parts.append(targets(error, fit, rows))
+        parts.append(targets(ranked, ranked_fit, rows, args.new_default or "rebel-default"))
     if args.candidates:
         parts.append(candidate_table(frame, args.candidates.split(","), args.max_rows))
     parts.append(set_table(error, fit, seeds, rows))
