@@ -41,10 +41,12 @@ LABELS = {
 }
 SECTION = "## The 46-set suite and the defaults (issue 28)"
 SMALL = 10_000
-HEADER = """Commands: `nice -n 10 python benchmarks/bench_suite.py` (all 46 sets, the eight methods;
-resumable, results appended to `benchmarks/results/suite.jsonl`; `--methods` runs candidate
-defaults), then `python benchmarks/suite_report.py --section --plot
-benchmarks/results/suite_cd.png --candidates ...` (these tables).
+HEADER = """Commands: `nice -n 10 python benchmarks/bench_suite.py --seeds 1` (seed 0 of every set,
+the eight methods; resumable, results appended to `benchmarks/results/suite.jsonl`; `--methods
+rebel-msl10` etc. run candidate defaults, `--limit 60` the later sets), then `python
+benchmarks/suite_report.py --new-default rebel-msl10 --candidates
+rebel-msl5,rebel-msl10,rebel-msl5-l15 --plot benchmarks/results/suite_cd.png --section` (these
+tables; the ranks put the chosen candidate, `min_samples_leaf=10`, in the defaults' place).
 
 Methods, each with its library's defaults and 2 threads: rebelboost's defaults
 (`RebelClassifier()`), the paper's learner (500 depth-2 REBEL trees, `weak_learner='tree'`),
@@ -53,10 +55,12 @@ REBEL similarities (`target_loss='auto'`, at most 2000 iterations), LightGBM, XG
 above 10,000 rows), CatBoost (`thread_count=2, verbose=0`) and a random forest (500 trees).
 Sets: the 36 PMLB sets of `../shared/data/suite` and vowel, letter, pendigits, optdigits,
 satimage, shuttle, mnist, connect4, sleep and fars (official splits pooled); nominal columns
-keep PMLB's numeric codes. Stratified 75/25 splits, seeds 0..2 up to 10,000 rows, 0..1 up to
-30,000, seed 0 above. A fit past 120 s of wall-clock time is killed and counts as a timeout
-(last place on that set). Test error % and mean fit CPU time (seconds, all threads; the
-machine was shared, so wall-clock times, in the JSON lines, mostly measured waiting)."""
+keep PMLB's numeric codes. Stratified 75/25 splits by seed; a set's figures are means over the
+seeds every method finished (the seeds column). A fit past its limit of CPU time (120 s, 60 s
+for the sets started last; or 5x that in wall-clock time) is killed and ranks last on that set
+("—" in the table, as are refusals). Test error % and mean fit CPU time (seconds, all threads;
+the machine was shared at load 5-19, so wall-clock times, in the JSON lines, mostly measured
+waiting)."""
 # The machine was shared (load 5-11 on 2 cores): wall-clock times mostly measured waiting, so
 # times are CPU seconds of the fit (all threads), and wall-clock seconds are in the JSON lines.
 FIT_TIME = "fit_cpu_s"
