@@ -56,10 +56,13 @@ class RebelClassifier(BoostedClassifier):
         (ignored for stumps and similarities).
     max_leaves : int, default=31
         'vector_tree' only: leaves per tree (LightGBM's ``num_leaves``).
-    min_samples_leaf : int, default=20
+    min_samples_leaf : int, default=10
         'vector_tree' only: the least sample weight (the number of rows when unweighted) of
         the sampled training rows a leaf may hold (LightGBM's ``min_child_samples``); a
-        weight of 2 counts as a repeated row.
+        weight of 2 counts as a repeated row. 10, not LightGBM's 20: at 20 a tree on a few
+        hundred rows holds a handful of leaves, and the smallest sets of the suite lost to
+        the paper's depth-2 trees; 10 had the better mean rank and mean error there, at less
+        time than 5 (BENCHMARKS.md, issue 28).
     leaf_smoothing : float, default=1.0
         'vector_tree' only: pseudo-rows of the average weight added to both sides of each
         leaf's class sums before its step is solved; shrinks the steps of small leaves
@@ -193,7 +196,7 @@ class RebelClassifier(BoostedClassifier):
         weak_learner: str = "vector_tree",
         max_depth: int | None = None,
         max_leaves: int = 31,
-        min_samples_leaf: int = 20,
+        min_samples_leaf: int = 10,
         leaf_smoothing: float = 1.0,
         subsample: float = 1.0,
         sampling: str = "uniform",
