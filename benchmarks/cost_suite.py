@@ -41,6 +41,7 @@ for var in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
 import numpy as np  # noqa: E402
+from bench_cost import subsample  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -72,20 +73,8 @@ def load_split(name: str, seed: int, max_train: int, max_test: int = 5000):
     X_tr, X_te, y_tr, y_te = train_test_split(X.astype(np.float64), y, test_size=0.3,
                                               stratify=y, random_state=seed)
     rng = np.random.default_rng(seed)
-    keep, keep_te = cap(y_tr, max_train, rng), cap(y_te, max_test, rng)
+    keep, keep_te = subsample(y_tr, max_train, rng), subsample(y_te, max_test, rng)
     return X_tr[keep], y_tr[keep], X_te[keep_te], y_te[keep_te]
-
-
-def cap(y: np.ndarray, n: int, rng) -> np.ndarray:
-    """About n rows, each class in proportion but with at least min(its count, 10) rows."""
-    if n >= len(y):
-        return np.arange(len(y))
-    keep = []
-    for c in np.unique(y):
-        rows = np.flatnonzero(y == c)
-        take = max(int(round(n * len(rows) / len(y))), min(len(rows), 10))
-        keep.append(rng.choice(rows, size=min(take, len(rows)), replace=False))
-    return np.sort(np.concatenate(keep))
 
 
 def matrices(k: int, priors: np.ndarray, rng) -> list[tuple[str, np.ndarray]]:

@@ -36,7 +36,13 @@ def test_in_place_partition_is_the_stable_copying_partition(kernel, missing_left
     start, stop = 17, len(order) - 29
     before = order.copy()
     scratch = np.empty_like(order)
-    left, right = row_set._partition(bins, order[start:stop].copy(), 1, 5, 255, missing_left)
+    rows = order[start:stop]
+    column = bins[rows, 1]
+    goes_left = np.where(column == 255, missing_left, column <= 5)  # bin 255: missing
+    left, right = rows[goes_left], rows[~goes_left]  # numpy's masks keep the order
+    copied = row_set._partition(bins, rows.copy(), 1, 5, 255, missing_left)
+    assert_array_equal(copied[0], left)
+    assert_array_equal(copied[1], right)
     args = (bins, order, scratch, start, stop, 1, 5, 255, missing_left)
     if kernel == "_partition_in_place":
         args += (7,)  # tasks of uneven sizes

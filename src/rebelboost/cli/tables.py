@@ -209,6 +209,16 @@ def _check_numeric(X, path: Path) -> None:
             "first (or drop them)")
 
 
+def _cost_rows(path: str) -> list[list[str]]:
+    """The non-empty rows of a cost CSV file, cells stripped."""
+    p = existing_file(path, "cost matrix file")
+    try:
+        with p.open(newline="") as f:
+            return [[cell.strip() for cell in row] for row in csv.reader(f) if any(row)]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise click.ClickException(f"cannot read cost matrix {path!r}: {one_line(exc)}") from None
+
+
 def read_cost_matrix(path: str, classes: np.ndarray) -> np.ndarray:
     """The cost matrix in a CSV file, rows and columns in the order of ``classes``.
 
@@ -217,12 +227,7 @@ def read_cost_matrix(path: str, classes: np.ndarray) -> np.ndarray:
     cost of predicting class ``j`` when the truth is class ``i``. With a header row alone, the
     rows follow the header's order.
     """
-    p = existing_file(path, "cost matrix file")
-    try:
-        with p.open(newline="") as f:
-            rows = [[cell.strip() for cell in row] for row in csv.reader(f) if any(row)]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise click.ClickException(f"cannot read cost matrix {path!r}: {one_line(exc)}") from None
+    rows = _cost_rows(path)
     k = len(classes)
     shape = (len(rows), max(map(len, rows), default=0))
     if any(len(row) != shape[1] for row in rows) or shape not in {
@@ -257,12 +262,7 @@ def read_decision_costs(path: str, classes: np.ndarray) -> tuple[np.ndarray, lis
     decisions None), or a K x M table whose header row names M decisions that are not the
     classes (e.g. ``a,b,c,refer``), optionally with an index column of class labels that
     orders its rows."""
-    p = existing_file(path, "cost matrix file")
-    try:
-        with p.open(newline="") as f:
-            rows = [[cell.strip() for cell in row] for row in csv.reader(f) if any(row)]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise click.ClickException(f"cannot read cost matrix {path!r}: {one_line(exc)}") from None
+    rows = _cost_rows(path)
     names = [str(c) for c in classes.tolist()]
     if len(rows) < 2 or all(_is_number(cell) for cell in rows[0]):
         return read_cost_matrix(path, classes), None

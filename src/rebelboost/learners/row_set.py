@@ -208,20 +208,13 @@ def _gather(channels, rows, amplify, row_weight):
 
 @numba.njit(cache=True, nogil=True)
 def _partition(bins, rows, feature, split_bin, missing_bin, missing_left):
-    """The rows going left and right under a split, each in the given (increasing) order."""
-    n = rows.shape[0]
-    left = np.empty(n, dtype=rows.dtype)
-    right = np.empty(n, dtype=rows.dtype)
-    n_left = n_right = 0
-    for i in range(n):
-        r = rows[i]
-        if _goes_left(bins, r, feature, split_bin, missing_bin, missing_left):
-            left[n_left] = r
-            n_left += 1
-        else:
-            right[n_right] = r
-            n_right += 1
-    return left[:n_left].copy(), right[:n_right].copy()
+    """The rows going left and right under a split, each in the given (increasing) order:
+    the in-place partition of a copy (blocks of a distributed fit must not change theirs)."""
+    order = rows.copy()
+    scratch = np.empty_like(rows)
+    n_left = _partition_in_place_serial(bins, order, scratch, 0, rows.shape[0], feature,
+                                        split_bin, missing_bin, missing_left)
+    return order[:n_left].copy(), order[n_left:].copy()
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
