@@ -47,8 +47,9 @@ class DaskRebelClassifier(RebelClassifier):
     The distributed fit grows vector-leaf trees (``weak_learner='vector_tree'``, the
     default) on all rows (``subsample=1``; ``colsample_bytree`` works), trains under 0-1 costs
     or on the cost-sensitive loss (``cost_strategy='loss'``, with a ``cost_matrix`` or
-    per-row ``sample_cost``), and has no early stopping: other settings raise
-    ``NotImplementedError`` before any work is done.
+    per-row ``sample_cost``; no ``decisions`` beyond the classes), and has no early
+    stopping: other settings raise ``NotImplementedError`` before any work is done. Its
+    models hold no leaf covers, so ``contributions`` and shap export need a local refit.
     """
 
     _parameter_constraints: dict = {**RebelClassifier._parameter_constraints,
@@ -158,6 +159,9 @@ class DaskRebelClassifier(RebelClassifier):
         if self.early_stopping:
             problems.append(f"early_stopping={self.early_stopping!r} (no validation split: "
                             "pass early_stopping=False and a number of iterations)")
+        if self.decisions is not None:
+            problems.append(f"decisions={self.decisions!r} (decisions that are not the "
+                            "classes need the posterior route's cross-fitted calibration)")
         if sample_cost is not None and self.cost_strategy != "loss":
             problems.append(f"cost_strategy={self.cost_strategy!r} with sample_cost (it "
                             "trains on the cost-sensitive loss: pass cost_strategy='loss')")
