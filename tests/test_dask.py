@@ -51,6 +51,10 @@ def _assert_same_model(local, dist, X):
     assert_array_equal(dist.predict(X), local.predict(X))
     assert_allclose(dist.feature_importances_, local.feature_importances_, rtol=1e-9,
                     atol=1e-12)
+    # the leaves' training weights (covers): exact contributions work on the Dask model
+    assert_allclose(dist.model_.covers, local.model_.covers, rtol=1e-12)
+    assert_allclose(dist.contributions(X[:50]), local.contributions(X[:50]), rtol=1e-9,
+                    atol=1e-9)
 
 
 @pytest.mark.parametrize("blocks_per_worker", [None, 1])

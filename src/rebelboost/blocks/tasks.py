@@ -152,6 +152,7 @@ class Partition:
     scores: np.ndarray
     counted: np.ndarray | None = None  # (n, 2K + 1): the weight channels and sample weight
     leaves: dict | None = None
+    covers: tuple = ()  # per tree so far: the sample weight reaching each of its leaves
 
     def rows(self) -> RowArrays:
         """The rows as the grower reads them; sums and histograms end with the row count."""
@@ -245,7 +246,14 @@ def step(part: Partition, leaves: list[int], steps: np.ndarray, *tree) -> Partit
                                         sampled=False)
     scores = part.scores.copy()
     add_leaf_steps(scores, leaf_of_row, steps)
-    return replace(part, scores=scores, counted=None, leaves=None)
+    cover = np.bincount(leaf_of_row, weights=part.weight, minlength=steps.shape[0])
+    return replace(part, scores=scores, counted=None, leaves=None,
+                   covers=part.covers + (cover,))
+
+
+def covers(part: Partition, n_leaves: int) -> np.ndarray:
+    """(trees, n_leaves): the sample weight of the partition's rows reaching each leaf."""
+    return np.stack(part.covers) if part.covers else np.zeros((0, n_leaves))
 
 
 def add(a, b):

@@ -208,6 +208,13 @@ class BlockRebelBooster:
     def stack(self, pieces) -> LeafTreeArrays:
         return LeafTreeArrays.stack(pieces, self.options.max_leaves)
 
+    def covers(self) -> np.ndarray:
+        """(trees, max_leaves): the training weight that reached each leaf of each tree, as
+        the local fit's ``leaf_covers`` (summed over the partitions in a fixed order)."""
+        cluster = self.cluster
+        return cluster.reduce_gather(part_fn.add, cluster.map(
+            part_fn.covers, self.parts, self.options.max_leaves))
+
     def release(self) -> None:
         """Drop the partitions (the workers free their memory)."""
         self.parts = []

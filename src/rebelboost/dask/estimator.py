@@ -48,8 +48,7 @@ class DaskRebelClassifier(RebelClassifier):
     default) on all rows (``subsample=1``; ``colsample_bytree`` works), trains under 0-1 costs
     or on the cost-sensitive loss (``cost_strategy='loss'``, with a ``cost_matrix`` or
     per-row ``sample_cost``; no ``decisions`` beyond the classes), and has no early
-    stopping: other settings raise ``NotImplementedError`` before any work is done. Its
-    models hold no leaf covers, so ``contributions`` and shap export need a local refit.
+    stopping: other settings raise ``NotImplementedError`` before any work is done.
     """
 
     _parameter_constraints: dict = {**RebelClassifier._parameter_constraints,
@@ -143,9 +142,11 @@ class DaskRebelClassifier(RebelClassifier):
             result = boost(booster, self.n_estimators, d, callbacks=callbacks,
                            target_loss=target, verbose=self.verbose, n_jobs=self.n_jobs,
                            estimator=self)
+            covers = booster.covers()
         finally:
             booster.release()
         self._set_result(result)
+        self.model_.covers = covers[:len(self.model_.learners)]
         self._set_records(result.records, result.n_kept, booster)
         self.gathered_bytes_ = cluster.gathered_bytes
         return self
