@@ -133,3 +133,25 @@ def test_pass_nodes_and_trees_without_splits(learner):
     np.testing.assert_allclose(out["scores"], model.model_.scores(X), rtol=0, atol=1e-12)
     phi = model.contributions(X)
     np.testing.assert_allclose(phi.sum(axis=1), model.model_.scores(X), atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["vector", "matrix"])
+def test_scaling_calibration_maps_are_exported(kind):
+    """Vector and matrix scaling after the temperature: the graph's probabilities, expected
+    costs and decisions are the estimator's, for any map (here a random one)."""
+    from rebelboost.calibration import CalibrationMap
+
+    X, y = _data(labels=["low", "mid", "high"])
+    model = RebelClassifier(20, cost_matrix=COST, random_state=0).fit(X, y)
+    rng = np.random.RandomState(4)
+    weights = np.eye(3) + 0.3 * (np.diag(rng.normal(size=3)) if kind == "vector"
+                                 else rng.normal(size=(3, 3)))
+    model.calibration_ = CalibrationMap(kind, 0.7, weights, rng.normal(size=3))
+    X_new, _ = _data(seed=3)
+    out = _run(model, X_new)
+    np.testing.assert_allclose(out["probabilities"], model.predict_proba(X_new), rtol=1e-9,
+                               atol=1e-15)
+    np.testing.assert_allclose(out["expected_cost"], model.expected_cost(X_new), atol=1e-9)
+    np.testing.assert_array_equal(out["label"], model.predict(X_new))
+    meta = {p.key: p.value for p in model.to_onnx().metadata_props}
+    assert f'"kind": "{kind}"' in meta["calibration"]

@@ -8,8 +8,8 @@ float64 so that every threshold test is the model's own:
    tree ensemble holds one weight per leaf, so it returns the leaf and a ``Gather`` reads the
    K-vector), missing values routed as in training (``nodes_missing_value_tracks_true``);
 2. ``scores``: the sum over trees, ``H(x)`` (N, K);
-3. ``probabilities`` (RebelClassifier): ``sigmoid(2 H / temperature)`` renormalised, as
-   ``predict_proba``;
+3. ``probabilities`` (RebelClassifier): ``sigmoid(2 H / temperature)`` renormalised, then
+   for a vector- or matrix-scaling calibration ``softmax(W log p + b)``, as ``predict_proba``;
 4. the decision: ``argmax_k H_k`` or, for a model that decides by expected cost, the cost
    rule ``argmin_j (probabilities @ C)_j`` with the cost matrix ``C`` (K x M) in the graph
    (output ``expected_cost``); ``label`` holds the decision names (the classes, or a cost
@@ -25,6 +25,7 @@ import json
 
 import numpy as np
 
+from .calibration import LOG_FLOOR
 from .tree_tables import TreeTables, tree_tables
 
 ML_OPSET, ONNX_OPSET = 5, 18
@@ -74,11 +75,25 @@ def to_onnx(estimator, path=None):
                   helper.make_node("Reciprocal", ["one_plus"], ["sigmoid"]),
                   helper.make_node("Max", ["sigmoid", "tiny"], ["floored"]),
                   helper.make_node("ReduceSum", ["floored", "class_axis"], ["total"],
-                                   keepdims=1),
-                  helper.make_node("Div", ["floored", "total"], ["probabilities"])]
+                                   keepdims=1)]
         constants.update(minus_two_over_t=np.array(-2.0 / rule["temperature"]),
                          one=np.array(1.0), tiny=np.array(_TINY),
                          class_axis=np.array([1], np.int64))
+        scaling = rule["scaling"]
+        if scaling is None:
+            nodes.append(helper.make_node("Div", ["floored", "total"], ["probabilities"]))
+        else:  # softmax(W log p + b) on the tempered posteriors, logs floored
+            weights, bias = scaling
+            nodes += [helper.make_node("Div", ["floored", "total"], ["tempered"]),
+                      helper.make_node("Max", ["tempered", "tiny"], ["tempered_floored"]),
+                      helper.make_node("Log", ["tempered_floored"], ["log_tempered"]),
+                      helper.make_node("Max", ["log_tempered", "log_floor"], ["log_p"]),
+                      helper.make_node("MatMul", ["log_p", "scaling_weights_t"], ["mixed"]),
+                      helper.make_node("Add", ["mixed", "scaling_bias"], ["logits"]),
+                      helper.make_node("Softmax", ["logits"], ["probabilities"], axis=1)]
+            constants.update(log_floor=np.array(LOG_FLOOR),
+                             scaling_weights_t=np.ascontiguousarray(weights.T, np.float64),
+                             scaling_bias=np.asarray(bias, np.float64))
         outputs.append("probabilities")
     if rule["cost_matrix"] is not None:
         nodes += [helper.make_node("MatMul", ["probabilities", "cost_matrix"],
@@ -121,15 +136,15 @@ def _decision_rule(estimator) -> dict:
         if not estimator._decides_by_argmax():
             raise OnnxExportError(f"ONNX export of a {type(estimator).__name__}: its decision "
                                   "rule is not the largest score")
-        return {"names": classes, "temperature": None, "cost_matrix": None,
+        return {"names": classes, "temperature": None, "scaling": None, "cost_matrix": None,
                 "text": "label = the class of largest score"}
     from .costs import certain_codes, route_of
 
     calibration = getattr(estimator, "calibration_", None)
-    if calibration is not None and calibration.kind != "temperature":
-        raise OnnxExportError(f"ONNX export of a model calibrated by {calibration.kind} "
-                              "scaling: only a temperature map is exported so far")
-    temperature = float(estimator.temperature_)
+    scaling = (None if calibration is None or calibration.kind == "temperature"
+               else (np.asarray(calibration.weights), np.asarray(calibration.bias)))
+    temperature = float(estimator.temperature_ if calibration is None
+                        else calibration.temperature)
     route = route_of(estimator)
     if route != "min_risk":
         names, text = classes, "label = the class of largest score"
@@ -138,14 +153,16 @@ def _decision_rule(estimator) -> dict:
             certain = certain_codes(np.arange(len(classes)), np.asarray(estimator.cost_matrix_))
             names = (classes if decisions is None else np.asarray(decisions))[certain]
             text = "label = the decision of least cost for the class of largest score"
-        return {"names": names, "temperature": temperature, "cost_matrix": None, "text": text}
+        return {"names": names, "temperature": temperature, "scaling": scaling,
+                "cost_matrix": None, "text": text}
     cost = np.asarray(estimator.cost_matrix_, np.float64)
     names = getattr(estimator, "decisions_", None)
     names = classes if names is None else np.asarray(names)
     if cost.ndim != 2 or cost.shape[0] != len(classes) or cost.shape[1] != len(names):
         raise OnnxExportError(f"a cost matrix of shape {cost.shape} for {len(classes)} "
                               f"classes and {len(names)} decisions")
-    return {"names": names, "temperature": temperature, "cost_matrix": cost,
+    return {"names": names, "temperature": temperature, "scaling": scaling,
+            "cost_matrix": cost,
             "text": "label = the decision of least expected cost under the probabilities"}
 
 
@@ -239,6 +256,8 @@ def _metadata(estimator, rule: dict) -> dict:
             "missing_values": "NaN in X is a missing value, routed as in training"}
     if rule["temperature"] is not None:
         meta["temperature"] = repr(rule["temperature"])
+    if rule["scaling"] is not None:
+        meta["calibration"] = json.dumps(estimator.calibration_.to_dict())
     if rule["cost_matrix"] is not None:
         meta["cost_matrix"] = json.dumps(rule["cost_matrix"].tolist())
     return meta
