@@ -75,6 +75,12 @@ CANDIDATES = {
     "rebel-msl1-s5-l15": {"min_samples_leaf": 1, "leaf_smoothing": 5.0, "max_leaves": 15},
     "rebel-msl1-s5-lr0.1-300": {"min_samples_leaf": 1, "leaf_smoothing": 5.0,
                                 "learning_rate": 0.1, "n_estimators": 300},
+    # small trees, many of them: the paper's depth-2 trees with vector leaves
+    "rebel-l4-500": {"max_leaves": 4, "n_estimators": 500},
+    "rebel-d2-500-lr1": {"max_depth": 2, "n_estimators": 500, "learning_rate": 1.0},
+    "rebel-l8-300": {"max_leaves": 8, "n_estimators": 300},
+    "rebel-l4-500-msl1-s5": {"max_leaves": 4, "n_estimators": 500, "min_samples_leaf": 1,
+                             "leaf_smoothing": 5.0},
 }
 METHODS.update({name: ("rebelboost", params) for name, params in CANDIDATES.items()})
 

@@ -213,6 +213,7 @@ def test_what_the_distributed_fit_lacks_is_refused_up_front(client):
     X, y = _data(n=200, d=3)
     Xd, yd = da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100)
     for params in (dict(weak_learner="stump"), dict(subsample=0.5), dict(early_stopping=True),
+                   dict(categorical_features=[0]),
                    dict(cost_matrix=[[0, 1, 2], [1, 0, 1], [1, 1, 0]]),
                    dict(cost_matrix=[[0, 1, 1, .3], [1, 0, 1, .3], [1, 1, 0, .3]],
                         decisions=["0", "1", "2", "refer"], cost_strategy="loss")):

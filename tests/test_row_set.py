@@ -24,11 +24,12 @@ def _bins(n, d=3, seed=0, missing_bin=255):
 
 
 @pytest.mark.parametrize("kernel", ["_partition_in_place", "_partition_in_place_serial"])
-@pytest.mark.parametrize("missing_left", [False, True])
+@pytest.mark.parametrize("missing_left", [False, True, "set"])
 def test_in_place_partition_is_the_stable_copying_partition(kernel, missing_left):
     """A range of the index array is split in place into exactly the rows (and order) the
     copying partition gives; the rows outside the range are untouched. 40,000 rows give the
-    parallel kernel several tasks."""
+    parallel kernel several tasks. A numeric split (``bin <= 5``, missing bin by
+    ``missing_left``) and a categorical one (a set of bins)."""
     n = 40_000
     bins = _bins(n)
     rng = np.random.default_rng(1)
@@ -38,12 +39,17 @@ def test_in_place_partition_is_the_stable_copying_partition(kernel, missing_left
     scratch = np.empty_like(order)
     rows = order[start:stop]
     column = bins[rows, 1]
-    goes_left = np.where(column == 255, missing_left, column <= 5)  # bin 255: missing
+    if missing_left == "set":
+        table = np.random.default_rng(3).random(256) < 0.5
+        goes_left = table[column]
+    else:
+        table = row_set.split_table(5, missing_left, 256, 255)
+        goes_left = np.where(column == 255, missing_left, column <= 5)  # bin 255: missing
     left, right = rows[goes_left], rows[~goes_left]  # numpy's masks keep the order
-    copied = row_set._partition(bins, rows.copy(), 1, 5, 255, missing_left)
+    copied = row_set._partition(bins, rows.copy(), 1, table)
     assert_array_equal(copied[0], left)
     assert_array_equal(copied[1], right)
-    args = (bins, order, scratch, start, stop, 1, 5, 255, missing_left)
+    args = (bins, order, scratch, start, stop, 1, table)
     if kernel == "_partition_in_place":
         args += (7,)  # tasks of uneven sizes
     middle = start + getattr(row_set, kernel)(*args)

@@ -64,17 +64,33 @@ class Binner:
         return BinLayout(self.n_value_bins_, self.has_missing_, self.missing_bin,
                          self.n_bins_total)
 
-    def fit(self, X: np.ndarray) -> Binner:
+    def fit(self, X: np.ndarray, categorical: np.ndarray | None = None) -> Binner:
+        """Thresholds of the numeric features; ``categorical`` (bool mask) marks features
+        holding category codes ``0, 1, ...`` (NaN: missing), which get one bin per code for
+        their ``max_bins`` most frequent codes (over all rows) and send the rarer codes to
+        the missing bin, as LightGBM caps a categorical feature's bins at ``max_bin``."""
         X = as_float(X)
         # From all rows, not the subsample: the split search must know every bin that holds
         # training rows (a NaN the subsample missed still lands in the missing bin).
         nan = np.isnan(X)
         has_missing, has_values = nan.any(axis=0), ~nan.all(axis=0)
+        full = X
         rows = self.sample_rows(X.shape[0])
         if rows is not None:
             X = X[rows]
-        return self.fit_summary([value_counts(X[:, j]) for j in range(X.shape[1])],
-                                has_missing, has_values)
+        cat = (np.zeros(X.shape[1], bool) if categorical is None
+               else np.asarray(categorical, dtype=bool))
+        self.fit_summary([value_counts(X[:, j]) if not cat[j] else _NO_VALUES
+                          for j in range(X.shape[1])], has_missing, has_values)
+        self.categorical_ = cat
+        self.code_bins_: list[np.ndarray | None] = [None] * len(cat)
+        for j in np.flatnonzero(cat):
+            self.code_bins_[j] = _code_bins(full[:, j], self.max_bins, self.missing_bin)
+            kept = int((self.code_bins_[j] != self.missing_bin).sum())
+            self.n_value_bins_[j] = kept
+            self.has_missing_[j] = bool(has_missing[j] or kept < np.isfinite(
+                np.unique(full[:, j])).sum())
+        return self
 
     def sample_rows(self, n_rows: int) -> np.ndarray | None:
         """Indices of the rows (of ``n_rows`` that count) whose values place the thresholds;
@@ -89,7 +105,9 @@ class Binner:
         """Fit from each feature's distinct sampled values and their counts
         (:func:`value_counts`, merged over partitions by :func:`merge_value_counts`), and
         whether the feature had NaN / any value among the rows that count."""
-        self.has_missing_ = np.asarray(has_missing, dtype=bool)
+        self.has_missing_ = np.array(has_missing, dtype=bool)
+        self.categorical_ = np.zeros(len(summaries), bool)
+        self.code_bins_ = [None] * len(summaries)
         self.thresholds_ = [_thresholds(values, counts, self.max_bins)
                             for values, counts in summaries]
         # An all-NaN column has no value bin (so no split that would leave a side empty).
@@ -113,10 +131,18 @@ class Binner:
             table[j, : len(thr)] = thr
         with numba_threads(None):  # a fit's n_jobs, else the CPUs this process may use
             _bin_rows(X, table, counts, self.missing_bin, out)
+        for j in np.flatnonzero(self.categorical_):
+            out[:, j] = code_bin(X[:, j], self.code_bins_[j], self.missing_bin)
         return out
 
-    def fit_transform(self, X: np.ndarray) -> np.ndarray:
-        return self.fit(X).transform(X)
+    def fit_transform(self, X: np.ndarray, categorical: np.ndarray | None = None
+                      ) -> np.ndarray:
+        return self.fit(X, categorical).transform(X)
+
+    def left_codes(self, feature: int, left_bins: np.ndarray) -> np.ndarray:
+        """A categorical feature's codes that go left, given which bins go left (the
+        missing bin's entry: the side of missing values and of the rarest codes)."""
+        return left_bins[self.code_bins_[feature]]
 
     def threshold(self, feature: int, bin_index: int) -> float:
         """Raw value ``t`` with ``x <= t`` exactly for the values binned ``<= bin_index``."""
@@ -124,6 +150,34 @@ class Binner:
         if bin_index >= len(thr):  # every value goes left (a split that isolates missing)
             return np.inf
         return float(thr[bin_index])
+
+
+_NO_VALUES = (np.empty(0), np.empty(0, dtype=np.int64))  # a categorical feature's thresholds
+
+
+def _code_bins(col: np.ndarray, max_bins: int, missing_bin: int) -> np.ndarray:
+    """Each code's bin: the ``max_bins`` most frequent codes (ties: the lower code) get bins
+    in code order, the others the missing bin."""
+    col = np.asarray(col, dtype=np.float64)
+    present = col[~np.isnan(col)]
+    n_codes = int(present.max()) + 1 if present.size else 0
+    counts = np.bincount(present.astype(np.int64), minlength=n_codes)
+    kept = np.zeros(n_codes, bool)
+    kept[np.argsort(-counts, kind="stable")[:max_bins]] = True
+    kept &= counts > 0
+    bins = np.full(n_codes, missing_bin, dtype=np.int64)
+    bins[kept] = np.arange(int(kept.sum()))
+    return bins
+
+
+def code_bin(col: np.ndarray, code_bins: np.ndarray, missing_bin: int) -> np.ndarray:
+    """Bins of a categorical feature's codes (NaN and codes beyond the table: missing)."""
+    col = np.asarray(col, dtype=np.float64)
+    out = np.full(col.shape, missing_bin, dtype=np.uint8)
+    ok = ~np.isnan(col)
+    ok[ok] = (col[ok] >= 0) & (col[ok] < len(code_bins))
+    out[ok] = code_bins[col[ok].astype(np.int64)]
+    return out
 
 
 def as_float(X) -> np.ndarray:

@@ -80,18 +80,21 @@ def explain_prediction(model, x, top: int = 10, feature_names=None) -> Explanati
     names = ([str(n) for n in feature_names] if feature_names is not None
              else model.feature_names())
     learners = model.model_.learners
+    categories = getattr(model, "categories_", None)  # categorical tests name their values
+    extra = {} if categories is None else {"categories": categories}
     margins = contributions[:, k] - contributions[:, j]
     feature_margins: dict[str, float] = {}
     terms = []
     for t in np.argsort(-np.abs(margins), kind="stable"):
-        rule, used = learners.rule(int(t), X[0], names, model.classes_.tolist())
+        rule, used = learners.rule(int(t), X[0], names, model.classes_.tolist(), **extra)
         for f in used:
             feature_margins[names[f]] = feature_margins.get(names[f], 0.0) + margins[t] / len(used)
         if len(terms) < top:
             terms.append(Term(int(t) + 1, rule, float(contributions[t, k]), float(margins[t])))
     classes = model.classes_.tolist()
-    try:
-        decision = explain_decision(model, X[0], feature_names=names)
+    try:  # (categorical models: no exact contributions yet; x is encoded here already)
+        decision = (None if categories is not None
+                    else explain_decision(model, X[0], feature_names=names))
     except ContributionsUnavailable:  # similarity learners, files without covers
         decision = None
     return Explanation(

@@ -33,7 +33,7 @@ import numpy as np
 from ._version import __version__
 
 FORMAT = "rebelboost-model"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 MAX_BYTES = 1 << 30  # largest decompressed model file read (1 GiB)
 
 
@@ -252,8 +252,18 @@ def _v2_to_v3(doc: dict) -> dict:
     return doc
 
 
+def _v3_to_v4(doc: dict) -> dict:
+    """Format 4 adds categorical features: a REBEL model's categorical columns and their
+    values (``fitted.categorical``; null: none, as in every format 3 file) and, in a tree
+    stack that has them, each categorical node's set of codes (``category_sets``)."""
+    doc = dict(doc, format_version=4)
+    if doc.get("estimator") == "RebelClassifier":
+        doc["fitted"] = {**doc["fitted"], "categorical": None}
+    return doc
+
+
 # version -> function bringing a document of that version to the next one
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3}
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def migrate(doc) -> dict:

@@ -56,6 +56,10 @@ def tree_tables(model: AdditiveModel, need_cover: bool = True) -> TreeTables:
             "features at once), so its output has no exact split into per-feature parts; "
             "only tree and stump models have exact contributions (explain() lists each "
             "learner's term instead)")
+    if getattr(learners, "category_words", None) is not None:
+        raise ContributionsUnavailable(
+            "this model splits categorical features by sets of categories; exact "
+            "contributions, shap and ONNX export read numeric thresholds only so far")
     if need_cover and model.covers is None:
         raise ContributionsUnavailable(
             "this model holds no training covers (the weight of training rows reaching each "

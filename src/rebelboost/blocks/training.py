@@ -90,8 +90,10 @@ class BlockRows:
     def sums(self, leaf: int) -> np.ndarray:
         return self._sums[leaf]
 
-    def split(self, leaf: int, feature: int, split_bin: int, missing_left: bool
-              ) -> tuple[int, int]:
+    def split(self, leaf: int, feature: int, split_bin: int, missing_left: bool,
+              left_bins: np.ndarray | None = None) -> tuple[int, int]:
+        if left_bins is not None:
+            raise NotImplementedError("categorical splits on row blocks")
         cluster = self.cluster
         left, right = self._next, self._next + 1
         self._next += 2

@@ -17,7 +17,15 @@ from pathlib import Path
 
 import click
 
-from .tables import existing_file, features, labels, one_line, read_decision_costs, read_table
+from .tables import (
+    categorical_columns,
+    existing_file,
+    features,
+    labels,
+    one_line,
+    read_decision_costs,
+    read_table,
+)
 
 FIT_ARRAYS = (("X", "y"), ("X_train", "y_train"))
 USE_ARRAYS = (("X", "y"), ("X_test", "y_test"))
@@ -115,6 +123,9 @@ TARGET_TO_DROP = click.option(
 @click.option("--n-iter-no-change", type=click.IntRange(min=1),
               help="Early-stopping patience in iterations (LightGBM's early_stopping_round). "
               "[default: 50]")
+@click.option("--categorical", metavar="COLS",
+              help="Comma-separated feature columns (names, or 0-based indices for arrays) to "
+                   "split by sets of categories; text columns are categorical anyway.")
 @click.option("--random-state", type=int, help="Seed for the validation split and binning.")
 @click.option("--n-jobs", type=int, help="Threads for the split search (default: all cores).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
@@ -122,7 +133,8 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
         max_depth: int | None, max_leaves: int, learning_rate: float | None, max_bins: int,
         cost_matrix: str | None, cost_columns: bool,
         validation_fraction: float | None, n_iter_no_change: int | None,
-        random_state: int | None, n_jobs: int | None, quiet: bool) -> None:
+        categorical: str | None, random_state: int | None, n_jobs: int | None,
+        quiet: bool) -> None:
     """Train a REBEL model on DATA and write it to --model-out."""
     import numpy as np
 
@@ -148,7 +160,8 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_esti
     X = features(table, target=target)
     params = dict(weak_learner=weak_learner, max_depth=max_depth, max_leaves=max_leaves,
                   learning_rate=learning_rate, max_bins=max_bins,
-                  random_state=random_state, n_jobs=n_jobs)
+                  random_state=random_state, n_jobs=n_jobs,
+                  categorical_features=categorical_columns(X, categorical))
     if cost_matrix is not None:
         params["cost_matrix"], params["decisions"] = read_decision_costs(cost_matrix,
                                                                          np.unique(y))
@@ -339,7 +352,9 @@ def explain(model_path: str, data: str, row: int, top: int, target: str | None) 
             f"--row {row} is out of range: {data!r} has {table.n_rows} rows (0 to "
             f"{table.n_rows - 1})")
     X = _model_input(model, table, target)
-    x = np.asarray(X.iloc[row] if hasattr(X, "iloc") else X[row], dtype=np.float64)
+    x = X.iloc[row] if hasattr(X, "iloc") else X[row]
+    if getattr(model, "categories_", None) is None:  # (categorical rows keep their values)
+        x = np.asarray(x, dtype=np.float64)
     with _library_errors(f"cannot explain row {row} of {data!r}"):
         explanation = model.explain(x, top=top)
     click.echo(f"row {row}: {_numbered_from_one(explanation)}")

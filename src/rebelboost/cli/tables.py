@@ -193,20 +193,31 @@ def features(table: Table, target: str | None = None, names=None, n_features: in
         raise click.ClickException(
             f"{str(table.path)!r} has no feature columns"
             + (f" besides the target {target!r}" if target is not None else ""))
-    _check_numeric(X, table.path)
     import numpy as np
 
     return X.to_numpy(dtype=np.float64) if names is None and n_features is not None else X
 
 
-def _check_numeric(X, path: Path) -> None:
+def categorical_columns(X, spec: str | None):
+    """``categorical_features`` for ``--categorical``: 'from_dtype' without it (text columns),
+    else the named columns (names, or 0-based indices of an array) and the text columns."""
+    if spec is None:
+        return "from_dtype"
+    items = [item.strip() for item in spec.split(",") if item.strip()]
+    if not hasattr(X, "columns"):
+        try:
+            return [int(item) for item in items]
+        except ValueError:
+            raise click.ClickException(f"--categorical {spec!r}: an array's columns are "
+                                       "0-based indices") from None
+    absent = [item for item in items if item not in X.columns]
+    if absent:
+        raise click.ClickException(f"--categorical names columns {absent} that the features "
+                                   f"do not have ({list(map(str, X.columns))})")
     import pandas as pd
 
-    bad = [str(c) for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
-    if bad:
-        raise click.ClickException(
-            f"{str(path)!r}: feature columns {bad} are not numeric; encode them as numbers "
-            "first (or drop them)")
+    text = [str(c) for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
+    return sorted(set(items) | set(text), key=list(map(str, X.columns)).index)
 
 
 def _cost_rows(path: str) -> list[list[str]]:

@@ -48,7 +48,8 @@ class DaskRebelClassifier(RebelClassifier):
     default) on all rows (``subsample=1``; ``colsample_bytree`` works), trains under 0-1 costs
     or on the cost-sensitive loss (``cost_strategy='loss'``, with a ``cost_matrix`` or
     per-row ``sample_cost``; no ``decisions`` beyond the classes), and has no early
-    stopping: other settings raise ``NotImplementedError`` before any work is done.
+    stopping nor categorical features: other settings raise ``NotImplementedError`` before
+    any work is done.
     """
 
     _parameter_constraints: dict = {**RebelClassifier._parameter_constraints,
@@ -84,7 +85,7 @@ class DaskRebelClassifier(RebelClassifier):
         ``y``, ``sample_weight`` and ``sample_cost`` (n, K: each row's cost of predicting each
         class, on the 'loss' route) partitioned like it (Dask arrays, Series or DataFrames)."""
         self._validate_params()
-        self._check_distributed(sample_cost)
+        self._check_distributed(sample_cost, X)
         from distributed import default_client, wait
 
         cluster = Cluster(self.client or default_client())
@@ -151,8 +152,15 @@ class DaskRebelClassifier(RebelClassifier):
         self.gathered_bytes_ = cluster.gathered_bytes
         return self
 
-    def _check_distributed(self, sample_cost) -> None:
+    def _check_distributed(self, sample_cost, X) -> None:
         problems = []
+        dtypes = [str(t) for t in getattr(X, "dtypes", [])]
+        text = [t for t in dtypes if t in ("category", "object", "string")]
+        if self.categorical_features not in (None, "from_dtype") or (
+                self.categorical_features == "from_dtype" and text):
+            problems.append("categorical features (columns of type "
+                            f"{sorted(set(text)) or 'named in categorical_features'}: encode "
+                            "them as numbers, or fit RebelClassifier locally)")
         if self.weak_learner != "vector_tree":
             problems.append(f"weak_learner={self.weak_learner!r} (only 'vector_tree')")
         if self.subsample < 1:

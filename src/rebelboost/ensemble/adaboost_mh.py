@@ -18,7 +18,8 @@ from ..io import corrupt, float_array
 from ..learners.hamming_tree import factorized_learner, unfactorized_learners
 from ..losses.adaboost_mh import AdaBoostMHLoss
 from ..search.binned import BinnedData
-from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
+from ._base import BoostedClassifier
+from ._loop_params import LOOP_CONSTRAINTS, document_loop
 from ._tree_booster import TreeBooster
 
 

@@ -20,7 +20,8 @@ from ..learners.codeword_tree import codeword_tree
 from ..learners.hamming_tree import free_sign_tree, signed_cost_channels
 from ..losses.mcboost import MCBoostLoss, simplex_codewords
 from ..search.binned import BinnedData
-from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
+from ._base import BoostedClassifier
+from ._loop_params import LOOP_CONSTRAINTS, document_loop
 from ._tree_booster import TreeBooster
 
 

@@ -19,7 +19,8 @@ from ..io import corrupt, float_array
 from ..learners.hamming_tree import free_sign_tree, signed_cost_channels
 from ..losses.adaboost_mh import binary_alpha, sign_labels
 from ..search.binned import BinnedData
-from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
+from ._base import BoostedClassifier
+from ._loop_params import LOOP_CONSTRAINTS, document_loop
 from ._tree_booster import TreeBooster
 
 

@@ -17,21 +17,22 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..costs import COST_STRATEGIES, decision_codes, proba_from_scores, resolve_costs, route_of
-from ..engine import Stage
 from ..io import corrupt, float_array
-from ..learners.contract import LearnerFit
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.rebel_learners import REBEL_LEARNERS, LearnerOptions
 from ..learners.vector_tree import SAMPLINGS, VectorTreeOptions
-from ..losses.rebel import SUBCOSTS, RebelLoss
+from ..losses.rebel import SUBCOSTS
 from ..validation import check_cost_matrix
-from ._base import LOOP_CONSTRAINTS, BoostedClassifier, document_loop
+from ._base import BoostedClassifier
+from ._categorical_input import CategoricalInput
 from ._cost_route import choose_route
 from ._cost_state import read_cost_state, write_cost_state
+from ._loop_params import LOOP_CONSTRAINTS, document_loop
+from ._rebel_booster import RebelBooster
 
 
 @document_loop(own=("learning_rate",))
-class RebelClassifier(BoostedClassifier):
+class RebelClassifier(CategoricalInput, BoostedClassifier):
     """REBEL boosting (Appel, Burgos-Artizzu and Perona, 2016) with stumps or trees.
 
     Parameters
@@ -106,6 +107,15 @@ class RebelClassifier(BoostedClassifier):
     cost_cv : int, default=3
         Folds of the cross-fitting ('posterior' and 'auto'): the fit costs ``cost_cv`` fold
         fits on ``(cost_cv - 1) / cost_cv`` of the rows plus the final fit.
+    categorical_features : 'from_dtype', list of names or indices, bool mask or None, \
+default='from_dtype'
+        Columns split by sets of categories (vector trees only), as scikit-learn's
+        ``HistGradientBoostingClassifier``: 'from_dtype' takes pandas ``category``,
+        ``object`` and ``string`` columns (and text columns of a numpy array). A category is
+        known by its value, never by a pandas code: ``categories_`` holds each column's
+        sorted training values. A missing value or a category unseen in training goes where
+        the split sends missing values. The ``max_bins`` most frequent categories of a column
+        get their own bins; rarer ones are split as missing values (LightGBM's ``max_bin``).
     max_bins : int, default=255
         Value bins per feature for the split search (plus one bin for missing values).
     similarity_mode : {'two-point', 'one-point'}, default='two-point'
@@ -186,6 +196,7 @@ class RebelClassifier(BoostedClassifier):
         "decisions": ["array-like", None],
         "cost_cv": [Interval(numbers.Integral, 2, None, closed="left")],
         "quickboost": ["boolean"],
+        "categorical_features": ["array-like", StrOptions({"from_dtype"}), None],
     }
     _fitted_fields = ("cost_matrix", "vectors")
 
@@ -207,6 +218,7 @@ class RebelClassifier(BoostedClassifier):
         decisions=None,
         cost_cv: int = 3,
         max_bins: int = 255,
+        categorical_features="from_dtype",
         learning_rate: float | None = None,
         similarity_mode: str = "two-point",
         scaling: str | None = "standard",
@@ -236,6 +248,7 @@ class RebelClassifier(BoostedClassifier):
         self.decisions = decisions
         self.cost_cv = cost_cv
         self.max_bins = max_bins
+        self.categorical_features = categorical_features
         self.learning_rate = learning_rate
         self.similarity_mode = similarity_mode
         self.scaling = scaling
@@ -303,6 +316,7 @@ class RebelClassifier(BoostedClassifier):
             max_bins=self.max_bins, quickboost=bool(self.quickboost),
             similarity_mode=self.similarity_mode, scaling=self.scaling,
             vector_tree=self._vector_tree_options() if vector else None,
+            categorical=self._categorical_mask(),
         )
         family = REBEL_LEARNERS[self.weak_learner](X, codes, sample_weight, self.cost_matrix_,
                                                    options, rng)
@@ -312,7 +326,7 @@ class RebelClassifier(BoostedClassifier):
                       else check_cost_matrix(None, len(self.classes_)))
             cost_rows = cost_rows.copy()
             cost_rows[moved] = matrix[family.codes[moved]]
-        return _RebelBooster(family, cost_rows, sample_weight, validation, self._shrinkage(),
+        return RebelBooster(family, cost_rows, sample_weight, validation, self._shrinkage(),
                              self.subcosts)
 
     def _vector_tree_options(self) -> VectorTreeOptions:
@@ -386,11 +400,13 @@ class RebelClassifier(BoostedClassifier):
         if hasattr(self, "n_relabeled_"):
             fitted["n_relabeled"] = int(self.n_relabeled_)
         write_cost_state(self, fitted)
+        self._write_categorical(fitted)
         return doc
 
     def _read_fitted(self, fitted: dict, k: int, d: int) -> None:
         super()._read_fitted(fitted, k, d)
         read_cost_state(self, fitted, k)
+        self._read_categorical(fitted, d)
         n = len(self.model_.learners)
         vector_leaves = isinstance(self.model_.learners, LeafTreeArrays)
         if vector_leaves != (self.weak_learner == "vector_tree"):
@@ -412,36 +428,3 @@ class RebelClassifier(BoostedClassifier):
             if type(relabeled) is not int or relabeled < 0:
                 raise corrupt(f"n_relabeled {relabeled!r} is not a count")
             self.n_relabeled_ = relabeled
-
-
-class _RebelBooster:
-    """REBEL's loss (2K weight channels, closed-form steps) driving one weak-learner family."""
-
-    def __init__(self, family, cost_rows, sample_weight, validation, learning_rate, subcosts):
-        self.family = family
-        self.learning_rate = learning_rate
-        self.blas_threads = family.blas_threads
-        self.loss = RebelLoss(None, family.codes, sample_weight, subcosts, cost_rows)
-        self.val_loss = (RebelLoss(None, validation.codes, validation.sample_weight, subcosts,
-                                   validation.cost_rows) if validation is not None else None)
-        self.scores = np.zeros((len(family.codes), cost_rows.shape[1]))
-        self.channels, self.scale, _ = self.loss.weights_and_loss(self.scores)
-
-    def initial_loss(self) -> float:
-        return self.loss.loss(np.zeros_like(self.scores))
-
-    def fit_stage(self, iteration: int) -> Stage:
-        fit: LearnerFit = self.family.fit(self.channels)
-        values = self.learning_rate * fit.values
-        fit.add_to(self.scores, values)
-        vector = None if fit.vector is None else self.learning_rate * fit.vector
-        gains = [(f, gain * self.scale) for f, gain in fit.gains]
-        self.channels, self.scale, loss = self.loss.weights_and_loss(self.scores)
-        return Stage(fit.arrays, values[None], loss, gains, {"vector": vector, "work": fit.work})
-
-    def validation_loss(self, scores) -> float:
-        return self.val_loss.loss(scores)
-
-    def stack(self, pieces):
-        return self.family.stack(pieces)
-

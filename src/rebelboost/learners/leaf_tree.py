@@ -21,7 +21,15 @@ import numba
 import numpy as np
 
 from ..io import bool_array, corrupt, float_array, floats_to_json, int_array
+from .category_sets import (
+    category_tree_leaves,
+    category_tree_scores,
+    level_text,
+    listed_sets,
+    read_category_sets,
+)
 from .tree import SERIAL_ROWS
+from .walk import in_set, tree_walk, value_goes_left
 
 
 @dataclass
@@ -36,6 +44,9 @@ class LeafTreeArrays:
     missing_left: np.ndarray  # (T, M) bool, side of NaN
     left: np.ndarray  # (T, M) int32, child: >= 0 internal node, < 0 leaf ~child
     right: np.ndarray  # (T, M) int32
+    # (T, M, W) uint64 or None: a categorical node's set of codes going left, as a bitset;
+    # such a node's threshold is NaN (see the module docstring)
+    category_words: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.feature.shape[0]
@@ -53,7 +64,10 @@ class LeafTreeArrays:
 
     def leaves(self, X: np.ndarray) -> np.ndarray:
         """Index of the leaf each row reaches in each tree, shape (n_samples, T)."""
-        return _leaf_tree_leaves(np.ascontiguousarray(X, dtype=np.float64), *self._arrays())
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if self.category_words is not None:
+            return category_tree_leaves(X, *self._arrays(), self.category_words)
+        return _leaf_tree_leaves(X, *self._arrays())
 
     def route(self, X: np.ndarray) -> tuple[np.ndarray, None]:
         """(leaf of every row in every tree (n_samples, T), None: every weight is 1)."""
@@ -61,10 +75,30 @@ class LeafTreeArrays:
 
     def accumulate(self, X: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
         """``out += sum_t values[t, leaf_t(x)]``, tree by tree in order, for every row."""
-        if len(self):
-            kernel = _leaf_tree_scores if X.shape[0] >= SERIAL_ROWS else _leaf_tree_scores_serial
-            kernel(np.ascontiguousarray(X, dtype=np.float64), *self._arrays(),
-                   np.ascontiguousarray(values, dtype=np.float64), out)
+        if not len(self):
+            return
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        values = np.ascontiguousarray(values, dtype=np.float64)
+        if self.category_words is not None:
+            category_tree_scores(X, *self._arrays(), self.category_words, values, out)
+            return
+        kernel = _leaf_tree_scores if X.shape[0] >= SERIAL_ROWS else _leaf_tree_scores_serial
+        kernel(X, *self._arrays(), values, out)
+
+    def goes_left(self, t: int, node: int, v: float) -> bool:
+        """The side a raw value takes at a node (NaN: the node's missing side)."""
+        if np.isnan(v):
+            return bool(self.missing_left[t, node])
+        thr = self.threshold[t, node]
+        if np.isnan(thr):
+            return bool(in_set(self.category_words[t, node], v))
+        return bool(v <= thr)
+
+    def category_codes(self, t: int, node: int) -> np.ndarray:
+        """The codes a categorical node sends left."""
+        words = self.category_words[t, node]
+        bits = np.unpackbits(words.view(np.uint8), bitorder="little")
+        return np.flatnonzero(bits)
 
     def slot_outputs(self) -> np.ndarray:
         """(T, max_leaves) ones: a leaf adds its own class-score vector."""
@@ -72,35 +106,42 @@ class LeafTreeArrays:
 
     def _walk(self, t: int, x: np.ndarray):
         """(node, went left) pairs of row ``x``'s path in tree ``t``, and its leaf."""
-        feature, threshold, missing_left = self.feature[t], self.threshold[t], self.missing_left[t]
+        feature = self.feature[t]
         node, path = 0, []
         while True:
             f = int(feature[node])
             if f < 0:
                 go_left = True
             else:
-                v = x[f]
-                go_left = bool(missing_left[node]) if np.isnan(v) else bool(v <= threshold[node])
+                go_left = self.goes_left(t, node, x[f])
                 path.append((node, go_left))
             child = int(self.left[t, node] if go_left else self.right[t, node])
             if child < 0:
                 return path, ~child
             node = child
 
-    def rule(self, t: int, x: np.ndarray, names: list[str], classes) -> tuple[str, list[int]]:
+    def rule(self, t: int, x: np.ndarray, names: list[str], classes,
+             categories: list | None = None) -> tuple[str, list[int]]:
         """The tests row ``x`` passes in tree ``t``, as text (one per feature: a deep path
-        often tests a feature twice), and the features they read."""
+        often tests a feature twice), and the features they read; ``categories`` (per
+        feature: its values, or None) names a categorical feature's codes."""
         path, _ = self._walk(t, x)
         bounds: dict[int, list] = {}  # feature -> [lower (>), upper (<=)], in path order
         for node, go_left in path:
             f = int(self.feature[t, node])
+            if np.isnan(self.threshold[t, node]):  # categorical: the value itself is the test
+                bounds.setdefault(f, [-np.inf, np.inf])
+                continue
             low, high = bounds.setdefault(f, [-np.inf, np.inf])
             thr = float(self.threshold[t, node])
             bounds[f] = [low, min(high, thr)] if go_left else [max(low, thr), high]
         tests = []
+        categorical = {int(self.feature[t, n]) for n, _ in path if np.isnan(self.threshold[t, n])}
         for f, (low, high) in bounds.items():  # tests on one feature merged into one
             if np.isnan(x[f]):
                 tests.append(f"{names[f]} is missing")
+            elif f in categorical:
+                tests.append(f"{names[f]} = {level_text(categories, f, int(x[f]))}")
             elif low > -np.inf and high < np.inf:
                 tests.append(f"{low:.6g} < {names[f]} <= {high:.6g}")
             else:
@@ -109,7 +150,8 @@ class LeafTreeArrays:
         return (" and ".join(tests) if tests else "always (bias)"), list(bounds)
 
     def regions(self, t: int, names: list[str], classes,
-                output: Callable[[int], object] = int) -> list[tuple[str, object]]:
+                output: Callable[[int], object] = int,
+                categories: list | None = None) -> list[tuple[str, object]]:
         """(tests in words, ``output(leaf)``) for the leaves of tree ``t``, left to right;
         sibling leaves with equal outputs merge (a tree of equal leaves reads "always")."""
         feature, threshold, missing_left = self.feature[t], self.threshold[t], self.missing_left[t]
@@ -122,10 +164,16 @@ class LeafTreeArrays:
                 return walk(int(self.left[t, child]), tests)
             name, thr = names[f], f"{threshold[child]:.6g}"
             miss = bool(missing_left[child])
+            if np.isnan(threshold[child]):
+                levels = ", ".join(level_text(categories, f, c)
+                                   for c in self.category_codes(t, child))
+                yes, no = f"{name} in {{{levels}}}", f"{name} not in {{{levels}}}"
+            else:
+                yes, no = f"{name} <= {thr}", f"{name} > {thr}"
             left = walk(int(self.left[t, child]),
-                        [*tests, f"{name} <= {thr}" + (" (or missing)" if miss else "")])
+                        [*tests, yes + (" (or missing)" if miss else "")])
             right = walk(int(self.right[t, child]),
-                         [*tests, f"{name} > {thr}" + ("" if miss else " (or missing)")])
+                         [*tests, no + ("" if miss else " (or missing)")])
             if len(left) == len(right) == 1 and _same(left[0][1], right[0][1]):
                 return [(tests, left[0][1])]
             return left + right
@@ -136,7 +184,9 @@ class LeafTreeArrays:
         return self.feature[t][self.feature[t] >= 0]
 
     def take(self, index) -> LeafTreeArrays:
-        return LeafTreeArrays(*(a[index] for a in self._arrays()))
+        words = self.category_words
+        return LeafTreeArrays(*(a[index] for a in self._arrays()),
+                              category_words=None if words is None else words[index])
 
     @classmethod
     def empty(cls, max_leaves: int) -> LeafTreeArrays:
@@ -148,21 +198,38 @@ class LeafTreeArrays:
     def stack(cls, trees: list[LeafTreeArrays], max_leaves: int) -> LeafTreeArrays:
         if not trees:
             return cls.empty(max_leaves)
+        width = max((t.category_words.shape[2] for t in trees
+                     if t.category_words is not None), default=0)
+        words = None
+        if width:
+            words = np.zeros((sum(len(t) for t in trees), max_leaves - 1, width), np.uint64)
+            at = 0
+            for t in trees:
+                if t.category_words is not None:
+                    words[at:at + len(t), :, :t.category_words.shape[2]] = t.category_words
+                at += len(t)
         return cls(*(np.concatenate(parts) for parts in zip(*(t._arrays() for t in trees),
-                                                              strict=True)))
+                                                              strict=True)),
+                   category_words=words)
 
     # ------------------------------------------------------------------ model files
 
     def to_dict(self) -> dict:
-        return {
+        categorical = np.isnan(self.threshold)
+        doc = {
             "type": self.kind_name,
             "max_leaves": self.max_leaves,
             "feature": self.feature.tolist(),
-            "threshold": floats_to_json(self.threshold),
+            "threshold": floats_to_json(np.where(categorical, 0.0, self.threshold)),
             "missing_left": self.missing_left.tolist(),
             "left": self.left.tolist(),
             "right": self.right.tolist(),
         }
+        if self.category_words is not None:  # per node: the codes going left, or null
+            doc["category_sets"] = [
+                [self.category_codes(t, node).tolist() if categorical[t, node] else None
+                 for node in range(self.threshold.shape[1])] for t in range(len(self))]
+        return doc
 
     @classmethod
     def from_dict(cls, doc: dict, n_features: int, n_classes: int) -> LeafTreeArrays:
@@ -183,8 +250,12 @@ class LeafTreeArrays:
         node = np.arange(shape[1])
         if np.any((left >= 0) & (left <= node)) or np.any((right >= 0) & (right <= node)):
             raise corrupt("a tree node's child does not come after it")
+        words = None
+        if "category_sets" in doc:
+            words = read_category_sets(doc["category_sets"], shape, feature)
+            threshold[words.any(axis=2) | listed_sets(doc["category_sets"], shape)] = np.nan
         return cls(feature.astype(np.int32), threshold, missing_left, left.astype(np.int32),
-                   right.astype(np.int32))
+                   right.astype(np.int32), category_words=words)
 
 
 def _same(a, b) -> bool:
@@ -197,43 +268,6 @@ def constant_leaf_tree(max_leaves: int) -> LeafTreeArrays:
     left = np.full((1, m), -1, np.int32)  # ~0: leaf 0
     return LeafTreeArrays(np.full((1, m), -1, np.int32), np.zeros((1, m)),
                           np.zeros((1, m), bool), left, left.copy())
-
-
-def tree_walk(goes_left):
-    """The one walk down a tree of explicit children, for a test ``goes_left(value, split,
-    missing_left, missing)`` of a row's entry at a node: over raw values
-    (:func:`value_goes_left`, prediction) or over bins (:func:`bin_goes_left`, training rows).
-    The walk ``walk(x, feature, split, missing_left, left, right, missing)`` returns the
-    leaf row ``x`` reaches (jitted, inlined into its callers)."""
-
-    @numba.njit(cache=True, nogil=True, inline="always")
-    def walk(x, feature, split, missing_left, left, right, missing):
-        node = 0
-        while True:
-            f = feature[node]
-            if f < 0:
-                child = left[node]
-            elif goes_left(x[f], split[node], missing_left[node], missing):
-                child = left[node]
-            else:
-                child = right[node]
-            if child < 0:
-                return ~child
-            node = child
-
-    return walk
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def value_goes_left(v, threshold, missing_left, missing):
-    """A raw value's side: NaN goes to the node's missing side, else ``v <= threshold``."""
-    return missing_left if np.isnan(v) else v <= threshold
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def bin_goes_left(b, split_bin, missing_left, missing_bin):
-    """A bin's side: the missing bin goes to the node's missing side, else ``b <= split_bin``."""
-    return missing_left if b == missing_bin else b <= split_bin
 
 
 _walk_values = tree_walk(value_goes_left)

@@ -42,6 +42,7 @@ class LearnerOptions:
     similarity_mode: str
     scaling: str | None
     vector_tree: VectorTreeOptions | None = None
+    categorical: np.ndarray | None = None  # (n_features,) bool: columns of category codes
 
 
 class TreeFamily:
@@ -136,7 +137,7 @@ class VectorTreeFamily:
 
     def __init__(self, X, codes, sample_weight, cost_matrix, options: LearnerOptions, rng):
         self.data = BinnedData.fit(X, sample_weight, options.max_bins, rng.randint(2**31),
-                                   row_layout=True)
+                                   row_layout=True, categorical=options.categorical)
         self.n_classes = cost_matrix.shape[0]
         self.options = options.vector_tree
         self.grower = VectorTreeGrower(self.data.binner, self.n_classes, self.options,

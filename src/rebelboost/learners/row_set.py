@@ -15,7 +15,7 @@ import numpy as np
 
 from ..search.binned import BinnedData
 from ..search.leaf_histogram import build_leaf_histogram
-from .leaf_tree import bin_goes_left, tree_walk
+from .walk import bin_goes_left, bin_set_goes_left, tree_walk
 
 
 class RowSet(Protocol):
@@ -34,8 +34,11 @@ class RowSet(Protocol):
     def sums(self, leaf) -> np.ndarray:
         """(2K + 1,) channel sums and sample weight of ``leaf``'s rows."""
 
-    def split(self, leaf, feature: int, split_bin: int, missing_left: bool) -> tuple:
-        """Handles of ``leaf``'s rows going left and right under the split."""
+    def split(self, leaf, feature: int, split_bin: int, missing_left: bool,
+              left_bins: np.ndarray | None = None) -> tuple:
+        """Handles of ``leaf``'s rows going left and right under the split: ``bin <=
+        split_bin`` (the missing bin by ``missing_left``), or for a categorical split the
+        bins marked in ``left_bins`` (n_bins_total,)."""
 
     def release(self, leaf) -> None:
         """``leaf`` was split: its handle is not used again."""
@@ -51,13 +54,16 @@ class RowSet(Protocol):
 
 
 class BinTree(NamedTuple):
-    """A grown tree's splits in bin space (how training rows are routed)."""
+    """A grown tree's splits in bin space (how training rows are routed); ``left_bins``
+    (nodes, n_bins_total), for a tree with categorical splits: the bins each node sends
+    left."""
 
     feature: np.ndarray
     split_bin: np.ndarray
     missing_left: np.ndarray
     left: np.ndarray
     right: np.ndarray
+    left_bins: np.ndarray | None = None
 
 
 class RowArrays:
@@ -83,11 +89,19 @@ class RowArrays:
         """Channel sums (amplified) and sample weight of ``rows``, in row order."""
         return _row_sums(self.channels, rows, self.amplify, self.row_weight)
 
-    def split_rows(self, rows: np.ndarray, feature: int, split_bin: int, missing_left: bool
-                   ) -> tuple[np.ndarray, np.ndarray]:
+    def split_rows(self, rows: np.ndarray, feature: int, split_bin: int, missing_left: bool,
+                   left_bins: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """New arrays of the rows going left and right (each increasing)."""
-        return _partition(self.data.bins, rows, feature, split_bin,
-                          self.data.layout.missing_bin, missing_left)
+        return _partition(self.data.bins, rows, feature,
+                          self._table(split_bin, missing_left, left_bins))
+
+    def _table(self, split_bin: int, missing_left: bool, left_bins: np.ndarray | None
+               ) -> np.ndarray:
+        """The bins going left (a categorical split's own table, or ``bin <= split_bin``)."""
+        if left_bins is not None:
+            return np.ascontiguousarray(left_bins, dtype=np.bool_)
+        layout = self.data.layout
+        return split_table(split_bin, missing_left, layout.n_bins_total, layout.missing_bin)
 
     def histogram_of(self, rows: np.ndarray, sums: np.ndarray, features: np.ndarray,
                      out: np.ndarray) -> np.ndarray:
@@ -139,12 +153,12 @@ class LocalRows(RowArrays):
     def sums(self, leaf: tuple[int, int]) -> np.ndarray:
         return self.sums_of(self.rows_of(leaf))
 
-    def split(self, leaf: tuple[int, int], feature: int, split_bin: int, missing_left: bool
-              ) -> tuple[tuple[int, int], tuple[int, int]]:
+    def split(self, leaf: tuple[int, int], feature: int, split_bin: int, missing_left: bool,
+              left_bins: np.ndarray | None = None) -> tuple[tuple[int, int], tuple[int, int]]:
         """The ranges going left and right, the leaf's range partitioned in place."""
         start, stop = leaf
-        args = (self.data.bins, self.order, self._scratch, start, stop, feature, split_bin,
-                self.data.layout.missing_bin, missing_left)
+        args = (self.data.bins, self.order, self._scratch, start, stop, feature,
+                self._table(split_bin, missing_left, left_bins))
         if stop - start >= _PARALLEL_PARTITION:
             n_tasks = min(4 * numba.get_num_threads(), (stop - start) // 4096)
             middle = start + _partition_in_place(*args, n_tasks)
@@ -167,11 +181,24 @@ class LocalRows(RowArrays):
 
 def route_bins(bins: np.ndarray, tree: BinTree, missing_bin: int) -> np.ndarray:
     """The leaf of every row of the binned training set in a grown tree."""
+    if tree.left_bins is not None:
+        return _route_bin_sets(bins, tree.feature, tree.missing_left, tree.left, tree.right,
+                               tree.left_bins)
     return _route_bins(bins, tree.feature, tree.split_bin, tree.missing_left, tree.left,
                        tree.right, missing_bin)
 
 
+def split_table(split_bin: int, missing_left: bool, n_bins_total: int, missing_bin: int
+                ) -> np.ndarray:
+    """(n_bins_total,) the bins a numeric split sends left: ``bin <= split_bin``, and the
+    missing bin by ``missing_left``."""
+    table = np.arange(n_bins_total) <= split_bin
+    table[missing_bin] = missing_left
+    return table
+
+
 _walk_bins = tree_walk(bin_goes_left)
+_walk_bin_sets = tree_walk(bin_set_goes_left)
 
 # Rows from which a partition uses every thread.
 _PARALLEL_PARTITION = 1 << 15
@@ -207,31 +234,30 @@ def _gather(channels, rows, amplify, row_weight):
 
 
 @numba.njit(cache=True, nogil=True)
-def _partition(bins, rows, feature, split_bin, missing_bin, missing_left):
+def _partition(bins, rows, feature, left_bins):
     """The rows going left and right under a split, each in the given (increasing) order:
     the in-place partition of a copy (blocks of a distributed fit must not change theirs)."""
     order = rows.copy()
     scratch = np.empty_like(rows)
     n_left = _partition_in_place_serial(bins, order, scratch, 0, rows.shape[0], feature,
-                                        split_bin, missing_bin, missing_left)
+                                        left_bins)
     return order[:n_left].copy(), order[n_left:].copy()
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _goes_left(bins, r, feature, split_bin, missing_bin, missing_left):
-    return bin_goes_left(bins[r, feature], split_bin, missing_left, missing_bin)
+def _goes_left(bins, r, feature, left_bins):
+    return left_bins[bins[r, feature]]
 
 
 @numba.njit(cache=True, nogil=True)
-def _partition_in_place_serial(bins, order, scratch, start, stop, feature, split_bin,
-                               missing_bin, missing_left):
+def _partition_in_place_serial(bins, order, scratch, start, stop, feature, left_bins):
     """Stable partition of ``order[start:stop]`` (left rows first); the number going left.
     Left rows move down in place (never past the row being read), right rows wait in
     ``scratch``."""
     n_left = n_right = 0
     for i in range(start, stop):
         r = order[i]
-        if _goes_left(bins, r, feature, split_bin, missing_bin, missing_left):
+        if _goes_left(bins, r, feature, left_bins):
             order[start + n_left] = r
             n_left += 1
         else:
@@ -243,8 +269,7 @@ def _partition_in_place_serial(bins, order, scratch, start, stop, feature, split
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _partition_in_place(bins, order, scratch, start, stop, feature, split_bin, missing_bin,
-                        missing_left, n_tasks):
+def _partition_in_place(bins, order, scratch, start, stop, feature, left_bins, n_tasks):
     """:func:`_partition_in_place_serial` in ``n_tasks`` parallel tasks: each counts its
     chunk's left rows, then writes its rows at their final places in ``scratch`` (stable),
     copied back."""
@@ -255,7 +280,7 @@ def _partition_in_place(bins, order, scratch, start, stop, feature, split_bin, m
     for t in numba.prange(n_tasks):
         c = 0
         for i in range(bounds[t], bounds[t + 1]):
-            if _goes_left(bins, order[i], feature, split_bin, missing_bin, missing_left):
+            if _goes_left(bins, order[i], feature, left_bins):
                 c += 1
         lefts[t] = c
     left_at = np.empty(n_tasks, dtype=np.intp)
@@ -272,7 +297,7 @@ def _partition_in_place(bins, order, scratch, start, stop, feature, split_bin, m
         a, b = left_at[t], right_at[t]
         for i in range(bounds[t], bounds[t + 1]):
             r = order[i]
-            if _goes_left(bins, r, feature, split_bin, missing_bin, missing_left):
+            if _goes_left(bins, r, feature, left_bins):
                 scratch[a] = r
                 a += 1
             else:
@@ -289,4 +314,14 @@ def _route_bins(bins, feature, split_bin, missing_left, left, right, missing_bin
     out = np.empty(bins.shape[0], dtype=np.intp)
     for r in numba.prange(bins.shape[0]):
         out[r] = _walk_bins(bins[r], feature, split_bin, missing_left, left, right, missing_bin)
+    return out
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _route_bin_sets(bins, feature, missing_left, left, right, left_bins):
+    """:func:`_route_bins` by each node's table of bins going left."""
+    nodes = np.arange(feature.shape[0])
+    out = np.empty(bins.shape[0], dtype=np.intp)
+    for r in numba.prange(bins.shape[0]):
+        out[r] = _walk_bin_sets(bins[r], feature, nodes, missing_left, left, right, left_bins)
     return out

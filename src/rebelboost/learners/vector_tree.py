@@ -39,11 +39,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..binning import Binner
+from ..search.category_split import best_category_split
 from ..search.leaf_histogram import big_histograms, subtract_histogram
 from ..search.splits import best_vector_split, is_better
 from ..search.vector_leaf import leaf_loss, leaf_vector
+from .category_sets import category_bitsets
 from .leaf_tree import LeafTreeArrays, constant_leaf_tree
-from .row_set import BinTree, RowSet
+from .row_set import BinTree, RowSet, split_table
 
 # Leaf histograms kept for subtraction at once (bytes); beyond it the lowest-gain leaves'
 # histograms are dropped and their children built directly.
@@ -60,6 +62,10 @@ class VectorTreeOptions:
     subsample: float = 1.0
     sampling: str = "uniform"
     colsample_bytree: float = 1.0
+    cat_smooth: float = 5.0
+    cat_l2: float = 10.0
+    min_data_per_category: float = 5.0
+    max_cat_threshold: int = 32
 
 
 @dataclass
@@ -84,7 +90,7 @@ class _Leaf:
     parent: int  # internal node holding it (-1: root), and which side
     side: int
     hist: np.ndarray | None = None
-    split: tuple | None = None  # (score, feature, bin, missing_left)
+    split: tuple | None = None  # (score, feature, bin, missing_left, left bins or None)
     loss: float = 0.0
 
     @property
@@ -113,6 +119,9 @@ class VectorTreeGrower:
         self.n_value_bins = np.ascontiguousarray(layout.n_value_bins, dtype=np.int32)
         self.has_missing = np.ascontiguousarray(layout.has_missing, dtype=np.bool_)
         self.hist_shape = (binner.n_features, layout.n_bins_total, 2 * n_classes + 1)
+        self.categorical = np.asarray(getattr(binner, "categorical_", None)
+                                      if getattr(binner, "categorical_", None) is not None
+                                      else np.zeros(binner.n_features, bool))
         self._free: list[np.ndarray] = []  # histogram buffers to reuse (no fresh page faults)
         self.features = np.arange(binner.n_features, dtype=np.intp)  # this tree's (sampled)
         self.updates = 0  # row x feature histogram additions of this tree
@@ -125,6 +134,8 @@ class VectorTreeGrower:
         """The tree fitted to the 2K weight channels ``(w+, w-)`` of the row set's rows."""
         opt, k = self.options, self.k
         self.features = self._sample_features()
+        is_cat = self.categorical[self.features]
+        self.numeric, self.categories = self.features[~is_cat], self.features[is_cat]
         self.rowset = rows
         self.updates = 0
         self.searched = 0
@@ -132,10 +143,14 @@ class VectorTreeGrower:
         root = _Leaf(handle, rows.count(handle), rows.sums(handle), 0, -1, 0)
         total = root.sums
         count = max(total[2 * k], 1.0)
-        self.prior = opt.leaf_smoothing * (total[:k] + total[k:2 * k]) / (2.0 * count)
+        mean = (total[:k] + total[k:2 * k]) / (2.0 * count)
+        self.prior = opt.leaf_smoothing * mean
+        # categorical splits are scored with cat_l2 more pseudo-rows (LightGBM's cat_l2): a
+        # set chosen among many is held to more evidence than one threshold
+        self.category_prior = (opt.leaf_smoothing + opt.cat_l2) * mean
         root.loss = leaf_loss(total, self.prior, k)
         feature, threshold, missing_left, left, right = [], [], [], [], []
-        split_bins = []
+        split_bins, bin_sets, code_sets = [], [], []
         gains = []
         leaves = [root]
         heap: list = []
@@ -145,18 +160,25 @@ class VectorTreeGrower:
         ticket = 1
         while heap and len(leaves) < opt.max_leaves:
             _, _, leaf = heapq.heappop(heap)
-            score, f, b, m_left = leaf.split
+            score, f, b, m_left, left_bins = leaf.split
             node = len(feature)
             if leaf.parent >= 0:
                 (left if leaf.side == 0 else right)[leaf.parent] = node
             feature.append(f)
-            threshold.append(self.binner.threshold(f, b))
+            threshold.append(self.binner.threshold(f, b) if left_bins is None else np.nan)
             split_bins.append(b)
-            sides = rows.split(leaf.rows, f, b, m_left)
+            sides = rows.split(leaf.rows, f, b, m_left, left_bins)
             n_left, n_right = (rows.count(h) for h in sides)
             if not self.has_missing[f]:  # NaN at prediction: the larger side
                 m_left = n_left >= n_right
             missing_left.append(m_left)
+            if left_bins is None:
+                bin_sets.append(split_table(b, m_left, self.hist_shape[1], self.missing_bin))
+                code_sets.append(None)
+            else:
+                left_bins[self.missing_bin] = m_left
+                bin_sets.append(left_bins)
+                code_sets.append(np.flatnonzero(self.binner.left_codes(f, left_bins)))
             left.append(-1)
             right.append(-1)
             gains.append((f, leaf.gain))
@@ -184,10 +206,10 @@ class VectorTreeGrower:
         for leaf in leaves:
             self._release(leaf)
         return self._assemble(leaves, feature, threshold, missing_left, left, right,
-                              split_bins, gains)
+                              split_bins, gains, bin_sets, code_sets)
 
     def _assemble(self, leaves, feature, threshold, missing_left, left, right, split_bins,
-                  gains) -> VectorTreeFit:
+                  gains, bin_sets, code_sets) -> VectorTreeFit:
         k, m = self.k, self.options.max_leaves - 1
         arrays = constant_leaf_tree(self.options.max_leaves)  # the nodes not used stay so
         values = np.zeros((self.options.max_leaves, k))
@@ -206,8 +228,14 @@ class VectorTreeGrower:
             arrays.missing_left[0, :t] = missing_left
             arrays.left[0, :t] = left
             arrays.right[0, :t] = right
+        tables = None
+        if any(codes is not None for codes in code_sets):  # a tree with categorical nodes
+            tables = np.zeros((m, self.hist_shape[1]), dtype=bool)
+            tables[:t] = bin_sets
+            words = category_bitsets(code_sets + [None] * (m - t))
+            arrays.category_words = words[None]
         bin_tree = BinTree(arrays.feature[0], np.asarray(split_bins + [0] * (m - t), np.int32),
-                           arrays.missing_left[0], arrays.left[0], arrays.right[0])
+                           arrays.missing_left[0], arrays.left[0], arrays.right[0], tables)
         leaf_of_row = self.rowset.assign([leaf.rows for leaf in order], bin_tree)
         self.rowset = None
         return VectorTreeFit(arrays, values, leaf_of_row, loss, gains, self.updates,
@@ -229,13 +257,25 @@ class VectorTreeGrower:
         if hist is None:
             leaf.hist = hist = self._build(leaf)
         self.searched += 1
-        best = best_vector_split(hist, self.features, self.n_value_bins, self.has_missing,
-                                 self.missing_bin, self.prior,
-                                 float(self.options.min_samples_leaf), self._big_histograms)
-        if best is None or not is_better(best.score, leaf.loss):
-            leaf.split = None
-            return
-        leaf.split = (best.score, int(self.features[best.feature]), best.bin, best.missing_left)
+        opt = self.options
+        numeric, categorical = self.numeric, self.categories
+        best = best_vector_split(hist, numeric, self.n_value_bins, self.has_missing,
+                                 self.missing_bin, self.prior, float(opt.min_samples_leaf),
+                                 self._big_histograms)
+        leaf.split = None
+        if best is not None and is_better(best.score, leaf.loss):
+            leaf.split = (best.score, int(numeric[best.feature]), best.bin, best.missing_left,
+                          None)
+        found = best_category_split(hist, categorical, self.n_value_bins, self.has_missing,
+                                    self.missing_bin, self.category_prior,
+                                    float(opt.min_samples_leaf), opt.cat_smooth,
+                                    opt.min_data_per_category, opt.max_cat_threshold)
+        if found is not None:
+            split, left_bins = found
+            incumbent = leaf.loss if leaf.split is None else leaf.split[0]
+            if is_better(split.score, incumbent):
+                leaf.split = (split.score, int(categorical[split.feature]), split.bin,
+                              split.missing_left, left_bins)
 
     def _children_histograms(self, parent: _Leaf, children: list[_Leaf]) -> None:
         """The smaller child built, the larger by subtraction from the parent (if kept)."""

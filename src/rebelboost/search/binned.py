@@ -41,9 +41,11 @@ class BinnedData:
 
     @classmethod
     def fit(cls, X: np.ndarray, sample_weight: np.ndarray | None = None, max_bins: int = 255,
-            random_state=0, row_layout: bool = False) -> BinnedData:
+            random_state=0, row_layout: bool = False,
+            categorical: np.ndarray | None = None) -> BinnedData:
         """Bin ``X`` with thresholds from its rows of positive weight (a zero weight equals
-        removal); ``random_state`` seeds the binner's subsample."""
+        removal); ``random_state`` seeds the binner's subsample; ``categorical`` marks the
+        features holding category codes (:meth:`Binner.fit`)."""
         X = as_float(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-d, got {X.ndim} dims")
@@ -58,7 +60,7 @@ class BinnedData:
                 fit_rows = X[positive]
         if fit_rows.shape[0] == 0:
             raise ValueError("no rows of positive weight to place the bin thresholds")
-        binner.fit(fit_rows)
+        binner.fit(fit_rows, categorical)
         return cls(binner, binner.transform(X), row_layout)
 
     @property

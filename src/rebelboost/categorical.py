@@ -1,0 +1,287 @@
+"""Categorical columns by value: which columns are categorical, and their values as codes.
+
+A categorical column's training values (missing ones aside) are sorted, numbers numerically
+and strings lexicographically, and a value's code is its index in that list; a missing value
+(None, NaN, ``pd.NA``) or a value not seen in training becomes NaN, which the trees send where
+they send missing values. Codes depend on the values only: not on the order of a pandas
+``CategoricalDtype``'s categories, nor on its integer codes.
+
+:class:`CategoricalColumns` is fitted on the training X and turns any X with the same columns
+into the float matrix the trees read (numeric columns as they are, categorical ones as
+codes). pandas is optional: numpy object arrays work the same way.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+from scipy.sparse import issparse
+
+# Levels a categorical column may have (values seen in training). The trees give the
+# max_bins most frequent levels their own bins and treat the rest as missing values.
+MAX_CATEGORIES = 1_000_000
+
+
+class CategoricalColumns:
+    """The categorical columns of a training X and the values each of them holds.
+
+    ``mask`` (n_features,) marks the categorical columns; ``categories[j]`` holds column j's
+    sorted training values (None for a numeric column).
+    """
+
+    def __init__(self, mask: np.ndarray, categories: list[np.ndarray | None]):
+        self.mask = np.asarray(mask, dtype=bool)
+        self.categories = categories
+
+    @property
+    def any(self) -> bool:
+        return bool(self.mask.any())
+
+    @classmethod
+    def fit(cls, X, categorical_features) -> CategoricalColumns | None:
+        """The categorical columns of ``X`` (None when there are none, or when X is sparse:
+        input validation refuses it)."""
+        if issparse(X):
+            return None
+        columns, names = _columns(X)
+        mask = resolve_mask(categorical_features, columns, names)
+        if not mask.any():
+            return None
+        categories: list[np.ndarray | None] = [None] * len(columns)
+        for j in np.flatnonzero(mask):
+            values = _present(columns[j], _name(names, j))
+            levels = _sorted_levels(values, _name(names, j))
+            if len(levels) > MAX_CATEGORIES:
+                raise ValueError(f"categorical column {_name(names, j)} has {len(levels)} "
+                                 f"levels; at most {MAX_CATEGORIES} are supported")
+            categories[j] = levels
+        return cls(mask, categories)
+
+    def transform(self, X):
+        """``X`` with its categorical columns as float codes (NaN: missing or unseen); a
+        DataFrame stays a DataFrame (its column names kept), anything else becomes an
+        array. Numeric columns pass unchanged (sparse X too: validation refuses it)."""
+        if issparse(X):
+            return X
+        columns, names = _columns(X)
+        if len(columns) != len(self.mask):
+            raise ValueError(f"X has {len(columns)} columns, the model was fitted on "
+                             f"{len(self.mask)}")
+        encoded = []
+        for j, col in enumerate(columns):
+            if not self.mask[j]:
+                if _is_text(col):
+                    raise ValueError(f"column {_name(names, j)} holds text, but it was numeric "
+                                     "when the model was fitted")
+                encoded.append(col)
+                continue
+            encoded.append(encode(col, self.categories[j], _name(names, j)))
+        if names is not None:
+            import pandas as pd
+
+            return pd.DataFrame({name: _as_float_or_self(col)
+                                 for name, col in zip(names, encoded, strict=True)},
+                                index=X.index)
+        return np.column_stack([_as_float_or_self(c) for c in encoded]) if encoded else X
+
+    def to_dict(self) -> dict:
+        return {"mask": self.mask.tolist(),
+                "categories": [None if c is None else c.tolist() for c in self.categories]}
+
+    @classmethod
+    def from_dict(cls, doc, n_features: int) -> CategoricalColumns:
+        """Checked categorical columns from a model file; ``ValueError`` says what is wrong."""
+        if not isinstance(doc, dict) or set(doc) != {"mask", "categories"}:
+            raise ValueError("categorical section must hold 'mask' and 'categories'")
+        mask, cats = doc["mask"], doc["categories"]
+        if (not isinstance(mask, list) or len(mask) != n_features
+                or not all(isinstance(m, bool) for m in mask)):
+            raise ValueError(f"categorical mask must be {n_features} booleans")
+        if not isinstance(cats, list) or len(cats) != n_features:
+            raise ValueError(f"categories must be a list of {n_features} entries")
+        categories: list[np.ndarray | None] = []
+        for j, (m, c) in enumerate(zip(mask, cats, strict=True)):
+            if not m:
+                if c is not None:
+                    raise ValueError(f"feature {j} is numeric but has categories")
+                categories.append(None)
+                continue
+            if not isinstance(c, list) or not c:
+                raise ValueError(f"categories of feature {j} must be a non-empty list")
+            if all(isinstance(v, str) for v in c):
+                levels = np.asarray(c, dtype=object)
+            elif all(type(v) in (int, float) for v in c):
+                levels = np.asarray(c, dtype=np.float64)
+                if not np.isfinite(levels).all():
+                    raise ValueError(f"categories of feature {j} are not finite")
+            else:
+                raise ValueError(f"categories of feature {j} mix strings and numbers")
+            if len(set(c)) != len(c) or list(_sorted_levels(levels, str(j))) != list(levels):
+                raise ValueError(f"categories of feature {j} are not sorted and distinct")
+            categories.append(levels)
+        if not any(mask):
+            raise ValueError("categorical section without a categorical feature")
+        return cls(np.asarray(mask), categories)
+
+
+def resolve_mask(categorical_features, columns: list, names: list | None) -> np.ndarray:
+    """The boolean mask of categorical columns that ``categorical_features`` names: None,
+    ``'from_dtype'`` (pandas category, object and string columns; numpy object columns of
+    text), column names, integer indices or a boolean mask."""
+    d = len(columns)
+    mask = np.zeros(d, dtype=bool)
+    spec = categorical_features
+    if spec is None:
+        return mask
+    if isinstance(spec, str):
+        if spec != "from_dtype":
+            raise ValueError(f"categorical_features must be None, 'from_dtype', names, "
+                             f"indices or a boolean mask, got {spec!r}")
+        for j, col in enumerate(columns):
+            mask[j] = _is_categorical_dtype(col) or _is_text(col)
+        return mask
+    items = list(np.asarray(spec, dtype=object).ravel()) if not isinstance(spec, list) \
+        else list(spec)
+    if items and all(isinstance(v, (bool, np.bool_)) for v in items):
+        if len(items) != d:
+            raise ValueError(f"categorical_features mask has {len(items)} entries, X has {d} "
+                             "columns")
+        return np.asarray(items, dtype=bool)
+    for v in items:
+        if isinstance(v, str):
+            if names is None or v not in names:
+                raise ValueError(f"categorical_features names column {v!r}, which X does not "
+                                 "have" + ("" if names is None else f" (columns: {names})"))
+            mask[names.index(v)] = True
+        elif isinstance(v, Integral) and not isinstance(v, bool):
+            if not -d <= int(v) < d:
+                raise ValueError(f"categorical_features index {v} is out of range for {d} "
+                                 "columns")
+            mask[int(v)] = True
+        else:
+            raise ValueError(f"categorical_features entries must be column names or indices, "
+                             f"got {v!r}")
+    return mask
+
+
+def encode(col, levels: np.ndarray, name: str) -> np.ndarray:
+    """Float codes of a column's values in ``levels`` (NaN: missing or not a level)."""
+    present = ~_missing(col)
+    codes = np.full(len(col), np.nan)
+    if not present.any():
+        return codes
+    values = _values(col)[present]
+    if levels.dtype == object:
+        if not all(isinstance(v, str) for v in values):
+            raise ValueError(f"categorical column {name} held text when the model was fitted; "
+                             "now it holds other values")
+        lookup = {v: i for i, v in enumerate(levels)}
+        got = np.array([lookup.get(v, -1) for v in values], dtype=np.float64)
+    else:
+        try:
+            numbers = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"categorical column {name} held numbers when the model was "
+                             "fitted; now it holds text") from None
+        at = np.clip(np.searchsorted(levels, numbers), 0, len(levels) - 1)
+        got = np.where(levels[at] == numbers, at, -1).astype(np.float64)
+    got[got < 0] = np.nan
+    codes[present] = got
+    return codes
+
+
+# ---------------------------------------------------------------------------- helpers
+
+def _columns(X) -> tuple[list, list | None]:
+    """X's columns (pandas Series or 1-d arrays) and its column names (None: no names)."""
+    if hasattr(X, "columns") and hasattr(X, "iloc"):
+        names = [str(c) for c in X.columns]
+        return [X.iloc[:, j] for j in range(X.shape[1])], names
+    arr = np.asarray(X)
+    if arr.ndim != 2:
+        return [], None  # validation names the problem
+    return [arr[:, j] for j in range(arr.shape[1])], None
+
+
+def _name(names, j: int) -> str:
+    return repr(names[j]) if names is not None else f"{j} (0-based)"
+
+
+def _is_categorical_dtype(col) -> bool:
+    return str(getattr(col, "dtype", "")) == "category"
+
+
+def _values(col) -> np.ndarray:
+    """A column's values as a numpy array (a pandas categorical as its values, not codes)."""
+    if _is_categorical_dtype(col):
+        return np.asarray(col.astype(object))
+    return np.asarray(col.to_numpy(dtype=object) if hasattr(col, "to_numpy")
+                      and str(getattr(col, "dtype", "")) == "string" else col)
+
+
+def _missing(col) -> np.ndarray:
+    values = _values(col)
+    if values.dtype.kind == "f":
+        return np.isnan(values)
+    if values.dtype.kind in "iub":
+        return np.zeros(len(values), dtype=bool)
+    out = np.zeros(len(values), dtype=bool)
+    for i, v in enumerate(values):
+        out[i] = v is None or (isinstance(v, float) and np.isnan(v)) or _is_pd_na(v)
+    return out
+
+
+def _is_pd_na(v) -> bool:
+    return type(v).__name__ in ("NAType", "NaTType")
+
+
+def _is_text(col) -> bool:
+    """Whether a column holds strings (pandas object/string, numpy object or str arrays)."""
+    dtype = getattr(col, "dtype", None)
+    if dtype is None:
+        return False
+    if str(dtype) == "string" or getattr(dtype, "kind", "") in "US":
+        return True
+    if getattr(dtype, "kind", "") != "O":
+        return False
+    values = _values(col)
+    return any(isinstance(v, str) for v in values[~_missing(col)])
+
+
+def _present(col, name: str) -> np.ndarray:
+    values = _values(col)[~_missing(col)]
+    for v in values[:1000] if values.dtype == object else ():
+        try:
+            hash(v)
+        except TypeError:
+            raise ValueError(f"categorical column {name} holds unhashable values such as "
+                             f"{v!r}") from None
+    return values
+
+
+def _sorted_levels(values: np.ndarray, name: str) -> np.ndarray:
+    """Distinct values, sorted: all strings (lexicographic) or all numbers (numeric)."""
+    if values.dtype.kind in "iufb":
+        return np.unique(values.astype(np.float64))
+    kinds = {isinstance(v, str) for v in values}
+    if kinds == {True}:
+        return np.asarray(sorted(set(values)), dtype=object)
+    if kinds == {False}:
+        try:
+            numbers = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"categorical column {name} holds values that are neither text "
+                             "nor numbers") from None
+        if not np.isfinite(numbers).all():
+            raise ValueError(f"categorical column {name} holds infinite values")
+        return np.unique(numbers)
+    raise ValueError(f"categorical column {name} mixes text and numbers, which cannot be "
+                     "ordered; convert it to one type")
+
+
+def _as_float_or_self(col):
+    try:
+        return np.asarray(col, dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.asarray(col)  # text in a numeric column: validation names it

@@ -1,0 +1,70 @@
+"""Categorical columns for an estimator: found and encoded at ``fit``, encoded the same way at
+every prediction, and written to model files (:mod:`rebelboost.categorical`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..categorical import CategoricalColumns
+from ..io import corrupt
+
+
+class CategoricalInput:
+    """Mixin of estimators with a ``categorical_features`` parameter. Fitted:
+    ``is_categorical_`` (bool per feature) and ``categories_`` (per feature: its sorted
+    training values, or None for a numeric feature)."""
+
+    def _encode_fit(self, X):
+        """X with its categorical columns as codes; finds them and their values."""
+        columns = CategoricalColumns.fit(X, self.categorical_features)
+        self._categorical = columns
+        if columns is None:
+            self.is_categorical_ = None
+            self.categories_ = None
+            return X
+        if self.weak_learner != "vector_tree":
+            raise ValueError(
+                f"categorical features need weak_learner='vector_tree' (not "
+                f"{self.weak_learner!r}): it splits by sets of categories; encode the "
+                "columns as numbers for the other learners, or pass categorical_features=None")
+        self.is_categorical_ = columns.mask
+        self.categories_ = columns.categories
+        return columns.transform(X)
+
+    def _encode(self, X):
+        """X to predict on, its categorical columns encoded as in training."""
+        columns = getattr(self, "_categorical", None)
+        return X if columns is None else columns.transform(X)
+
+    def _encode_row(self, x):
+        """One row (a pandas Series, or a sequence in column order) with its categories as
+        codes; a row of numbers passes as it is when no column is categorical."""
+        columns = getattr(self, "_categorical", None)
+        if columns is None:
+            return x
+        if hasattr(x, "index") and hasattr(x, "to_frame"):  # a pandas Series
+            frame = x.to_frame().T
+            return columns.transform(frame.infer_objects()).to_numpy(dtype=np.float64)[0]
+        row = np.asarray(x, dtype=object).reshape(1, -1)
+        return np.asarray(columns.transform(row), dtype=np.float64)[0]
+
+    def _categorical_mask(self) -> np.ndarray | None:
+        columns = getattr(self, "_categorical", None)
+        return None if columns is None else columns.mask
+
+    def _write_categorical(self, fitted: dict) -> None:
+        columns = getattr(self, "_categorical", None)
+        fitted["categorical"] = None if columns is None else columns.to_dict()
+
+    def _read_categorical(self, fitted: dict, d: int) -> None:
+        doc = fitted["categorical"]
+        self._categorical = None
+        self.is_categorical_ = self.categories_ = None
+        if doc is None:
+            return
+        try:
+            columns = CategoricalColumns.from_dict(doc, d)
+        except ValueError as exc:
+            raise corrupt(str(exc)) from None
+        self._categorical = columns
+        self.is_categorical_, self.categories_ = columns.mask, columns.categories

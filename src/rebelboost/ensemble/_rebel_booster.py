@@ -1,0 +1,42 @@
+"""REBEL's booster: its loss driving one weak-learner family (the engine's ``Booster``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine import Stage
+from ..learners.contract import LearnerFit
+from ..losses.rebel import RebelLoss
+
+
+class RebelBooster:
+    """REBEL's loss (2K weight channels, closed-form steps) driving one weak-learner family."""
+
+    def __init__(self, family, cost_rows, sample_weight, validation, learning_rate, subcosts):
+        self.family = family
+        self.learning_rate = learning_rate
+        self.blas_threads = family.blas_threads
+        self.loss = RebelLoss(None, family.codes, sample_weight, subcosts, cost_rows)
+        self.val_loss = (RebelLoss(None, validation.codes, validation.sample_weight, subcosts,
+                                   validation.cost_rows) if validation is not None else None)
+        self.scores = np.zeros((len(family.codes), cost_rows.shape[1]))
+        self.channels, self.scale, _ = self.loss.weights_and_loss(self.scores)
+
+    def initial_loss(self) -> float:
+        return self.loss.loss(np.zeros_like(self.scores))
+
+    def fit_stage(self, iteration: int) -> Stage:
+        fit: LearnerFit = self.family.fit(self.channels)
+        values = self.learning_rate * fit.values
+        fit.add_to(self.scores, values)
+        vector = None if fit.vector is None else self.learning_rate * fit.vector
+        gains = [(f, gain * self.scale) for f, gain in fit.gains]
+        self.channels, self.scale, loss = self.loss.weights_and_loss(self.scores)
+        return Stage(fit.arrays, values[None], loss, gains, {"vector": vector, "work": fit.work})
+
+    def validation_loss(self, scores) -> float:
+        return self.val_loss.loss(scores)
+
+    def stack(self, pieces):
+        return self.family.stack(pieces)
+

@@ -1,0 +1,159 @@
+"""Category-set splits of vector-leaf trees: which of a feature's categories go left.
+
+With one output per leaf (LightGBM) the categories are sorted by their gradient ratio and the
+best split is a prefix of that order. A vector leaf has K outputs and no single order; here
+each class gives one: the categories sorted by their smoothed class-k step
+``ln((W-_k + s_k) / (W+_k + s_k))`` (``s_k``: ``smooth`` pseudo-rows of the leaf's average
+class-k weight, so a light category is not put at an end by noise). Each order is scanned by
+the one split scan (:func:`.splits.scan_feature`) over the permuted histogram, and the best
+prefix over the K orders wins (with one output, one order's prefixes hold the best split:
+Fisher 1958, as LightGBM's search; with K outputs the K orders are a heuristic, checked against
+exhaustive search in the tests). Categories lighter than
+``min_per_category`` (sample weight) are not ordered: they stay together on the right of every
+prefix (unless every category goes left, missing values right). A prefix is a set of bins;
+:meth:`~rebelboost.binning.Binner.left_codes` turns it into category codes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .scores import VECTOR_LEAF
+from .splits import Split, _better, pick_split, scan_feature
+
+
+@numba.njit(cache=True, nogil=True)
+def category_order(hist_f, n_bins, k, smooth, min_per_category):
+    """(ordered bins, light bins) of one categorical feature for class ``k``: the value
+    bins with at least ``min_per_category`` weight by increasing smoothed step of class k
+    (stable), and the lighter bins that hold weight."""
+    n_classes = (hist_f.shape[1] - 1) // 2
+    count = hist_f.shape[1] - 1
+    total_w = 0.0
+    total_n = 0.0
+    for b in range(n_bins):
+        total_w += hist_f[b, k] + hist_f[b, n_classes + k]
+        total_n += hist_f[b, count]
+    s = smooth * total_w / (2.0 * total_n) if total_n > 0 else 0.0
+    s = max(s, 1e-300)
+    heavy = np.empty(n_bins, dtype=np.int64)
+    light = np.empty(n_bins, dtype=np.int64)
+    n_heavy = 0
+    n_light = 0
+    for b in range(n_bins):
+        w = hist_f[b, count]
+        if w <= 0.0:
+            continue
+        if w >= min_per_category:
+            heavy[n_heavy] = b
+            n_heavy += 1
+        else:
+            light[n_light] = b
+            n_light += 1
+    heavy = heavy[:n_heavy]
+    stat = np.empty(n_heavy)
+    for i in range(n_heavy):
+        b = heavy[i]
+        stat[i] = math.log(hist_f[b, n_classes + k] + s) - math.log(hist_f[b, k] + s)
+    return heavy[np.argsort(stat, kind="mergesort")], light[:n_light]
+
+
+@numba.njit(cache=True, nogil=True)
+def _permuted(hist_f, order, light, missing_bin):
+    """The histogram of the ordered bins, then the light bins summed into one (if any), then
+    the missing bin: rows ``(len(order) [+ 1], missing)``."""
+    n_order = order.shape[0]
+    rest = 1 if light.shape[0] > 0 else 0
+    out = np.zeros((n_order + rest + 1, hist_f.shape[1]))
+    for i in range(n_order):
+        out[i] = hist_f[order[i]]
+    for i in range(light.shape[0]):
+        out[n_order] += hist_f[light[i]]
+    out[n_order + rest] = hist_f[missing_bin]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _head_and_rest(order, light, direction, max_left):
+    """The first ``max_left`` bins of the order (reversed for ``direction`` 1), and the
+    others with the light bins (they stay right)."""
+    n = order.shape[0]
+    ordered = order if direction == 0 else order[::-1].copy()
+    cut = min(n, max_left)
+    rest = np.empty(n - cut + light.shape[0], dtype=np.int64)
+    rest[:n - cut] = ordered[cut:]
+    rest[n - cut:] = light
+    return ordered[:cut].copy(), rest
+
+
+@numba.njit(cache=True, nogil=True)
+def scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_count, smooth,
+                          min_per_category, max_left):
+    """Best ``(score, class x 2 + direction, bin, missing_left)`` of one categorical feature:
+    the class whose order wins, read from either end, and the last position of the prefix
+    going left (the position past the prefix: every category left)."""
+    k_classes = prior.shape[0]
+    best = np.inf
+    best_k = 0
+    best_bin = 0
+    best_ml = False
+    for k in range(k_classes):
+        order, light = category_order(hist_f, n_bins, k, smooth, min_per_category)
+        if order.shape[0] + light.shape[0] < 2 and not (has_missing and order.shape[0] == 1):
+            return np.inf, 0, 0, False
+        for direction in range(2):
+            head, rest = _head_and_rest(order, light, direction, max_left)
+            n_value = head.shape[0] + (1 if rest.shape[0] > 0 else 0)
+            perm = _permuted(hist_f, head, rest, missing_bin)
+            score, b, ml = scan_feature(perm, n_value, has_missing, perm.shape[0] - 1,
+                                        VECTOR_LEAF, prior, min_count, True)
+            if _better(score, best):
+                best, best_k, best_bin, best_ml = score, 2 * k + direction, b, ml
+    return best, best_k, best_bin, best_ml
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _scan_category_features(hist, features, n_value_bins, has_missing, missing_bin, prior,
+                            min_count, smooth, min_per_category, max_left):
+    n = features.shape[0]
+    score = np.full(n, np.inf)
+    cls = np.zeros(n, dtype=np.int64)
+    last = np.zeros(n, dtype=np.int64)
+    missing_left = np.zeros(n, dtype=np.bool_)
+    for j in numba.prange(n):
+        f = features[j]
+        score[j], cls[j], last[j], missing_left[j] = scan_category_feature(
+            hist[f], n_value_bins[f], has_missing[f], missing_bin, prior, min_count, smooth,
+            min_per_category, max_left)
+    return score, cls, last, missing_left
+
+
+def best_category_split(hist: np.ndarray, features: np.ndarray, n_value_bins: np.ndarray,
+                        has_missing: np.ndarray, missing_bin: int, prior: np.ndarray,
+                        min_count: float, smooth: float, min_per_category: float,
+                        max_left: int) -> tuple[Split, np.ndarray] | None:
+    """The best category-set split over the categorical ``features`` (``Split.feature``
+    indexes ``features``) and its table of bins going left (the missing bin's entry: the
+    missing side), or None. At most ``max_left`` categories go left (LightGBM's
+    ``max_cat_threshold``), taken from either end of an order."""
+    if len(features) == 0:
+        return None
+    score, which, last, missing_left = _scan_category_features(
+        hist, features, n_value_bins, has_missing, missing_bin, prior, min_count, smooth,
+        min_per_category, max_left)
+    split = pick_split(score, last, missing_left)
+    if split is None:
+        return None
+    f = int(features[split.feature])
+    k, direction = divmod(int(which[split.feature]), 2)
+    order, light = category_order(hist[f], int(n_value_bins[f]), k, smooth, min_per_category)
+    head, rest = _head_and_rest(order, light, direction, max_left)
+    left_bins = np.zeros(hist.shape[1], dtype=bool)
+    left_bins[head[:split.bin + 1]] = True
+    if split.bin >= len(head):  # every category left (missing values right)
+        left_bins[rest] = True
+    left_bins[missing_bin] = split.missing_left
+    return split, left_bins

@@ -1,0 +1,262 @@
+"""Categorical features: encoded by value, split by sets of categories, kept in model files."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_array_equal
+
+from rebelboost import RebelClassifier, load_model
+from rebelboost.binning import Binner
+from rebelboost.categorical import CategoricalColumns
+from rebelboost.contributions import ContributionsUnavailable
+from rebelboost.search.category_split import best_category_split, scan_category_feature
+from rebelboost.search.vector_leaf import pair_loss
+
+
+def _levels_data(n=2400, n_levels=40, k=4, seed=0, noise=0.2):
+    """One categorical column whose levels each lean to one class, one numeric column."""
+    rng = np.random.default_rng(seed)
+    leaning = rng.integers(0, k, n_levels)
+    level = rng.integers(0, n_levels, n)
+    x = rng.normal(size=n)
+    y = np.where(rng.random(n) < 1 - noise, leaning[level], rng.integers(0, k, n))
+    names = np.array([f"v{i:03d}" for i in range(n_levels)], dtype=object)
+    return pd.DataFrame({"c": pd.Categorical(names[level]), "x": x}), y, level
+
+
+# ------------------------------------------------------------------ encoding by value
+
+def test_codes_follow_the_values_not_the_pandas_categories_order():
+    X, y, _ = _levels_data(n=600)
+    shuffled = X.copy()
+    cats = list(X["c"].cat.categories)
+    shuffled["c"] = X["c"].cat.set_categories(cats[::-1])  # other codes, same values
+    assert (shuffled["c"].cat.codes != X["c"].cat.codes).any()
+    a = RebelClassifier(10, random_state=0).fit(X, y)
+    b = RebelClassifier(10, random_state=0).fit(shuffled, y)
+    assert_array_equal(a.decision_function(X), b.decision_function(shuffled))
+    assert_array_equal(a.decision_function(X), a.decision_function(shuffled))
+    assert list(a.categories_[0]) == sorted(cats)
+    assert a.is_categorical_.tolist() == [True, False]
+
+
+def test_strings_objects_missing_and_unseen_values():
+    X, y, _ = _levels_data(n=600)
+    X = X.assign(c=X["c"].astype(object))
+    X.loc[::17, "c"] = None
+    model = RebelClassifier(10, random_state=0).fit(X, y)
+    assert model.is_categorical_[0]
+    new = X.iloc[[0] * 5].copy()  # one numeric value: the category alone differs
+    new["c"] = ["never seen", None, np.nan, "v001", "v001"]
+    got = model.decision_function(new)
+    # unseen and missing values go where missing values go: the same scores
+    assert_array_equal(got[0], got[1])
+    assert_array_equal(got[1], got[2])
+    assert_array_equal(got[3], got[4])
+
+
+def test_categorical_features_by_name_index_and_mask():
+    rng = np.random.default_rng(1)
+    X = np.column_stack([rng.integers(0, 6, 300), rng.normal(size=300)])
+    y = (X[:, 0] % 2).astype(int)
+    frame = pd.DataFrame(X, columns=["a", "b"])
+    for spec, data in (([0], X), (["a"], frame), ([True, False], X), (np.array([0]), X)):
+        model = RebelClassifier(5, categorical_features=spec, random_state=0).fit(data, y)
+        assert model.is_categorical_.tolist() == [True, False]
+        assert_array_equal(model.categories_[0], np.arange(6.0))
+    # by value: level 4 has code 4 whatever integer the column holds elsewhere
+    assert RebelClassifier(5, random_state=0).fit(X, y).is_categorical_ is None  # numbers
+
+
+@pytest.mark.parametrize(("spec", "X", "message"), [
+    (["nope"], pd.DataFrame({"a": [1.0, 2.0]}), "does not have"),
+    ([5], np.zeros((2, 2)), "out of range"),
+    ([True], np.zeros((2, 2)), "mask has 1 entries"),
+    ("auto", np.zeros((2, 2)), "categorical_features"),
+    ("from_dtype", np.array([["a", 1], [2, "b"]], dtype=object), "mixes text and numbers"),
+])
+def test_bad_categorical_input_gets_a_clear_error(spec, X, message):
+    with pytest.raises(ValueError, match=message):
+        RebelClassifier(2, categorical_features=spec).fit(X, [0, 1])
+
+
+def test_other_learners_and_prediction_time_type_changes_are_refused():
+    X, y, _ = _levels_data(n=300)
+    with pytest.raises(ValueError, match="weak_learner='vector_tree'"):
+        RebelClassifier(2, weak_learner="tree").fit(X, y)
+    model = RebelClassifier(3, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="now it holds other values|held text"):
+        model.predict(X.assign(c=np.arange(len(X), dtype=float)))
+    numeric = RebelClassifier(3, random_state=0).fit(X.assign(c=X["c"].cat.codes), y)
+    with pytest.raises(ValueError, match="not numeric"):
+        numeric.predict(X)
+
+
+def test_encoder_round_trips_and_refuses_corrupt_sections():
+    X, _, _ = _levels_data(n=100)
+    columns = CategoricalColumns.fit(X, "from_dtype")
+    again = CategoricalColumns.from_dict(columns.to_dict(), 2)
+    assert_array_equal(again.transform(X).to_numpy(), columns.transform(X).to_numpy())
+    doc = columns.to_dict()
+    for bad in ({**doc, "mask": [True]}, {**doc, "categories": [["b", "a"], None]},
+                {**doc, "categories": [["a", 1], None]}, {"mask": doc["mask"]}):
+        with pytest.raises(ValueError):
+            CategoricalColumns.from_dict(bad, 2)
+
+
+# ------------------------------------------------------------------ binning and the search
+
+def test_binner_keeps_the_most_frequent_codes_and_sends_the_rest_to_missing():
+    codes = np.array([0, 0, 0, 1, 1, 2, 3, 3, 3, 3, np.nan, 4])[:, None]
+    binner = Binner(max_bins=3).fit(codes, categorical=np.array([True]))
+    bins = binner.transform(codes)[:, 0]
+    # most frequent: 3 (4 rows), 0 (3 rows), 1 (2 rows) -> bins in code order 0, 1, 2
+    assert bins.tolist() == [0, 0, 0, 1, 1, 3, 2, 2, 2, 2, 3, 3]
+    assert binner.n_value_bins_[0] == 3 and binner.has_missing_[0]
+    left = np.array([True, False, True, True])  # bins 0, 2 and the missing bin go left
+    assert np.flatnonzero(binner.left_codes(0, left)).tolist() == [0, 2, 3, 4]
+
+
+def _brute_force(hist_f, n_bins, prior, min_count):
+    """The best split over every set of the value bins, missing values on either side."""
+    best = np.inf
+    for size in range(1, n_bins):
+        for subset in itertools.combinations(range(n_bins), size):
+            left = hist_f[list(subset)].sum(axis=0)
+            right = hist_f[:n_bins].sum(axis=0) - left
+            for m_left in (False, True):
+                lm = left + hist_f[-1] * m_left
+                rm = right + hist_f[-1] * (not m_left)
+                best = min(best, pair_loss(lm, rm, prior, len(prior), min_count))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_category_search_comes_close_to_every_subset(seed):
+    """The 2K orders' prefixes against all subsets of six categories: never better (they
+    are subsets), within 5% of the best loss, and the best itself on most draws."""
+    rng = np.random.default_rng(seed)
+    k = 2 + seed % 3
+    n_bins = 6
+    hist = np.zeros((n_bins + 1, 2 * k + 1))
+    hist[:, :2 * k] = rng.gamma(0.5, 1.0, (n_bins + 1, 2 * k))
+    hist[:, -1] = rng.integers(1, 20, n_bins + 1)
+    prior = np.full(k, 0.01)
+    score, *_ = scan_category_feature(hist, n_bins, True, n_bins, prior, 0.0, 0.0, 0.0, 32)
+    exhaustive = _brute_force(hist, n_bins, prior, 0.0)
+    assert exhaustive * (1 - 1e-12) <= score <= exhaustive * 1.05
+    FOUND_BEST.append(score <= exhaustive * (1 + 1e-12))
+
+
+FOUND_BEST: list[bool] = []
+
+
+def test_the_category_search_found_the_best_set_on_most_draws():
+    assert len(FOUND_BEST) == 20 and sum(FOUND_BEST) >= 14, FOUND_BEST
+
+
+def test_the_chosen_set_scores_what_the_scan_reported():
+    rng = np.random.default_rng(5)
+    k, n_bins = 3, 9
+    hist = np.zeros((1, 256, 2 * k + 1))
+    hist[0, :n_bins, :2 * k] = rng.gamma(0.5, 1.0, (n_bins, 2 * k))
+    hist[0, :n_bins, -1] = rng.integers(5, 30, n_bins)
+    hist[0, 255] = 0.0
+    prior = np.full(k, 0.01)
+    split, left_bins = best_category_split(hist, np.array([0]), np.array([n_bins]),
+                                           np.array([False]), 255, prior, 1.0, 1.0, 1.0, 32)
+    left = hist[0][left_bins].sum(axis=0)
+    right = hist[0].sum(axis=0) - left
+    assert split.score == pytest.approx(pair_loss(left, right, prior, k, 1.0), rel=1e-12)
+    assert 0 < left_bins[:n_bins].sum() < n_bins
+
+
+# ------------------------------------------------------------------ models
+
+def test_native_categories_beat_integer_codes_and_routing_matches_training():
+    """300 levels, 10 training rows each: a few trees of category sets find what integer
+    codes cannot (thresholds on arbitrary codes isolate few levels per split)."""
+    X, y, level = _levels_data(n=4000, n_levels=300)
+    train, test = slice(0, 3000), slice(3000, None)
+    native = RebelClassifier(30, random_state=0).fit(X.iloc[train], y[train])
+    codes = X.assign(c=level.astype(float))
+    as_codes = RebelClassifier(30, categorical_features=None, random_state=0).fit(
+        codes.iloc[train], y[train])
+    err_native = (native.predict(X.iloc[test]) != y[test]).mean()
+    err_codes = (as_codes.predict(codes.iloc[test]) != y[test]).mean()
+    assert err_native < err_codes - 0.03, (err_native, err_codes)
+    assert native.model_.learners.category_words is not None
+
+
+@pytest.mark.parametrize("subsample", [1.0, 0.5])
+def test_training_rows_take_the_leaves_their_values_reach(subsample):
+    """Training routes rows by bins (partitions; the rows outside a sample by the bin
+    tables), prediction by values: every training row reaches the same leaf both ways,
+    missing values and the rare categories sent to the missing bin included."""
+    from rebelboost.learners.rebel_learners import REBEL_LEARNERS, LearnerOptions
+    from rebelboost.learners.vector_tree import VectorTreeOptions
+
+    X, y, _ = _levels_data(n=3000, n_levels=300)
+    X.loc[X.index[::13], "c"] = np.nan
+    columns = CategoricalColumns.fit(X, "from_dtype")
+    encoded = columns.transform(X).to_numpy()
+    options = LearnerOptions(1, 64, False, "two-point", None,  # 64 bins: rare levels missing
+                             VectorTreeOptions(subsample=subsample, min_samples_leaf=5),
+                             categorical=columns.mask)
+    k = 4
+    family = REBEL_LEARNERS["vector_tree"](encoded, y, np.ones(len(y)), 1 - np.eye(k),
+                                           options, np.random.RandomState(0))
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        fit = family.fit(rng.gamma(1.0, 1.0, (len(y), 2 * k)))
+        assert np.isnan(fit.arrays.threshold).any()
+        assert_array_equal(fit.arrays.leaves(encoded)[:, 0], fit.slot_of_row)
+
+
+def test_model_files_rules_and_what_is_refused(tmp_path):
+    X, y, _ = _levels_data(n=800)
+    model = RebelClassifier(15, random_state=0).fit(X, y)
+    model.save(tmp_path / "m.json.gz")
+    loaded = load_model(tmp_path / "m.json.gz")
+    new = X.iloc[:50].copy()
+    new.loc[new.index[:3], "c"] = np.nan
+    assert_array_equal(loaded.decision_function(new), model.decision_function(new))
+    assert_array_equal(loaded.categories_[0], model.categories_[0])
+    assert_array_equal(model.predict(X, early_exit="exact"), model.predict(X))
+    rules = model.model_.learners.regions(0, ["c", "x"], model.classes_,
+                                          categories=model.categories_)
+    assert any("c in {v0" in text for text, _ in rules)
+    with pytest.raises(ContributionsUnavailable, match="categorical"):
+        model.contributions(X.iloc[:3])
+    with pytest.raises(ValueError, match="categorical"):
+        model.to_onnx()
+
+
+def test_the_command_line_fits_predicts_and_explains_text_columns(tmp_path):
+    from click.testing import CliRunner
+
+    from rebelboost.cli import main
+
+    X, y, _ = _levels_data(n=600)
+    frame = X.assign(c=X["c"].astype(str), label=y, shop=np.arange(600) % 7)
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    run = CliRunner().invoke
+    out = run(main, ["fit", str(tmp_path / "data.csv"), "-t", "label", "-q", "--n-estimators",
+                     "10", "--categorical", "shop", "-o", str(tmp_path / "m.json")])
+    assert out.exit_code == 0, out.output
+    model = load_model(tmp_path / "m.json")
+    assert model.is_categorical_.tolist() == [True, False, True]
+    assert model.categories_[2].tolist() == list(range(7))
+    out = run(main, ["predict", str(tmp_path / "m.json"), str(tmp_path / "data.csv"),
+                     "-o", str(tmp_path / "p.csv")])
+    assert out.exit_code == 0, out.output
+    predicted = pd.read_csv(tmp_path / "p.csv").iloc[:, -1].to_numpy()
+    assert_array_equal(predicted, model.predict(frame.drop(columns="label")))
+    out = run(main, ["explain", str(tmp_path / "m.json"), str(tmp_path / "data.csv"), "-r",
+                     "0", "-t", "label"])
+    assert out.exit_code == 0, out.output
+    assert f"c = {frame['c'][0]}" in out.output
