@@ -260,3 +260,10 @@ def test_the_command_line_fits_predicts_and_explains_text_columns(tmp_path):
                      "0", "-t", "label"])
     assert out.exit_code == 0, out.output
     assert f"c = {frame['c'][0]}" in out.output
+
+
+def test_every_column_categorical():
+    X, y, _ = _levels_data(n=400)
+    only = X[["c"]].assign(d=pd.Categorical(np.arange(400) % 3))
+    model = RebelClassifier(5, random_state=0).fit(only, y)
+    assert model.is_categorical_.all() and np.isnan(model.model_.learners.threshold).any()

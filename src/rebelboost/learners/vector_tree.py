@@ -259,9 +259,9 @@ class VectorTreeGrower:
         self.searched += 1
         opt = self.options
         numeric, categorical = self.numeric, self.categories
-        best = best_vector_split(hist, numeric, self.n_value_bins, self.has_missing,
-                                 self.missing_bin, self.prior, float(opt.min_samples_leaf),
-                                 self._big_histograms)
+        best = None if not len(numeric) else best_vector_split(
+            hist, numeric, self.n_value_bins, self.has_missing, self.missing_bin, self.prior,
+            float(opt.min_samples_leaf), self._big_histograms)
         leaf.split = None
         if best is not None and is_better(best.score, leaf.loss):
             leaf.split = (best.score, int(numeric[best.feature]), best.bin, best.missing_left,
