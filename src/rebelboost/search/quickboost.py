@@ -35,8 +35,16 @@ import numpy as np
 from ..binning import BinLayout
 from .columns import HistogramPool
 from .histogram import SparseBins, accumulate_histogram, fill_default_bins
-from .scores import SplitScore, bound_value
-from .splits import TIE_RTOL, Split, pick_split, scan_features, scan_features_serial
+from .scores import SplitScore
+from .splits import (
+    _NO_PRIOR,
+    TIE_RTOL,
+    Split,
+    pick_split,
+    scan_feature,
+    scan_features,
+    scan_features_serial,
+)
 
 _UNIT_ROUNDOFF = 2.0**-53
 # Below this many row x feature updates a node runs its kernels on one thread: launching a
@@ -123,36 +131,10 @@ def rounding_slack(score: SplitScore, n_rows: int, n_bins_total: int, n_channels
 
 @numba.njit(cache=True, nogil=True)
 def bound_feature(hist_f, n_bins, has_missing, missing_bin, code, unseen):
-    """Lower bound on a feature's full best score: the least bound over its candidates.
-
-    The candidates are those of :func:`~rebelboost.search.splits.scan_feature`.
-    """
-    n_channels = hist_f.shape[1]
-    total = np.zeros(n_channels)
-    for b in range(n_bins):
-        for c in range(n_channels):
-            total[c] += hist_f[b, c]
-    missing = hist_f[missing_bin].copy()
-    total += missing
-    left = np.zeros(n_channels)
-    side = np.empty(n_channels)
-    other = np.empty(n_channels)
-    best = np.inf
-    for b in range(n_bins - 1):
-        for c in range(n_channels):
-            left[c] += hist_f[b, c]
-            other[c] = total[c] - left[c]
-        best = min(best, bound_value(code, left, other, unseen))
-        if has_missing:
-            for c in range(n_channels):
-                side[c] = left[c] + missing[c]
-                other[c] = total[c] - side[c]
-            best = min(best, bound_value(code, side, other, unseen))
-    if has_missing and n_bins >= 1:
-        for c in range(n_channels):
-            left[c] = total[c] - missing[c]
-        best = min(best, bound_value(code, left, missing, unseen))
-    return best
+    """Lower bound on a feature's full best score: the least bound over the candidates of
+    the one scan (:func:`~rebelboost.search.splits.scan_feature` in its bound mode)."""
+    return scan_feature(hist_f, n_bins, has_missing, missing_bin, code, _NO_PRIOR, 0.0,
+                        False, True, unseen)[0]
 
 
 def prefix_schedule(channels_sorted: np.ndarray, first_mass: float, n_steps: int) -> np.ndarray:

@@ -22,11 +22,12 @@ import numba
 import numpy as np
 
 from ..binning import BinLayout
-from .scores import VECTOR_LEAF, SplitScore, score_value
+from .scores import VECTOR_LEAF, SplitScore, bound_value, score_value
 from .vector_leaf import pair_loss
 
 # Scores within this relative distance are ties (summation-order rounding is ~1e-16).
 TIE_RTOL = 1e-12
+_NO_UNSEEN = np.zeros(0)  # a search (not a bound) reads no unseen totals
 
 
 class Split(NamedTuple):
@@ -45,16 +46,26 @@ def _better(score, incumbent):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _candidate(vector_leaf, code, left, right, prior, min_count):
-    """A candidate's score: a scalar score of :mod:`.scores`, or the vector-leaf loss."""
+def _candidate(vector_leaf, bound, code, left, right, prior, min_count, unseen):
+    """A candidate's score: a scalar score of :mod:`.scores`, the vector-leaf loss, or
+    QuickBoost's bound on the score once the ``unseen`` rows join."""
     if vector_leaf:
         return pair_loss(left, right, prior, prior.shape[0], min_count)
+    if bound:
+        return bound_value(code, left, right, unseen)
     return score_value(code, left, right)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _keep(bound, score, incumbent):
+    """A bound keeps the least value (it must stay below every candidate's score); a search
+    keeps a score only if it beats the incumbent by more than rounding."""
+    return score < incumbent if bound else _better(score, incumbent)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def scan_feature(hist_f, n_bins, has_missing, missing_bin, code, prior, min_count,
-                 vector_leaf=False):
+                 vector_leaf=False, bound=False, unseen=_NO_UNSEEN):
     """Best ``(score, bin, missing_left)`` of one feature from its ``(n_bins_total, C)`` histogram.
 
     The one scan every search shares (exhaustive or pruned, every learner), so equal
@@ -62,7 +73,9 @@ def scan_feature(hist_f, n_bins, has_missing, missing_bin, code, prior, min_coun
     ``vector_leaf`` (a constant in each driver, so the compiled scan keeps one branch) scores
     :func:`.vector_leaf.pair_loss` with the class ``prior`` instead, with leaf limits: the
     last channel is the sample weight, and a candidate leaving either side lighter than
-    ``min_count`` is skipped (as is a bin without weight: the last split again).
+    ``min_count`` is skipped (as is a bin without weight: the last split again). ``bound``
+    (QuickBoost's prefixes) takes the least of the candidates' bounds given the channel totals
+    of the ``unseen`` rows: the same candidates, so the bound holds for the scan's best.
     """
     limited = vector_leaf
     n_channels = hist_f.shape[1]
@@ -91,21 +104,21 @@ def scan_feature(hist_f, n_bins, has_missing, missing_bin, code, prior, min_coun
                 continue
             if hist_f[b, count] == 0.0 and b > 0:  # no weight in the bin: the last split again
                 continue
-        s = _candidate(limited, code, left, right, prior, min_count)
-        if _better(s, fbest):
+        s = _candidate(limited, bound, code, left, right, prior, min_count, unseen)
+        if _keep(bound, s, fbest):
             fbest, fbin, fml = s, b, False
         if has_missing:
             for c in range(n_channels):
                 left_m[c] = left[c] + missing[c]
                 right_m[c] = right[c] - missing[c]
-            s = _candidate(limited, code, left_m, right_m, prior, min_count)
-            if _better(s, fbest):
+            s = _candidate(limited, bound, code, left_m, right_m, prior, min_count, unseen)
+            if _keep(bound, s, fbest):
                 fbest, fbin, fml = s, b, True
     if has_missing and n_bins >= 1:
         for c in range(n_channels):
             left[c] = total[c] - missing[c]
-        s = _candidate(limited, code, left, missing, prior, min_count)
-        if _better(s, fbest):
+        s = _candidate(limited, bound, code, left, missing, prior, min_count, unseen)
+        if _keep(bound, s, fbest):
             fbest, fbin, fml = s, n_bins - 1, False
     return fbest, fbin, fml
 
