@@ -256,7 +256,10 @@ def decision_codes(model, scores: np.ndarray) -> np.ndarray:
     scores ``H``, by its route."""
     route = route_of(model)
     if route == "min_risk":
-        return min_risk_codes(model._proba_from_scores(scores), model.cost_matrix_)
+        calibration = getattr(model, "calibration_", None)
+        proba = (proba_from_scores(scores, model.temperature_) if calibration is None
+                 else calibration.proba(scores))
+        return min_risk_codes(proba, model.cost_matrix_)
     codes = np.argmax(scores, axis=1)
     return certain_codes(codes, model.cost_matrix_) if route == "argmax" else codes
 

@@ -192,7 +192,7 @@ def explain_decision(model, x, feature_names=None) -> DecisionExplanation:
     classes = model.classes_.tolist()
     probabilities = (dict(zip(classes, model.predict_proba(X)[0].tolist(), strict=True))
                      if hasattr(model, "predict_proba") else None)
-    if model._decides_by_argmax():
+    if model.decides_by_argmax_:
         k, j = np.argsort(-scores, kind="stable")[:2]
         lead, baseline = scores[k] - scores[j], base[k] - base[j]
         effects, expected, labels = phi[:-1, k] - phi[:-1, j], None, classes
@@ -201,9 +201,9 @@ def explain_decision(model, x, feature_names=None) -> DecisionExplanation:
 
         calibration = getattr(model, "calibration_", None)
         tempered = calibration is None or calibration.kind == "temperature"
-        cost, temperature = np.asarray(model._cost_matrix()), model.temperature_
+        cost, temperature = np.asarray(model.cost_matrix_), model.temperature_
         proba = ((lambda h: proba_from_scores(h, temperature)) if tempered
-                 else model._proba_from_scores)
+                 else calibration.proba)
         decisions = getattr(model, "decisions_", None)
         labels = classes if decisions is None else list(decisions)
         expected_costs = proba(scores[None])[0] @ cost
@@ -219,7 +219,7 @@ def explain_decision(model, x, feature_names=None) -> DecisionExplanation:
         expected = dict(zip(labels, expected_costs.tolist(), strict=True))
     order = np.argsort(-np.abs(effects), kind="stable")
     return DecisionExplanation(
-        labels[k], labels[j], not model._decides_by_argmax(), expected, probabilities,
+        labels[k], labels[j], not model.decides_by_argmax_, expected, probabilities,
         float(lead), float(baseline),
         [FeatureEffect(names[i], float(X[0, i]), float(effects[i])) for i in order],
         float(lead - baseline - effects.sum()))

@@ -133,7 +133,7 @@ def _decision_rule(estimator) -> dict:
 
     classes = np.asarray(estimator.classes_)
     if not isinstance(estimator, RebelClassifier):
-        if not estimator._decides_by_argmax():
+        if not estimator.decides_by_argmax_:
             raise OnnxExportError(f"ONNX export of a {type(estimator).__name__}: its decision "
                                   "rule is not the largest score")
         return {"names": classes, "temperature": None, "scaling": None, "cost_matrix": None,

@@ -255,7 +255,7 @@ def predict(model_path: str, data: str, out: str, proba: bool, expected_cost: bo
     with _library_errors(f"cannot predict {data!r}"):
         columns = {"prediction": model.predict(X, early_exit="exact" if early_exit else None)}
         for prefix, method in extras:
-            outputs = model.classes_ if method == "predict_proba" else model._decision_labels()
+            outputs = model.classes_ if method == "predict_proba" else model.decision_labels_
             names = [f"{prefix}_{c}" for c in outputs.tolist()]
             values = getattr(model, method)(X)
             values[np.abs(values) < 1e-300] = 0.0

@@ -212,6 +212,18 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         """Decision codes from class scores (the class of largest score)."""
         return np.argmax(scores, axis=1)
 
+    @property
+    def decision_labels_(self) -> np.ndarray:
+        """What ``predict`` returns: the classes, or a cost matrix's named decisions."""
+        check_is_fitted(self)
+        return self._decision_labels()
+
+    @property
+    def decides_by_argmax_(self) -> bool:
+        """Whether ``predict`` takes the class of the largest score (not a cost rule)."""
+        check_is_fitted(self)
+        return self._decides_by_argmax()
+
     def _decision_labels(self) -> np.ndarray:
         """What :meth:`_decide`'s codes index: the classes (or a model's named decisions)."""
         return self.classes_

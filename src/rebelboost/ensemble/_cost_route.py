@@ -69,6 +69,9 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
         train, test = folds != f, folds == f
         present = np.unique(codes[train])
         fold_model = clone(model).set_params(**params)
+        mask = model._categorical_mask() if hasattr(model, "_categorical_mask") else None
+        if mask is not None:  # X holds category codes already: the folds split them as sets
+            fold_model.set_params(categorical_features=mask)
         leaf = fold_model.get_params().get("min_samples_leaf")
         if leaf is not None and train.sum() < SMALL_FOLD_LEAVES * leaf:
             share = train.sum() / len(codes)

@@ -19,7 +19,7 @@ def example_rows(model, X, y) -> list[tuple[int, str]]:
     picks = [(0, "the first row")]
     if getattr(model, "decisions_", None) is not None:  # decisions other than the classes
         return picks
-    if not model._decides_by_argmax() and hasattr(model, "predict_proba"):
+    if not model.decides_by_argmax_ and hasattr(model, "predict_proba"):
         likeliest = model.classes_[np.argmax(model.predict_proba(X), axis=1)]
         moved = np.flatnonzero(predicted != likeliest)
         if len(moved):

@@ -63,7 +63,7 @@ def evaluate(model, X, y, cost_matrix: np.ndarray) -> Evaluation:
     if len(true) == 0:
         raise ValueError("the data set has no rows")
     k = len(classes)
-    outputs = model._decision_labels().tolist()  # the classes, or a model's named decisions
+    outputs = model.decision_labels_.tolist()  # the classes, or a model's named decisions
     labelled = outputs == classes
     out_index = {d: j for j, d in enumerate(outputs)}
 

@@ -82,7 +82,7 @@ def render_report(model, X, y, *, title: str | None = None, X_train=None, y_trai
     test = evaluate(model, X, y, cost)
     train = evaluate(model, X_train, y_train, cost) if X_train is not None else None
     labels = [str(c) for c in model.classes_]
-    columns = [str(d) for d in model._decision_labels()]
+    columns = [str(d) for d in model.decision_labels_]
     title = title or f"{type(model).__name__} report"
     sections = [
         ("summary", "Model", _summary(model, labels, columns, cost, cost_sensitive)),
@@ -241,7 +241,7 @@ def _learners_needed(model, X) -> str:
 
     n_learners = len(model.model_.learners)
     if (not isinstance(model.model_.learners, (TreeArrays, LeafTreeArrays))
-            or not model._decides_by_argmax()):
+            or not model.decides_by_argmax_):
         return ('<p class="note">Exact early exit applies to tree models that predict the '
                 "class of largest score; this model evaluates every one of its "
                 f"{n_learners} learners for every row.</p>")
