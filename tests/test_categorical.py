@@ -146,7 +146,7 @@ def test_category_search_comes_close_to_every_subset(seed):
     hist[:, :2 * k] = rng.gamma(0.5, 1.0, (n_bins + 1, 2 * k))
     hist[:, -1] = rng.integers(1, 20, n_bins + 1)
     prior = np.full(k, 0.01)
-    score, *_ = scan_category_feature(hist, n_bins, True, n_bins, prior, 0.0, 0.0, 0.0, 32)
+    score, *_ = scan_category_feature(hist, n_bins, True, n_bins, prior, 0.0, 0.0, 0.0, 32, 0)
     exhaustive = _brute_force(hist, n_bins, prior, 0.0)
     assert exhaustive * (1 - 1e-12) <= score <= exhaustive * 1.05
     FOUND_BEST.append(score <= exhaustive * (1 + 1e-12))
@@ -159,20 +159,28 @@ def test_the_category_search_found_the_best_set_on_most_draws():
     assert len(FOUND_BEST) == 20 and sum(FOUND_BEST) >= 14, FOUND_BEST
 
 
-def test_the_chosen_set_scores_what_the_scan_reported():
+@pytest.mark.parametrize("n_bins", [3, 9])
+def test_the_chosen_set_scores_what_the_scan_reported(n_bins):
+    """The set handed back scores what the scan found; with at most 4 categories it is one
+    category against the rest, the best of those."""
     rng = np.random.default_rng(5)
-    k, n_bins = 3, 9
+    k = 3
     hist = np.zeros((1, 256, 2 * k + 1))
     hist[0, :n_bins, :2 * k] = rng.gamma(0.5, 1.0, (n_bins, 2 * k))
     hist[0, :n_bins, -1] = rng.integers(5, 30, n_bins)
     hist[0, 255] = 0.0
     prior = np.full(k, 0.01)
     split, left_bins = best_category_split(hist, np.array([0]), np.array([n_bins]),
-                                           np.array([False]), 255, prior, 1.0, 1.0, 1.0, 32)
+                                           np.array([False]), 255, prior, 1.0, 1.0, 1.0, 32, 4)
     left = hist[0][left_bins].sum(axis=0)
     right = hist[0].sum(axis=0) - left
     assert split.score == pytest.approx(pair_loss(left, right, prior, k, 1.0), rel=1e-12)
     assert 0 < left_bins[:n_bins].sum() < n_bins
+    if n_bins <= 4:
+        assert left_bins[:n_bins].sum() in (1, n_bins - 1)
+        singles = [pair_loss(hist[0, b], hist[0].sum(axis=0) - hist[0, b], prior, k, 1.0)
+                   for b in range(n_bins)]
+        assert split.score == pytest.approx(min(singles), rel=1e-12)
 
 
 # ------------------------------------------------------------------ models

@@ -66,6 +66,7 @@ class VectorTreeOptions:
     cat_l2: float = 10.0
     min_data_per_category: float = 5.0
     max_cat_threshold: int = 32
+    max_cat_to_onehot: int = 4
 
 
 @dataclass
@@ -269,7 +270,8 @@ class VectorTreeGrower:
         found = best_category_split(hist, categorical, self.n_value_bins, self.has_missing,
                                     self.missing_bin, self.category_prior,
                                     float(opt.min_samples_leaf), opt.cat_smooth,
-                                    opt.min_data_per_category, opt.max_cat_threshold)
+                                    opt.min_data_per_category, opt.max_cat_threshold,
+                                    opt.max_cat_to_onehot)
         if found is not None:
             split, left_bins = found
             incumbent = leaf.loss if leaf.split is None else leaf.split[0]

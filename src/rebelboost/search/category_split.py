@@ -91,10 +91,11 @@ def _head_and_rest(order, light, direction, max_left):
 
 @numba.njit(cache=True, nogil=True)
 def scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_count, smooth,
-                          min_per_category, max_left):
-    """Best ``(score, class x 2 + direction, bin, missing_left)`` of one categorical feature:
-    the class whose order wins, read from either end, and the last position of the prefix
-    going left (the position past the prefix: every category left)."""
+                          min_per_category, max_left, max_onehot):
+    """Best ``(score, which, bin, missing_left)`` of one categorical feature: ``which`` is
+    ``class x 2 + direction`` for the order that wins, read from either end, with ``bin`` the
+    last position of the prefix going left (past the prefix: every category left); or, for at
+    most ``max_onehot`` categories, ``-1 - i`` for class 0's i-th category alone."""
     k_classes = prior.shape[0]
     best = np.inf
     best_k = 0
@@ -104,6 +105,20 @@ def scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_c
         order, light = category_order(hist_f, n_bins, k, smooth, min_per_category)
         if order.shape[0] + light.shape[0] < 2 and not (has_missing and order.shape[0] == 1):
             return np.inf, 0, 0, False
+        if order.shape[0] + light.shape[0] <= max_onehot:
+            # few categories: one against the rest (LightGBM's max_cat_to_onehot); ordered
+            # bins first, so that the winner is found again in class 0's order
+            n = order.shape[0]
+            for i in range(n):
+                head = order[i:i + 1].copy()
+                rest = np.concatenate((order[:i], order[i + 1:], light))
+                perm = _permuted(hist_f, head, rest, missing_bin)
+                score, b, ml = scan_feature(perm, 2 if rest.shape[0] else 1, has_missing,
+                                            perm.shape[0] - 1, VECTOR_LEAF, prior, min_count,
+                                            True)
+                if _better(score, best):
+                    best, best_k, best_bin, best_ml = score, -1 - i, b, ml
+            return best, best_k, best_bin, best_ml
         for direction in range(2):
             head, rest = _head_and_rest(order, light, direction, max_left)
             n_value = head.shape[0] + (1 if rest.shape[0] > 0 else 0)
@@ -117,7 +132,7 @@ def scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_c
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _scan_category_features(hist, features, n_value_bins, has_missing, missing_bin, prior,
-                            min_count, smooth, min_per_category, max_left):
+                            min_count, smooth, min_per_category, max_left, max_onehot):
     n = features.shape[0]
     score = np.full(n, np.inf)
     cls = np.zeros(n, dtype=np.int64)
@@ -127,31 +142,40 @@ def _scan_category_features(hist, features, n_value_bins, has_missing, missing_b
         f = features[j]
         score[j], cls[j], last[j], missing_left[j] = scan_category_feature(
             hist[f], n_value_bins[f], has_missing[f], missing_bin, prior, min_count, smooth,
-            min_per_category, max_left)
+            min_per_category, max_left, max_onehot)
     return score, cls, last, missing_left
 
 
 def best_category_split(hist: np.ndarray, features: np.ndarray, n_value_bins: np.ndarray,
                         has_missing: np.ndarray, missing_bin: int, prior: np.ndarray,
                         min_count: float, smooth: float, min_per_category: float,
-                        max_left: int) -> tuple[Split, np.ndarray] | None:
+                        max_left: int, max_onehot: int) -> tuple[Split, np.ndarray] | None:
     """The best category-set split over the categorical ``features`` (``Split.feature``
     indexes ``features``) and its table of bins going left (the missing bin's entry: the
     missing side), or None. At most ``max_left`` categories go left (LightGBM's
-    ``max_cat_threshold``), taken from either end of an order."""
+    ``max_cat_threshold``), taken from either end of an order; a feature with at most
+    ``max_onehot`` categories splits one of them from the rest (``max_cat_to_onehot``)."""
     if len(features) == 0:
         return None
     score, which, last, missing_left = _scan_category_features(
         hist, features, n_value_bins, has_missing, missing_bin, prior, min_count, smooth,
-        min_per_category, max_left)
+        min_per_category, max_left, max_onehot)
     split = pick_split(score, last, missing_left)
     if split is None:
         return None
     f = int(features[split.feature])
-    k, direction = divmod(int(which[split.feature]), 2)
-    order, light = category_order(hist[f], int(n_value_bins[f]), k, smooth, min_per_category)
-    head, rest = _head_and_rest(order, light, direction, max_left)
     left_bins = np.zeros(hist.shape[1], dtype=bool)
+    if which[split.feature] < 0:  # one category against the rest
+        order, light = category_order(hist[f], int(n_value_bins[f]), 0, smooth,
+                                      min_per_category)
+        i = -1 - int(which[split.feature])
+        head = order[i:i + 1]
+        rest = np.concatenate((order[:i], order[i + 1:], light))
+    else:
+        k, direction = divmod(int(which[split.feature]), 2)
+        order, light = category_order(hist[f], int(n_value_bins[f]), k, smooth,
+                                      min_per_category)
+        head, rest = _head_and_rest(order, light, direction, max_left)
     left_bins[head[:split.bin + 1]] = True
     if split.bin >= len(head):  # every category left (missing values right)
         left_bins[rest] = True
