@@ -121,6 +121,21 @@ def test_binner_keeps_the_most_frequent_codes_and_sends_the_rest_to_missing():
     assert np.flatnonzero(binner.left_codes(0, left)).tolist() == [0, 2, 3, 4]
 
 
+def test_more_codes_than_bins_are_grouped_by_class_mix():
+    """40 codes, 8 bins: codes of one class mix share a bin, every code keeps a bin (none is
+    sent to the missing bin), and the same rows give the same bins."""
+    codes = np.repeat(np.arange(40), 30).astype(float)
+    labels = np.repeat(np.arange(40) % 4, 30)  # code c is all class c % 4
+    binner = Binner(max_bins=8).fit(codes[:, None], np.array([True]), labels)
+    bins = binner.code_bins_[0]
+    assert (bins < 8).all() and binner.n_value_bins_[0] <= 8 and not binner.has_missing_[0]
+    for c in range(4):  # one mix, one bin; four mixes, four bins
+        assert len(set(bins[c::4])) == 1
+    assert len(set(bins)) == 4
+    again = Binner(max_bins=8).fit(codes[:, None], np.array([True]), labels)
+    assert_array_equal(again.code_bins_[0], bins)
+
+
 def _brute_force(hist_f, n_bins, prior, min_count):
     """The best split over every set of the value bins, missing values on either side."""
     best = np.inf

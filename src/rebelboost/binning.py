@@ -8,6 +8,7 @@ trees learn on bins but store raw thresholds, so prediction never bins. The last
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numba
@@ -64,11 +65,14 @@ class Binner:
         return BinLayout(self.n_value_bins_, self.has_missing_, self.missing_bin,
                          self.n_bins_total)
 
-    def fit(self, X: np.ndarray, categorical: np.ndarray | None = None) -> Binner:
+    def fit(self, X: np.ndarray, categorical: np.ndarray | None = None,
+            labels: np.ndarray | None = None) -> Binner:
         """Thresholds of the numeric features; ``categorical`` (bool mask) marks features
-        holding category codes ``0, 1, ...`` (NaN: missing), which get one bin per code for
-        their ``max_bins`` most frequent codes (over all rows) and send the rarer codes to
-        the missing bin, as LightGBM caps a categorical feature's bins at ``max_bin``."""
+        holding category codes ``0, 1, ...`` (NaN: missing), which get one bin per code. A
+        feature with more codes than ``max_bins`` has them grouped: by their class mix when
+        the rows' ``labels`` (class codes) are given (:func:`_grouped_code_bins`), else its
+        ``max_bins`` most frequent codes keep a bin and the rarer ones go to the missing bin
+        (as LightGBM caps a categorical feature's bins at ``max_bin``)."""
         X = as_float(X)
         # From all rows, not the subsample: the split search must know every bin that holds
         # training rows (a NaN the subsample missed still lands in the missing bin).
@@ -85,11 +89,14 @@ class Binner:
         self.categorical_ = cat
         self.code_bins_: list[np.ndarray | None] = [None] * len(cat)
         for j in np.flatnonzero(cat):
-            self.code_bins_[j] = _code_bins(full[:, j], self.max_bins, self.missing_bin)
-            kept = int((self.code_bins_[j] != self.missing_bin).sum())
-            self.n_value_bins_[j] = kept
-            self.has_missing_[j] = bool(has_missing[j] or kept < np.isfinite(
-                np.unique(full[:, j])).sum())
+            self.code_bins_[j] = _code_bins(full[:, j], self.max_bins, self.missing_bin,
+                                            labels)
+            bins = self.code_bins_[j]
+            used = bins[bins != self.missing_bin]
+            self.n_value_bins_[j] = int(used.max()) + 1 if used.size else 0
+            held = np.unique(full[:, j][~np.isnan(full[:, j])]).astype(np.int64)
+            self.has_missing_[j] = bool(has_missing[j]
+                                        or (bins[held] == self.missing_bin).any())
         return self
 
     def sample_rows(self, n_rows: int) -> np.ndarray | None:
@@ -155,18 +162,57 @@ class Binner:
 _NO_VALUES = (np.empty(0), np.empty(0, dtype=np.int64))  # a categorical feature's thresholds
 
 
-def _code_bins(col: np.ndarray, max_bins: int, missing_bin: int) -> np.ndarray:
-    """Each code's bin: the ``max_bins`` most frequent codes (ties: the lower code) get bins
-    in code order, the others the missing bin."""
+def _code_bins(col: np.ndarray, max_bins: int, missing_bin: int,
+               labels: np.ndarray | None = None) -> np.ndarray:
+    """Each code's bin: one per code that holds rows, in code order; beyond ``max_bins``
+    codes, groups of codes by class mix (given ``labels``) or the ``max_bins`` most frequent
+    codes (ties: the lower code), the others in the missing bin."""
     col = np.asarray(col, dtype=np.float64)
-    present = col[~np.isnan(col)]
-    n_codes = int(present.max()) + 1 if present.size else 0
-    counts = np.bincount(present.astype(np.int64), minlength=n_codes)
+    present = ~np.isnan(col)
+    values = col[present].astype(np.int64)
+    n_codes = int(values.max()) + 1 if values.size else 0
+    counts = np.bincount(values, minlength=n_codes)
+    held = counts > 0
+    if held.sum() > max_bins and labels is not None:
+        return _grouped_code_bins(values, np.asarray(labels)[present], counts, max_bins,
+                                  missing_bin)
     kept = np.zeros(n_codes, bool)
     kept[np.argsort(-counts, kind="stable")[:max_bins]] = True
-    kept &= counts > 0
+    kept &= held
     bins = np.full(n_codes, missing_bin, dtype=np.int64)
     bins[kept] = np.arange(int(kept.sum()))
+    return bins
+
+
+GROUP_PRIOR_ROWS = 10.0  # pseudo-rows of the overall class mix in a code's mix when grouping
+
+
+def _grouped_code_bins(values: np.ndarray, labels: np.ndarray, counts: np.ndarray,
+                       max_bins: int, missing_bin: int) -> np.ndarray:
+    """Bins of a feature with more codes than bins: codes whose class mixes (each smoothed
+    towards the overall mix by GROUP_PRIOR_ROWS pseudo-rows, so a code of a few rows stays
+    near it) are alike share a bin, by k-means into ``max_bins`` groups (seeded: the same
+    rows give the same bins). The split search then chooses sets of these groups; a
+    LightGBM-style cap would leave every code past the ``max_bins``-th most frequent
+    unsplittable. Bins are numbered in the order of their lowest code."""
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+
+    codes = np.flatnonzero(counts > 0)
+    k = int(labels.max()) + 1
+    table = np.zeros((len(counts), k))
+    np.add.at(table, (values, labels.astype(np.int64)), 1.0)
+    prior = table.sum(axis=0) / table.sum()
+    mix = (table[codes] + GROUP_PRIOR_ROWS * prior) / (counts[codes, None] + GROUP_PRIOR_ROWS)
+    with warnings.catch_warnings():  # fewer distinct mixes than bins: fewer groups, fine
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        groups = KMeans(max_bins, n_init=1, random_state=0).fit(
+            mix, sample_weight=counts[codes]).labels_
+    _, first = np.unique(groups, return_index=True)  # renumber by lowest code
+    order = np.empty(groups.max() + 1, dtype=np.int64)
+    order[groups[np.sort(first)]] = np.arange(len(first))
+    bins = np.full(len(counts), missing_bin, dtype=np.int64)
+    bins[codes] = order[groups]
     return bins
 
 

@@ -137,7 +137,8 @@ class VectorTreeFamily:
 
     def __init__(self, X, codes, sample_weight, cost_matrix, options: LearnerOptions, rng):
         self.data = BinnedData.fit(X, sample_weight, options.max_bins, rng.randint(2**31),
-                                   row_layout=True, categorical=options.categorical)
+                                   row_layout=True, categorical=options.categorical,
+                                   labels=codes)
         self.n_classes = cost_matrix.shape[0]
         self.options = options.vector_tree
         self.grower = VectorTreeGrower(self.data.binner, self.n_classes, self.options,

@@ -42,10 +42,12 @@ class BinnedData:
     @classmethod
     def fit(cls, X: np.ndarray, sample_weight: np.ndarray | None = None, max_bins: int = 255,
             random_state=0, row_layout: bool = False,
-            categorical: np.ndarray | None = None) -> BinnedData:
+            categorical: np.ndarray | None = None,
+            labels: np.ndarray | None = None) -> BinnedData:
         """Bin ``X`` with thresholds from its rows of positive weight (a zero weight equals
         removal); ``random_state`` seeds the binner's subsample; ``categorical`` marks the
-        features holding category codes (:meth:`Binner.fit`)."""
+        features holding category codes and ``labels`` (class codes) group the levels of
+        those with more than ``max_bins`` (:meth:`Binner.fit`)."""
         X = as_float(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-d, got {X.ndim} dims")
@@ -58,9 +60,10 @@ class BinnedData:
             positive = sample_weight > 0
             if not positive.all():  # (no copy of X when every row counts)
                 fit_rows = X[positive]
+                labels = None if labels is None else np.asarray(labels)[positive]
         if fit_rows.shape[0] == 0:
             raise ValueError("no rows of positive weight to place the bin thresholds")
-        binner.fit(fit_rows, categorical)
+        binner.fit(fit_rows, categorical, labels)
         return cls(binner, binner.transform(X), row_layout)
 
     @property
