@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from numpy.testing import assert_array_equal
 
+import rebelboost
 from rebelboost import RebelClassifier, load_model
 from rebelboost.binning import Binner
 from rebelboost.categorical import CategoricalColumns
-from rebelboost.contributions import ContributionsUnavailable
 from rebelboost.search.category_split import best_category_split, scan_category_feature
 from rebelboost.search.vector_leaf import pair_loss
 
@@ -253,10 +253,15 @@ def test_model_files_rules_and_what_is_refused(tmp_path):
     rules = model.model_.learners.regions(0, ["c", "x"], model.classes_,
                                           categories=model.categories_)
     assert any("c in {v0" in text for text, _ in rules)
-    with pytest.raises(ContributionsUnavailable, match="categorical"):
-        model.contributions(X.iloc[:3])
+    # exact contributions (TreeSHAP through the categorical nodes) add up to the scores
+    phi = model.contributions(new)
+    np.testing.assert_allclose(phi.sum(axis=1), model.model_.scores(model._encode(new)
+                                                                    .to_numpy()), atol=1e-9)
+    assert np.abs(phi[:, 0]).sum() > 0  # the categorical column takes part
     with pytest.raises(ValueError, match="categorical"):
         model.to_onnx()
+    with pytest.raises(ValueError, match="categorical"):
+        rebelboost.to_shap(model)
 
 
 def test_the_command_line_fits_predicts_and_explains_text_columns(tmp_path):

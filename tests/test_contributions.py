@@ -47,7 +47,10 @@ def brute_force(model: AdditiveModel, x: np.ndarray) -> np.ndarray:
             return value(t, left[t, child], subset)
         if f in subset:
             v = x[f]
-            go_left = missing_left[t, child] if np.isnan(v) else v <= threshold[t, child]
+            if np.isnan(threshold[t, child]):  # a categorical node: its set of codes
+                go_left = model.learners.goes_left(t, child, v)
+            else:
+                go_left = missing_left[t, child] if np.isnan(v) else v <= threshold[t, child]
             return value(t, left[t, child] if go_left else right[t, child], subset)
         whole = cover(t, child)
         share = cover(t, left[t, child]) / whole if whole > 0 else 0.5
@@ -200,3 +203,22 @@ def test_random_trees_match_brute_force(case):
     for x, phi in zip(rows, got, strict=True):
         np.testing.assert_allclose(phi, brute_force(model, x), rtol=0, atol=1e-12)
     np.testing.assert_allclose(got.sum(axis=1), model.scores(rows), rtol=0, atol=1e-12)
+
+
+def test_categorical_splits_match_brute_force():
+    """TreeSHAP through nodes that send a set of category codes left."""
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    n = 400
+    colour = rng.integers(0, 7, n)
+    X = pd.DataFrame({"colour": pd.Categorical(np.array(list("abcdefg"))[colour]),
+                      "u": rng.normal(size=n), "v": rng.normal(size=n)})
+    X.loc[::9, "colour"] = np.nan
+    y = (colour % 3 + (X["u"] > 0.5)) % 3
+    model = RebelClassifier(6, max_leaves=6, random_state=0).fit(X, y)
+    assert np.isnan(model.model_.learners.threshold).any()
+    encoded = model._encode(X).to_numpy()
+    for x in encoded[:12]:
+        phi = contributions(model.model_, x[None])[0]
+        np.testing.assert_allclose(phi, brute_force(model.model_, x), rtol=0, atol=1e-12)

@@ -22,6 +22,7 @@ import numpy as np
 
 from .engine.model import AdditiveModel
 from .explain import ContributionsUnavailable
+from .learners.walk import category_goes_left
 from .tree_tables import TreeTables, tree_tables
 
 __all__ = ["ContributionsUnavailable", "contributions", "expected_scores"]
@@ -38,9 +39,12 @@ def contributions(model: AdditiveModel, X: np.ndarray) -> np.ndarray:
     out[:, d, :] = expected_scores(tables).sum(axis=0)
     if tables.n_trees and n:
         chunks = max(1, min(n, 4 * numba.get_num_threads()))
+        words = tables.category_words
+        if words is None:  # every node numeric
+            words = np.zeros(tables.feature.shape + (1,), np.uint64)
         _tree_shap(X, tables.feature, tables.threshold, tables.missing_left, tables.left,
                    tables.right, tables.root, tables.cover, tables.leaf_cover, tables.values,
-                   tables.depth(), chunks, out)
+                   tables.depth(), chunks, out, words)
     return out
 
 
@@ -87,7 +91,7 @@ def _expected(left, right, root, cover, leaf_cover, values):
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _tree_shap(X, feature, threshold, missing_left, left, right, root, cover, leaf_cover,
-               values, depth, chunks, out):
+               values, depth, chunks, out, words):
     n = X.shape[0]
     size = depth + 2
     for c in numba.prange(chunks):
@@ -131,8 +135,8 @@ def _tree_shap(X, feature, threshold, missing_left, left, right, root, cover, le
                                 phi[f, k] += scale * values[t, leaf, k]
                         continue
                     f = feature[t, node]
-                    v = x[f]
-                    go_left = missing_left[t, node] if np.isnan(v) else v <= threshold[t, node]
+                    go_left = category_goes_left(x[f], node, missing_left[t, node],
+                                                 (threshold[t], words[t]))
                     hot = left[t, node] if go_left else right[t, node]
                     cold = right[t, node] if go_left else left[t, node]
                     whole = cover[t, node]

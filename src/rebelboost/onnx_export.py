@@ -26,7 +26,7 @@ import json
 import numpy as np
 
 from .calibration import LOG_FLOOR
-from .tree_tables import TreeTables, tree_tables
+from .tree_tables import TreeTables, refuse_categories, tree_tables
 
 ML_OPSET, ONNX_OPSET = 5, 18
 _TINY = float(np.finfo(np.float64).tiny)  # proba_from_scores's floor
@@ -49,6 +49,7 @@ def to_onnx(estimator, path=None):
     check_is_fitted(estimator)
     try:
         tables = tree_tables(estimator.model_, need_cover=False)
+        refuse_categories(tables, "ONNX export")
     except ValueError as exc:
         raise OnnxExportError(f"ONNX export supports tree and stump models only: {exc}") \
             from None

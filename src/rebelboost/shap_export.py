@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .explain import ContributionsUnavailable
-from .tree_tables import TreeTables, tree_tables
+from .tree_tables import TreeTables, refuse_categories, tree_tables
 
 
 def to_shap(estimator) -> dict:
@@ -23,6 +23,7 @@ def to_shap(estimator) -> dict:
 
     check_is_fitted(estimator)
     tables = tree_tables(estimator.model_)
+    refuse_categories(tables, "shap's custom-tree export")
     trees = [_shap_tree(tables, t) for t in range(tables.n_trees)]
     return {"trees": trees, "base_offset": np.zeros(estimator.model_.n_classes),
             "tree_output": "raw_value", "input_dtype": np.float64,

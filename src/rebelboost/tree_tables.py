@@ -36,6 +36,9 @@ class TreeTables:
     values: np.ndarray  # (T, L, K) float64: each leaf's class scores
     cover: np.ndarray | None  # (T, M) float64 internal nodes' training weight (None: unknown)
     leaf_cover: np.ndarray | None  # (T, L) float64
+    # (T, M, W) uint64 or None: categorical nodes' sets of codes going left (such a node's
+    # threshold is NaN; :mod:`rebelboost.learners.category_sets`)
+    category_words: np.ndarray | None = None
 
     @property
     def n_trees(self) -> int:
@@ -56,10 +59,6 @@ def tree_tables(model: AdditiveModel, need_cover: bool = True) -> TreeTables:
             "features at once), so its output has no exact split into per-feature parts; "
             "only tree and stump models have exact contributions (explain() lists each "
             "learner's term instead)")
-    if getattr(learners, "category_words", None) is not None:
-        raise ContributionsUnavailable(
-            "this model splits categorical features by sets of categories; exact "
-            "contributions, shap and ONNX export read numeric thresholds only so far")
     if need_cover and model.covers is None:
         raise ContributionsUnavailable(
             "this model holds no training covers (the weight of training rows reaching each "
@@ -77,7 +76,15 @@ def tree_tables(model: AdditiveModel, need_cover: bool = True) -> TreeTables:
     return TreeTables(np.ascontiguousarray(feature, dtype=np.int32),
                       np.ascontiguousarray(threshold, dtype=np.float64),
                       np.ascontiguousarray(missing_left, dtype=np.bool_),
-                      eff_left, eff_right, root, values, cover, leaf_cover)
+                      eff_left, eff_right, root, values, cover, leaf_cover,
+                      getattr(learners, "category_words", None))
+
+
+def refuse_categories(tables: TreeTables, what: str) -> None:
+    """A ``ValueError`` for readers of numeric thresholds only, given categorical nodes."""
+    if tables.category_words is not None:
+        raise ValueError(f"{what} of a model with categorical splits (sets of categories) is "
+                         "not supported yet; exact contributions (model.contributions) are")
 
 
 def leaf_covers(learners, X: np.ndarray, sample_weight: np.ndarray,
