@@ -1,0 +1,71 @@
+"""The category search's defaults (issue 30): variants of its regularisation, native method only.
+
+Each variant sets fields of :class:`rebelboost.learners.vector_tree.VectorTreeOptions` (the
+estimator has no parameters for them); the sets and splits are ``bench_categorical.py``'s.
+Prints mean rank among the variants and mean test error over (set, seed)::
+
+    nice -n 5 python benchmarks/bench_categorical_variants.py --seeds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import rankdata
+
+sys.path.insert(0, str(Path(__file__).parent))
+import bench_categorical as bc  # noqa: E402
+
+VARIANTS = {
+    "default": {},
+    "cat_l2=0": {"cat_l2": 0.0},
+    "light": {"cat_smooth": 1.0, "cat_l2": 1.0, "min_data_per_category": 1.0},
+    "smooth10-min1": {"cat_smooth": 10.0, "min_data_per_category": 1.0},
+    "no-cap": {"max_cat_threshold": 1000},
+    "cat_l2=30": {"cat_l2": 30.0},
+}
+
+
+def error(name: str, seed: int, fields: dict) -> float:
+    from rebelboost import RebelClassifier
+
+    X, y, nominal = bc.nominal_set(name)
+    X_tr, X_te, y_tr, y_te = bc.split(X.astype(np.float64), y, seed)
+    classes, codes = np.unique(y_tr, return_inverse=True)
+    train, test = bc.inputs("rebel-native", X_tr, X_te, nominal)
+    model = RebelClassifier(n_jobs=bc.THREADS, random_state=seed)
+    options = model._vector_tree_options
+    model._vector_tree_options = lambda: _with(options(), fields)
+    model.fit(train, codes)
+    return float(np.mean(classes[model.predict(test)] != y_te))
+
+
+def _with(options, fields: dict):
+    for key, value in fields.items():
+        setattr(options, key, value)
+    return options
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sets", default=",".join(
+        s for s in bc.SUITE_SETS + ("synthetic300",) if s != "krkopt"))
+    parser.add_argument("--seeds", type=int, default=2)
+    args = parser.parse_args()
+    errors = []
+    for name in args.sets.split(","):
+        for seed in range(args.seeds):
+            errors.append([error(name, seed, f) for f in VARIANTS.values()])
+            print(name, seed, " ".join(f"{e:.4f}" for e in errors[-1]), flush=True)
+    errors = np.array(errors)
+    ranks = np.array([rankdata(row) for row in errors])
+    for i, name in enumerate(VARIANTS):
+        print(f"{name:15s} mean rank {ranks[:, i].mean():.2f}  mean error "
+              f"{100 * errors[:, i].mean():.2f}%")
+
+
+if __name__ == "__main__":
+    main()
