@@ -276,3 +276,36 @@ def test_sampling_and_quickboost_are_refused_where_they_do_not_apply():
         RebelClassifier(3, weak_learner="tree", subsample=0.5).fit(X, y)
     with pytest.raises(ValueError, match="quickboost"):
         RebelClassifier(3, weak_learner="vector_tree", quickboost=True).fit(X, y)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_dense_histogram_adds_each_cell_in_row_order(threads, monkeypatch):
+    """The dense kernel, in feature tiles and tasks, equals numpy's sequential np.add.at bit
+    for bit (each cell sums its rows in row order), on a feature subset with a tile of 3."""
+    import numba
+
+    from rebelboost.search import leaf_histogram
+
+    monkeypatch.setattr(leaf_histogram, "TILE_BYTES", 3 * 256 * 7 * 8)  # 3 features a tile
+    monkeypatch.setattr(leaf_histogram, "PARALLEL_ADDS", 1)
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(700, 11))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    channels = np.c_[rng.random((700, 6)) * 10.0 ** rng.integers(-8, 8, (700, 6)),
+                     np.ones(700)]
+    data = BinnedData.fit(X, None, 255, 0)
+    rows = np.flatnonzero(rng.random(700) < 0.6)
+    features = np.array([0, 2, 3, 5, 6, 7, 9, 10], dtype=np.intp)
+    out = np.full((11, 256, 7), np.nan)
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        leaf_histogram.build_leaf_histogram(data, channels[rows], rows, channels[rows].sum(0),
+                                            features, out)
+    finally:
+        numba.set_num_threads(before)
+    for f in features:
+        want = np.zeros((256, 7))
+        np.add.at(want, data.bins[rows, f], channels[rows])
+        used = list(range(data.layout.n_value_bins[f])) + [data.layout.missing_bin]
+        np.testing.assert_array_equal(out[f, used], want[used])
