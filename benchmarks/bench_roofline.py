@@ -28,8 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from rebelboost.search.binned import BinnedData  # noqa: E402
 from rebelboost.search import leaf_histogram  # noqa: E402
+from rebelboost.search.binned import BinnedData  # noqa: E402
 from rebelboost.search.leaf_histogram import TILE_BYTES, build_leaf_histogram  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "roofline.json"
