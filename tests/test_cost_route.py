@@ -92,6 +92,16 @@ def test_default_route_records_its_out_of_fold_evidence():
         assert_array_equal(model.predict(X), np.argmin(model.expected_cost(X), axis=1))
 
 
+def test_folds_fitted_on_threads_give_the_serial_scores():
+    """One fold per thread (one numba thread each) gives exactly the serial fit's evidence."""
+    X, y = _problem()
+    fits = [RebelClassifier(15, cost_matrix=COST, cost_strategy="auto", random_state=0,
+                            n_jobs=n_jobs).fit(X, y) for n_jobs in (1, 3)]
+    assert fits[0].route_costs_ == fits[1].route_costs_
+    assert fits[0].cost_route_ == fits[1].cost_route_
+    assert_allclose(fits[0].predict_proba(X), fits[1].predict_proba(X), rtol=0, atol=1e-12)
+
+
 def test_guard_picks_argmax_where_min_risk_cannot_help():
     """Costs that only rescale the 0-1 cost per true class by tiny amounts: minimum risk and
     argmax agree nearly everywhere, and the guard does not leave argmax for noise."""
