@@ -12,8 +12,8 @@ the histogram's cells written once. Achieved bytes/s as a fraction of the best c
 ``--profile NAME`` instead profiles one default fit on ``../shared/data/NAME.npz`` (cProfile,
 the share of time in histograms, partitions, routing and the loss/channel update).
 
-    python benchmarks/bench_roofline.py                 # table + results/roofline.json
-    python benchmarks/bench_roofline.py --profile letter
+    python benchmarks/bench_quantized_roofline.py                 # table + results/quantized_roofline.json
+    python benchmarks/bench_quantized_roofline.py --profile letter
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from rebelboost.learners.row_set import LocalRows
 from rebelboost.search.binned import BinnedData
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-OUT = Path(__file__).resolve().parent / "results" / "roofline.json"
+OUT = Path(__file__).resolve().parent / "results" / "quantized_roofline.json"
 
 
 @numba.njit(parallel=True, cache=True)
