@@ -37,12 +37,10 @@ def _done() -> set:
 
 def run(datasets, seeds, bits_list) -> None:
     done = _done()
-    X0, y0 = load("pendigits")[:2]
-    RebelClassifier(3, random_state=0).fit(X0[:500], y0[:500])  # compile both paths
-    for b in bits_list:
-        RebelClassifier(3, histogram_bits=b, random_state=0).fit(X0[:500], y0[:500])
     for name in datasets:
         X, y, Xt, yt = load(name)
+        for bits in [None, *bits_list]:  # compile each path on this set's layout (sparse?)
+            RebelClassifier(3, histogram_bits=bits, random_state=0).fit(X[:1000], y[:1000])
         for seed in seeds:
             for bits in [None, *bits_list]:
                 if (name, seed, bits) in done:

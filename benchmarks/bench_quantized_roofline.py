@@ -12,7 +12,7 @@ the histogram's cells written once. Achieved bytes/s as a fraction of the best c
 ``--profile NAME`` instead profiles one default fit on ``../shared/data/NAME.npz`` (cProfile,
 the share of time in histograms, partitions, routing and the loss/channel update).
 
-    python benchmarks/bench_quantized_roofline.py                 # table + results/quantized_roofline.json
+    python benchmarks/bench_quantized_roofline.py     # table, results/quantized_roofline.json
     python benchmarks/bench_quantized_roofline.py --profile letter
 """
 
