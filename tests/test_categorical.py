@@ -315,3 +315,11 @@ def test_cost_route_folds_split_the_categories_too(monkeypatch):
     assert seen[0] == "from_dtype" and len(seen) == 4
     for spec in seen[1:]:
         assert np.asarray(spec).tolist() == [True, False]
+
+
+def test_quantized_histograms_split_categories_the_same_on_any_thread_count():
+    X, y, _ = _levels_data(n=1200, n_levels=60)
+    fits = [RebelClassifier(10, histogram_bits=8, n_jobs=jobs, random_state=0).fit(X, y)
+            for jobs in (1, 2)]
+    assert np.isnan(fits[0].model_.learners.threshold).any()
+    assert_array_equal(fits[0].decision_function(X), fits[1].decision_function(X))

@@ -126,6 +126,9 @@ class DaskRebelClassifier(RebelClassifier):
             raise NotImplementedError(
                 "the distributed fit trains on the cost-sensitive loss: pass "
                 f"cost_strategy='loss' (not {self.cost_strategy!r}) with costs")
+        if self.histogram_bits is not None:
+            raise NotImplementedError("the distributed fit builds float histograms: pass "
+                                      f"histogram_bits=None (not {self.histogram_bits!r})")
         self.cost_strategy_, self.temperature_, self.route_costs_ = "loss", 1.0, {}
         rng = _rng(self.random_state)  # drawn from as the local fit draws
         n_positive = [sum(f["n_positive"] for f in facts[a:b]) for a, b in groups]

@@ -31,7 +31,7 @@ class RebelBooster:
         fit.add_to(self.scores, values)
         vector = None if fit.vector is None else self.learning_rate * fit.vector
         gains = [(f, gain * self.scale) for f, gain in fit.gains]
-        self.channels, self.scale, loss = self.loss.weights_and_loss(self.scores)
+        self.channels, self.scale, loss = self.loss.weights_and_loss(self.scores, self.channels)
         return Stage(fit.arrays, values[None], loss, gains, {"vector": vector, "work": fit.work})
 
     def validation_loss(self, scores) -> float:

@@ -60,10 +60,9 @@ class RebelClassifier(CategoricalInput, BoostedClassifier):
     min_samples_leaf : int, default=10
         'vector_tree' only: the least sample weight (the number of rows when unweighted) of
         the sampled training rows a leaf may hold (LightGBM's ``min_child_samples``); a
-        weight of 2 counts as a repeated row. 10, not LightGBM's 20: at 20 a tree on a few
-        hundred rows holds a handful of leaves, and the smallest sets of the suite lost to
-        the paper's depth-2 trees; 10 had the better mean rank and mean error there, at less
-        time than 5 (BENCHMARKS.md, issue 28).
+        weight of 2 counts as a repeated row. 10, not LightGBM's 20: at 20 the suite's smallest
+        sets lost to depth-2 trees; 10 had the better mean rank and error, at less time than 5
+        (BENCHMARKS.md, issue 28).
     leaf_smoothing : float, default=1.0
         'vector_tree' only: pseudo-rows of the average weight added to both sides of each
         leaf's class sums before its step is solved; shrinks the steps of small leaves
@@ -78,6 +77,10 @@ class RebelClassifier(CategoricalInput, BoostedClassifier):
     colsample_bytree : float, default=1.0
         'vector_tree' only: fraction of the features each tree may split on (LightGBM's
         ``feature_fraction``).
+    histogram_bits : int or None, default=None
+        'vector_tree' only: None sums float64 weights for split search; 2-16 quantizes each
+        tree's weights to that many bits (stochastic rounding from ``random_state``) and sums
+        integers (LightGBM's ``use_quantized_grad``); leaf vectors still use exact sums.
     cost_matrix : array-like of shape (n_classes, n_classes) or (n_classes, M), default=None
         ``cost_matrix[i, j]`` is the cost of predicting class ``classes_[j]`` (or taking
         decision ``decisions[j]``) when the truth is ``classes_[i]``: non-negative, finite; a
@@ -126,11 +129,9 @@ default='from_dtype'
         a unit, such as pixels). Training sets of 10 million entries or more are searched in
         float32.
     quickboost : bool, default=False
-        Prune features early in each split search (QuickBoost, Appel 2017). The model is the
-        same bit for bit either way; only the work (``histogram_updates_``) differs. Off by
-        default: after a few dozen iterations the features' scores differ by less than the
-        bound can resolve without ~99% of the weight, so on the data measured it costs
-        0.96-1.63x the histogram updates and 3-10x the time per iteration (BENCHMARKS.md).
+        Prune features early in each split search (QuickBoost, Appel 2017): the same model bit
+        for bit, only the work (``histogram_updates_``) differs. Off by default: on the data
+        measured it cost 3-10x the time per iteration (BENCHMARKS.md).
 {loop}
     Attributes
     ----------
@@ -190,6 +191,7 @@ default='from_dtype'
         "subsample": [Interval(numbers.Real, 0, 1, closed="right")],
         "sampling": [StrOptions(set(SAMPLINGS))],
         "colsample_bytree": [Interval(numbers.Real, 0, 1, closed="right")],
+        "histogram_bits": [Interval(numbers.Integral, 2, 16, closed="both"), None],
         "cost_matrix": ["array-like", None],
         "subcosts": [StrOptions(set(SUBCOSTS))],
         "cost_strategy": [StrOptions(set(COST_STRATEGIES))],
@@ -212,6 +214,7 @@ default='from_dtype'
         subsample: float = 1.0,
         sampling: str = "uniform",
         colsample_bytree: float = 1.0,
+        histogram_bits: int | None = None,
         cost_matrix=None,
         subcosts: str = "thesis",
         cost_strategy: str = "posterior",
@@ -242,6 +245,7 @@ default='from_dtype'
         self.subsample = subsample
         self.sampling = sampling
         self.colsample_bytree = colsample_bytree
+        self.histogram_bits = histogram_bits
         self.cost_matrix = cost_matrix
         self.subcosts = subcosts
         self.cost_strategy = cost_strategy
@@ -334,7 +338,7 @@ default='from_dtype'
             max_leaves=self.max_leaves, max_depth=self.max_depth,
             min_samples_leaf=self.min_samples_leaf, leaf_smoothing=self.leaf_smoothing,
             subsample=self.subsample, sampling=self.sampling,
-            colsample_bytree=self.colsample_bytree)
+            colsample_bytree=self.colsample_bytree, histogram_bits=self.histogram_bits)
 
     def _shrinkage(self) -> float:
         """The learning rate in effect (None: 0.3 for vector trees, else the closed form)."""

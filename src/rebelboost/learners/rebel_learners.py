@@ -149,8 +149,10 @@ class VectorTreeFamily:
 
     def fit(self, channels) -> LearnerFit:
         rows, amplify = sample_rows(channels, self.options, self.grower.rng)
+        bits = self.options.histogram_bits
+        seed = 0 if bits is None else self.grower.rng.randint(2**31)  # float: draws as before
         fit: VectorTreeFit = self.grower.grow(
-            LocalRows(self.data, channels, rows, amplify, self.sample_weight))
+            LocalRows(self.data, channels, rows, amplify, self.sample_weight, bits, seed))
         return LearnerFit(fit.arrays, fit.leaf_values, fit.leaf_of_row, None, None, fit.loss,
                           fit.gains, fit.histogram_updates)
 

@@ -14,7 +14,13 @@ import numba
 import numpy as np
 
 from ..search.binned import BinnedData
-from ..search.leaf_histogram import build_leaf_histogram
+from ..search.leaf_histogram import PARALLEL_ADDS, build_leaf_histogram
+from ..search.quantize import (
+    build_quantized_histogram,
+    dequantize,
+    histogram_dtype,
+    quantize_channels,
+)
 from .walk import bin_goes_left, bin_set_goes_left, tree_walk
 
 
@@ -128,16 +134,30 @@ class LocalRows(RowArrays):
     array; a leaf's handle is a ``(start, stop)`` range of it. A split partitions its range in
     place, stably (each child keeps increasing row order, so every sum adds the rows in the
     same order as before), as scikit-learn's hist-GBM ``Splitter`` does: no row arrays are
-    allocated per split."""
+    allocated per split.
+
+    ``histogram_bits``: histograms of the channels quantized once for this tree
+    (:mod:`..search.quantize`, stochastic rounding from ``seed``), integer cells (``hist_dtype``)
+    that :meth:`dequantize` turns into the float sums a search reads; sums stay exact."""
 
     def __init__(self, data: BinnedData, channels: np.ndarray, rows: np.ndarray | None = None,
-                 amplify: np.ndarray | None = None, row_weight: np.ndarray | None = None):
+                 amplify: np.ndarray | None = None, row_weight: np.ndarray | None = None,
+                 histogram_bits: int | None = None, seed: int = 0):
         super().__init__(data, channels, amplify, row_weight)
         n = data.n_samples
         self.order = (np.arange(n, dtype=np.intp) if rows is None
                       else np.array(rows, dtype=np.intp))
         self.sampled = len(self.order) < n
         self._scratch = np.empty_like(self.order)  # the right sides during a partition
+        self.quantized = self.scales = None
+        self.hist_dtype = np.float64
+        self.channel_bytes = 8  # bytes of one row's channel (benchmarks)
+        if histogram_bits is not None:
+            self.quantized, self.scales = quantize_channels(
+                self.channels, amplify, self.row_weight, histogram_bits, seed)
+            self.channel_bytes = self.quantized.itemsize
+            if data.sparse is None:  # sparse bins: float cells holding exact integer sums
+                self.hist_dtype = histogram_dtype(self.quantized, self.order)
 
     def rows_of(self, leaf: tuple[int, int]) -> np.ndarray:
         """The rows of ``leaf`` (a view of the tree's index array)."""
@@ -171,7 +191,28 @@ class LocalRows(RowArrays):
 
     def histogram(self, leaf: tuple[int, int], sums: np.ndarray, features: np.ndarray,
                   out: np.ndarray) -> np.ndarray:
-        return self.histogram_of(self.rows_of(leaf), sums, features, out)
+        rows = self.rows_of(leaf)
+        if self.quantized is None:
+            return self.histogram_of(rows, sums, features, out)
+        data = self.data
+        if data.sparse is not None:  # integers in float64 cells: exact below 2^53
+            q = self.quantized[rows].astype(np.float64)
+            return build_leaf_histogram(data, q, rows, q.sum(axis=0), features, out)
+        layout = data.layout
+        parallel = len(rows) * out.shape[2] * max(1, len(features)) >= _PARALLEL_HISTOGRAM
+        build_quantized_histogram(data.bins, self.quantized, rows, features,
+                                  np.ascontiguousarray(layout.n_value_bins, dtype=np.int32),
+                                  layout.missing_bin, out, parallel)
+        return out
+
+    def dequantize(self, hist: np.ndarray, features: np.ndarray, out: np.ndarray
+                   ) -> np.ndarray:
+        """The float sums a search reads from a quantized histogram (its cells of
+        ``features`` times the channels' scales, into ``out``)."""
+        layout = self.data.layout
+        return dequantize(hist, self.scales, features,
+                          np.ascontiguousarray(layout.n_value_bins, dtype=np.int32),
+                          layout.missing_bin, out)
 
     def assign(self, leaves: list[tuple[int, int]], tree: BinTree) -> np.ndarray:
         """The leaf of every row (leaves in the tree's numbering), the rows outside the
@@ -200,6 +241,8 @@ def split_table(split_bin: int, missing_left: bool, n_bins_total: int, missing_b
 _walk_bins = tree_walk(bin_goes_left)
 _walk_bin_sets = tree_walk(bin_set_goes_left)
 
+# Histogram additions from which the quantized kernel uses every thread (as the float one).
+_PARALLEL_HISTOGRAM = PARALLEL_ADDS
 # Rows from which a partition uses every thread.
 _PARALLEL_PARTITION = 1 << 15
 

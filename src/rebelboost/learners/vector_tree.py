@@ -62,6 +62,7 @@ class VectorTreeOptions:
     subsample: float = 1.0
     sampling: str = "uniform"
     colsample_bytree: float = 1.0
+    histogram_bits: int | None = None  # None: float histograms; else quantized (.search.quantize)
     cat_smooth: float = 5.0
     cat_l2: float = 10.0
     min_data_per_category: float = 5.0
@@ -124,6 +125,7 @@ class VectorTreeGrower:
                                       if getattr(binner, "categorical_", None) is not None
                                       else np.zeros(binner.n_features, bool))
         self._free: list[np.ndarray] = []  # histogram buffers to reuse (no fresh page faults)
+        self._scan: np.ndarray | None = None  # dequantized histogram (quantized row sets)
         self.features = np.arange(binner.n_features, dtype=np.intp)  # this tree's (sampled)
         self.updates = 0  # row x feature histogram additions of this tree
         self.searched = 0  # leaves searched in this tree
@@ -257,6 +259,10 @@ class VectorTreeGrower:
             return
         if hist is None:
             leaf.hist = hist = self._build(leaf)
+        if getattr(self.rowset, "quantized", None) is not None:  # the scan reads float sums
+            if self._scan is None:
+                self._scan = np.empty(self.hist_shape)
+            hist = self.rowset.dequantize(hist, self.features, self._scan)
         self.searched += 1
         opt = self.options
         numeric, categorical = self.numeric, self.categories
@@ -304,7 +310,9 @@ class VectorTreeGrower:
     def _build(self, leaf: _Leaf) -> np.ndarray:
         """The histogram of the leaf's rows, built directly (into a reused buffer: only the
         cells a search reads are written, so a buffer need not be cleared whole)."""
-        hist = self._free.pop() if self._free else np.empty(self.hist_shape)
+        dtype = getattr(self.rowset, "hist_dtype", np.float64)
+        self._free = [h for h in self._free if h.dtype == dtype]
+        hist = self._free.pop() if self._free else np.empty(self.hist_shape, dtype=dtype)
         self.rowset.histogram(leaf.rows, leaf.sums, self.features, hist)
         self.updates += leaf.n_rows * len(self.features)
         return hist

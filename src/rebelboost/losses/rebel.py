@@ -117,11 +117,13 @@ class RebelLoss:
         channels, scale, _ = self.weights_and_loss(scores)
         return channels, scale
 
-    def weights_and_loss(self, scores: np.ndarray) -> tuple[np.ndarray, float, float]:
-        """:meth:`weights` and :meth:`loss` at once: the loss is the weights' total."""
+    def weights_and_loss(self, scores: np.ndarray, out: np.ndarray | None = None
+                         ) -> tuple[np.ndarray, float, float]:
+        """:meth:`weights` and :meth:`loss` at once: the loss is the weights' total
+        (channels written into ``out`` when given: no new (n, 2K) array an iteration)."""
         scores = self._check_scores(scores)
         shift = self.max_exponent(scores)
-        channels, total = self.scaled_weights(scores, shift)
+        channels, total = self.scaled_weights(scores, shift, out)
         with np.errstate(over="ignore"):  # the channels stay finite; scale and loss may not
             scale = float(np.exp(shift))
             loss = float(np.exp(shift + np.log(total)))
@@ -133,10 +135,16 @@ class RebelLoss:
         scores = self._check_scores(scores)
         return _max_exponent(self._log_plus, self._log_minus, scores) if len(scores) else -np.inf
 
-    def scaled_weights(self, scores: np.ndarray, shift: float) -> tuple[np.ndarray, float]:
-        """Channels ``exp([log+ + H, log- - H] - shift)`` and their total."""
+    def scaled_weights(self, scores: np.ndarray, shift: float, out: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, float]:
+        """Channels ``exp([log+ + H, log- - H] - shift)`` (into ``out`` if given) and their
+        total."""
         scores = self._check_scores(scores)
-        channels = np.empty((scores.shape[0], 2 * self.n_classes))
+        shape = (scores.shape[0], 2 * self.n_classes)
+        channels = np.empty(shape) if out is None else out
+        if (channels.shape != shape or channels.dtype != np.float64
+                or not channels.flags.c_contiguous):
+            raise ValueError(f"out must be a C-ordered float64 array of shape {shape}")
         row_sums = _fill_weights(self._log_plus, self._log_minus, scores, shift, channels)
         return channels, float(row_sums.sum())
 

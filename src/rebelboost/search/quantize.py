@@ -1,0 +1,170 @@
+"""Quantized channels and integer leaf histograms for split finding (issue 27; LightGBM's
+``use_quantized_grad``, Shi et al., NeurIPS 2022).
+
+Once per tree each channel ``c`` of the rows' (amplified) REBEL weights is scaled to
+``[0, 2^bits - 1]`` (scale ``s_c`` = the channel's largest value / ``(2^bits - 1)``) and rounded
+stochastically and without bias: ``q = floor(x / s_c + u)``, ``u`` uniform in [0, 1) from a
+counter-based hash of (seed, row, channel), so the draw does not depend on threads or on
+which rows a tree samples, and an integer ``x / s_c`` stays exact. The sample-weight channel is
+kept exact when every weight is a small integer (scale 1), else quantized the same way.
+
+Integer sums do not depend on summation order, and a larger child's histogram is its
+parent's minus its sibling's exactly. Only split finding reads them (dequantized per leaf);
+leaf vectors come from exact float sums.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+BITS_RANGE = (2, 16)
+_PARALLEL_ROWS = 1 << 14
+
+
+def check_bits(bits: int | None) -> None:
+    """``bits`` is None (float histograms) or an integer in ``BITS_RANGE``."""
+    if bits is None:
+        return
+    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)):
+        raise TypeError(f"histogram_bits must be None or an integer, got {bits!r}")
+    if not BITS_RANGE[0] <= bits <= BITS_RANGE[1]:
+        raise ValueError(f"histogram_bits must be in {list(BITS_RANGE)} or None, got {bits}")
+
+
+def quantize_channels(channels: np.ndarray, amplify: np.ndarray | None,
+                      row_weight: np.ndarray, bits: int, seed: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The (n, 2K + 1) quantized channels (uint8/uint16) and the (2K + 1,) scales that
+    dequantize them (``x ~ q * scale``); the last channel is the sample weight."""
+    check_bits(bits)
+    levels = (1 << bits) - 1
+    n, c = channels.shape
+    values = channels if amplify is None else channels * amplify[:, None]
+    top = values.max(axis=0) if n else np.zeros(c)
+    scales = np.empty(c + 1)
+    scales[:c] = np.where(top > 0, top / levels, 1.0)
+    exact = bool(np.all(row_weight == np.round(row_weight))) and (
+        n == 0 or (row_weight.min() >= 0 and row_weight.max() <= levels))
+    scales[c] = 1.0 if exact or n == 0 else max(row_weight.max() / levels, 1e-300)
+    dtype = np.uint8 if bits <= 8 else np.uint16
+    out = np.empty((n, c + 1), dtype=dtype)
+    kernel = _quantize if n >= _PARALLEL_ROWS else _quantize_serial
+    kernel(np.ascontiguousarray(values, dtype=np.float64),
+           np.ascontiguousarray(row_weight, dtype=np.float64), 1.0 / scales, levels,
+           np.uint64(seed & 0xFFFFFFFFFFFFFFFF), out)
+    return out, scales
+
+
+def stochastic_round(x: np.ndarray, seed: int) -> np.ndarray:
+    """``floor(x + u)`` with the same hashed ``u`` as the channels (tests: unbiased, exact on
+    integers)."""
+    x = np.ascontiguousarray(x, dtype=np.float64).ravel()
+    out = np.empty(len(x), dtype=np.float64)
+    _round_each(x, np.uint64(seed & 0xFFFFFFFFFFFFFFFF), out)
+    return out
+
+
+def histogram_dtype(quantized: np.ndarray, rows: np.ndarray) -> type:
+    """int32 when no cell can exceed it (the sampled rows' totals bound every cell)."""
+    total = int(quantized[rows].sum(axis=0, dtype=np.int64).max()) if len(rows) else 0
+    return np.int32 if total < (1 << 31) else np.int64
+
+
+def build_quantized_histogram(bins: np.ndarray, quantized: np.ndarray, rows: np.ndarray,
+                              features: np.ndarray, n_value_bins: np.ndarray,
+                              missing_bin: int, out: np.ndarray, parallel: bool) -> None:
+    """Integer histogram of ``rows`` (dense bins) over ``features`` into the cells of ``out``
+    a search reads; ``quantized[r]`` are row ``r``'s channels. Threads split the features."""
+    n_tasks = numba.get_num_threads() if parallel else 1
+    starts = np.linspace(0, len(features), max(1, min(n_tasks, len(features))) + 1
+                         ).astype(np.intp)
+    kernel = _int_histogram if parallel else _int_histogram_serial
+    kernel(bins, quantized, rows, features, starts, out, n_value_bins, missing_bin)
+
+
+def dequantize(hist: np.ndarray, scales: np.ndarray, features: np.ndarray,
+               n_value_bins: np.ndarray, missing_bin: int, out: np.ndarray) -> np.ndarray:
+    """``out = hist * scales`` on the cells of ``features`` a search reads."""
+    _dequantize(hist, scales, features, n_value_bins, missing_bin, out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _uniform(seed, index):
+    """A uniform draw in [0, 1) from splitmix64 of (seed, index)."""
+    z = seed + np.uint64(index + 1) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _quantize_row(values, row_weight, inv, levels, seed, out, r):
+    c = values.shape[1]
+    for j in range(c + 1):
+        x = (values[r, j] if j < c else row_weight[r]) * inv[j]
+        q = np.floor(x + _uniform(seed, r * (c + 1) + j))
+        out[r, j] = min(max(q, 0.0), levels)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _quantize(values, row_weight, inv, levels, seed, out):
+    for r in numba.prange(values.shape[0]):
+        _quantize_row(values, row_weight, inv, levels, seed, out, r)
+
+
+@numba.njit(cache=True, nogil=True)
+def _quantize_serial(values, row_weight, inv, levels, seed, out):
+    for r in range(values.shape[0]):
+        _quantize_row(values, row_weight, inv, levels, seed, out, r)
+
+
+@numba.njit(cache=True, nogil=True)
+def _round_each(x, seed, out):
+    for i in range(x.shape[0]):
+        out[i] = np.floor(x[i] + _uniform(seed, i))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _int_task(bins, quantized, rows, features, j0, j1, hist, n_value_bins, missing_bin):
+    n_channels = quantized.shape[1]
+    for j in range(j0, j1):
+        f = features[j]
+        for b in range(n_value_bins[f]):
+            hist[f, b, :] = 0
+        hist[f, missing_bin, :] = 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for j in range(j0, j1):
+            f = features[j]
+            b = bins[r, f]
+            for c in range(n_channels):
+                hist[f, b, c] += quantized[r, c]
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _int_histogram(bins, quantized, rows, features, starts, hist, n_value_bins, missing_bin):
+    for t in numba.prange(starts.shape[0] - 1):
+        _int_task(bins, quantized, rows, features, starts[t], starts[t + 1], hist,
+                  n_value_bins, missing_bin)
+
+
+@numba.njit(cache=True, nogil=True)
+def _int_histogram_serial(bins, quantized, rows, features, starts, hist, n_value_bins,
+                          missing_bin):
+    _int_task(bins, quantized, rows, features, 0, features.shape[0], hist, n_value_bins,
+              missing_bin)
+
+
+@numba.njit(cache=True, nogil=True)
+def _dequantize(hist, scales, features, n_value_bins, missing_bin, out):
+    n_channels = hist.shape[2]
+    for j in range(features.shape[0]):
+        f = features[j]
+        for b in range(n_value_bins[f]):
+            for c in range(n_channels):
+                out[f, b, c] = hist[f, b, c] * scales[c]
+        for c in range(n_channels):
+            out[f, missing_bin, c] = hist[f, missing_bin, c] * scales[c]
