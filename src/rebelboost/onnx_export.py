@@ -130,10 +130,8 @@ def to_onnx(estimator, path=None):
 
 def _decision_rule(estimator) -> dict:
     """How ``estimator`` turns scores into a decision: names, temperature, cost matrix."""
-    from .ensemble.rebel import RebelClassifier
-
     classes = np.asarray(estimator.classes_)
-    if not isinstance(estimator, RebelClassifier):
+    if not hasattr(estimator, "temperature_"):  # not REBEL: no probability link
         if not estimator.decides_by_argmax_:
             raise OnnxExportError(f"ONNX export of a {type(estimator).__name__}: its decision "
                                   "rule is not the largest score")
