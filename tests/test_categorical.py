@@ -323,3 +323,21 @@ def test_quantized_histograms_split_categories_the_same_on_any_thread_count():
             for jobs in (1, 2)]
     assert np.isnan(fits[0].model_.learners.threshold).any()
     assert_array_equal(fits[0].decision_function(X), fits[1].decision_function(X))
+
+
+def test_why_this_decision_names_the_category_and_the_report_explains_rows():
+    from rebelboost.explain import explain_decision
+    from rebelboost.report.decisions import decisions_section
+
+    X, y, _ = _levels_data(n=600)
+    cost = 1 - np.eye(4)
+    cost[0] *= 5
+    model = RebelClassifier(15, cost_matrix=cost, random_state=0).fit(X, y)
+    why = explain_decision(model, X.iloc[3])
+    effect = next(e for e in why.effects if e.feature == "c")
+    assert effect.value == X["c"].iloc[3]
+    assert f"c = {X['c'].iloc[3]}" in str(why)
+    assert abs(why.residual) < 1e-9
+    text = str(model.explain(X.iloc[3]))
+    assert "Why" in text and f"c = {X['c'].iloc[3]}" in text
+    assert "c = " in decisions_section(model, X, y)

@@ -66,9 +66,7 @@ def explain_prediction(model, x, top: int = 10, feature_names=None) -> Explanati
     from sklearn.utils.validation import check_is_fitted
 
     check_is_fitted(model)
-    if hasattr(x, "to_numpy"):  # a DataFrame row or a one-row frame
-        x = x.to_numpy()
-    X = np.asarray(x, dtype=np.float64).reshape(1, -1)
+    X = np.asarray(model.encode_row(x), dtype=np.float64).reshape(1, -1)
     if X.shape[1] != model.n_features_in_:
         raise ValueError(f"x has {X.shape[1]} features; the model expects {model.n_features_in_}")
     if np.isinf(X).any():
@@ -92,9 +90,8 @@ def explain_prediction(model, x, top: int = 10, feature_names=None) -> Explanati
         if len(terms) < top:
             terms.append(Term(int(t) + 1, rule, float(contributions[t, k]), float(margins[t])))
     classes = model.classes_.tolist()
-    try:  # (categorical models: no exact contributions yet; x is encoded here already)
-        decision = (None if categories is not None
-                    else explain_decision(model, X[0], feature_names=names))
+    try:
+        decision = explain_decision(model, x, feature_names=names)
     except ContributionsUnavailable:  # similarity learners, files without covers
         decision = None
     return Explanation(
@@ -113,7 +110,7 @@ class FeatureEffect:
     """How far one of the row's values moved the decision's lead over the runner-up."""
 
     feature: str
-    value: float  # the row's value (NaN: missing)
+    value: float | str  # the row's value (NaN: missing; a categorical value: its text)
     effect: float  # > 0: towards the decision, < 0: towards the runner-up
 
 
@@ -160,7 +157,8 @@ class DecisionExplanation:
                      f"{typical}; this row's values moved the lead by "
                      f"{self.lead - self.baseline_lead:+.4g}:")
         for e in self.effects[:top]:
-            value = "is missing" if np.isnan(e.value) else f"= {e.value:.6g}"
+            value = (f"= {e.value}" if isinstance(e.value, str)
+                     else "is missing" if np.isnan(e.value) else f"= {e.value:.6g}")
             towards = d if e.effect >= 0 else r
             lines.append(f"    {e.feature} {value}: {e.effect:+.4g} (towards {towards})")
         rest = self.effects[top:]
@@ -182,15 +180,14 @@ def explain_decision(model, x, feature_names=None) -> DecisionExplanation:
     effects sum to ``g(H(x)) - g(H0)``. Raises :class:`ContributionsUnavailable` for models
     without exact contributions.
     """
-    if hasattr(x, "to_numpy"):
-        x = x.to_numpy()
-    X = np.asarray(x, dtype=np.float64).reshape(1, -1)
-    phi = model.contributions(X)[0]  # (d + 1, K), the bias last
+    raw = _one_row(model, x)
+    X = np.asarray(model.encode_row(x), dtype=np.float64).reshape(1, -1)
+    phi = model.contributions(raw)[0]  # (d + 1, K), the bias last
     scores, base = phi.sum(axis=0), phi[-1]
     names = ([str(n) for n in feature_names] if feature_names is not None
              else model.feature_names())
     classes = model.classes_.tolist()
-    probabilities = (dict(zip(classes, model.predict_proba(X)[0].tolist(), strict=True))
+    probabilities = (dict(zip(classes, model.predict_proba(raw)[0].tolist(), strict=True))
                      if hasattr(model, "predict_proba") else None)
     if model.decides_by_argmax_:
         k, j = np.argsort(-scores, kind="stable")[:2]
@@ -221,8 +218,35 @@ def explain_decision(model, x, feature_names=None) -> DecisionExplanation:
     return DecisionExplanation(
         labels[k], labels[j], not model.decides_by_argmax_, expected, probabilities,
         float(lead), float(baseline),
-        [FeatureEffect(names[i], float(X[0, i]), float(effects[i])) for i in order],
+        [FeatureEffect(names[i], _shown(model, i, X[0, i]), float(effects[i])) for i in order],
         float(lead - baseline - effects.sum()))
+
+
+def _one_row(model, x):
+    """Row ``x`` as a one-row input of the estimator (a DataFrame with the fitted names when
+    the model has them, so categorical values reach its encoder as they are)."""
+    if hasattr(x, "to_frame") and hasattr(x, "index"):  # a pandas Series
+        return x.to_frame().T.infer_objects()
+    if hasattr(x, "iloc"):  # a one-row DataFrame
+        return x
+    row = np.asarray(x, dtype=object).reshape(1, -1)
+    names = getattr(model, "feature_names_in_", None)
+    if names is not None:
+        import pandas as pd
+
+        return pd.DataFrame(row, columns=list(names)).infer_objects()
+    if getattr(model, "categories_", None) is None:
+        return row.astype(np.float64)
+    return row
+
+
+def _shown(model, feature: int, code: float) -> float | str:
+    """A row's entry as the user gave it: a categorical feature's value, else the number."""
+    levels = (getattr(model, "categories_", None) or [None] * (feature + 1))[feature]
+    if levels is None or np.isnan(code):
+        return float(code)
+    value = levels[int(code)]
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _numeric_lead_gradient(proba, scores: np.ndarray, w: np.ndarray) -> np.ndarray:

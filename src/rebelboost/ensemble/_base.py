@@ -269,12 +269,14 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         """The largest contributions of single learners to the prediction for one row."""
         from ..explain import explain_prediction
 
-        return explain_prediction(self, self._encode_row(x), top=top,
-                                  feature_names=feature_names)
+        return explain_prediction(self, x, top=top, feature_names=feature_names)
 
-    def _encode_row(self, x):
-        """One row as the learners read it (estimators with categorical columns encode)."""
-        return x
+    def encode_row(self, x) -> np.ndarray:
+        """One row (a sequence in column order, or a pandas Series) as the learners read
+        it: float64, categorical values as their codes (see ``categories_``)."""
+        if hasattr(x, "to_numpy"):
+            x = x.to_numpy()
+        return np.asarray(x, dtype=np.float64).reshape(-1)
 
     def contributions(self, X) -> np.ndarray:
         """Exact per-feature contributions (path-dependent TreeSHAP), shape (n_samples,

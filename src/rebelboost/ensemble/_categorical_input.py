@@ -36,12 +36,12 @@ class CategoricalInput:
         columns = getattr(self, "_categorical", None)
         return X if columns is None else columns.transform(X)
 
-    def _encode_row(self, x):
-        """One row (a pandas Series, or a sequence in column order) with its categories as
-        codes; a row of numbers passes as it is when no column is categorical."""
+    def encode_row(self, x) -> np.ndarray:
+        """One row (a pandas Series, or a sequence in column order) as the learners read it:
+        float64, categorical values as their codes (see ``categories_``)."""
         columns = getattr(self, "_categorical", None)
         if columns is None:
-            return x
+            return super().encode_row(x)
         if hasattr(x, "index") and hasattr(x, "to_frame"):  # a pandas Series
             frame = x.to_frame().T
             return columns.transform(frame.infer_objects()).to_numpy(dtype=np.float64)[0]
