@@ -341,3 +341,12 @@ def test_why_this_decision_names_the_category_and_the_report_explains_rows():
     text = str(model.explain(X.iloc[3]))
     assert "Why" in text and f"c = {X['c'].iloc[3]}" in text
     assert "c = " in decisions_section(model, X, y)
+
+
+def test_the_report_names_categories_in_the_learners():
+    from rebelboost.report.model_view import learner_views
+
+    X, y, _ = _levels_data(n=600)
+    model = RebelClassifier(5, random_state=0).fit(X, y)
+    texts = [text for view in learner_views(model) for text, _ in view.branches]
+    assert any("c in {v0" in text for text in texts)

@@ -57,18 +57,22 @@ def learner_views(model) -> list[LearnerView]:
     learners, values = model.model_.learners, model.model_.values
     iterations = np.searchsorted(model.model_.stage_ends, np.arange(len(learners)),
                                  side="right") + 1
+    categories = getattr(model, "categories_", None)  # categorical tests name their values
+    extra = {} if categories is None else {"categories": categories}
     views = []
     for t in range(len(learners)):
-        slots = [slot for _, slot in learners.regions(t, names, classes)]
+        slots = [slot for _, slot in learners.regions(t, names, classes, **extra)]
         signs, vector = _factor(values[t][slots])
         if learners.weighted_output:  # a similarity: f(x) in [-1, 1] times one vector
             branches = [(text, "f in [-1, 1]") for text, _ in learners.regions(t, names, classes)]
             vector = values[t, :1]
         elif signs is None:  # slots add unrelated class scores: list them per region
-            branches = learners.regions(t, names, classes, lambda leaf: f"leaf {leaf}")
+            branches = learners.regions(t, names, classes, lambda leaf: f"leaf {leaf}",
+                                        **extra)
         else:
             sign = dict(zip(slots, signs, strict=True))
-            branches = learners.regions(t, names, classes, lambda s, sign=sign: f"{sign[s]:+g}")
+            branches = learners.regions(t, names, classes,
+                                        lambda s, sign=sign: f"{sign[s]:+g}", **extra)
             vector = vector[None, :]
         views.append(LearnerView(t + 1, int(iterations[t]), branches, vector))
     return views
