@@ -99,10 +99,11 @@ def test_bad_bits():
 
 def test_estimator_parameter_reproducible_and_close_to_float():
     from rebelboost import RebelClassifier
-    with np.load(__import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "data"
-                 / "pendigits.npz") as d:
-        X, y = d["X_train"][:2000].astype(float), d["y_train"][:2000]
-        Xt, yt = d["X_test"][:1000].astype(float), d["y_test"][:1000]
+    from rebelboost.datasets.bundled import load_pendigits
+
+    d = load_pendigits()  # (bundled with the package: tests read no data from outside it)
+    X, y = d.X_train[:2000].astype(float), d.y_train[:2000]
+    Xt, yt = d.X_test[:1000].astype(float), d.y_test[:1000]
     a = RebelClassifier(30, histogram_bits=12, random_state=0).fit(X, y)
     b = RebelClassifier(30, histogram_bits=12, random_state=0, n_jobs=1).fit(X, y)
     np.testing.assert_array_equal(a.decision_function(Xt), b.decision_function(Xt))
