@@ -83,7 +83,8 @@ def diagnose(name: str, seed: int, label: str, n_folds: int = 3) -> dict:
             "kind": cal.kind, "T_oof": cal.temperature, "T_test_final": t_final,
             "T_test_folds": t_folds, "guard_diff": diff.mean(),
             "guard_se": diff.std(ddof=1) / np.sqrt(len(y)),
-            "oof_err": (oof.argmax(1) != y).mean(), "test_err_final": (s_te.argmax(1) != y_te).mean(),
+            "oof_err": (oof.argmax(1) != y).mean(),
+            "test_err_final": (s_te.argmax(1) != y_te).mean(),
             "test_err_folds": np.mean([(s.argmax(1) != y_te).mean() for s in fold_te]),
             **{f"cost_{m}": v for m, v in cost.items()}}
 
