@@ -136,7 +136,8 @@ def render(path=OUT) -> str:
                 pre = "blend_" if factor == "blend" else ""
                 got = [r["test"][factor] if r[pre + "diff"] < -margin * r[pre + "se"]
                        else r["test"]["argmax"] for r in rs]
-                bad += sum(g > 1.05 * r["test"]["argmax"] + 1e-12 for g, r in zip(got, rs, strict=True))
+                bad += sum(g > 1.05 * r["test"]["argmax"] + 1e-12
+                           for g, r in zip(got, rs, strict=True))
                 mean = np.mean(got)
                 beaten = False
                 for p in {m for r in rs for m in peers.get((s, r["seed"], r["matrix"]), {})}:
