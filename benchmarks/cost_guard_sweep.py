@@ -16,7 +16,8 @@ mean cost per set against the peers recorded in ``results/cost_suite.jsonl`` (th
 splits and matrices). Results: ``results/cost_guard_sweep.jsonl`` (resumable).
 
 Usage: ``nice -n 10 python benchmarks/cost_guard_sweep.py --sets 16 --seeds 5``, then
-``python benchmarks/cost_guard_sweep.py --render``.
+``python benchmarks/cost_guard_sweep.py --render`` (``--folds 2``: the route with
+``cost_cv=2``, into ``results/cost_guard_sweep_2folds.jsonl``).
 """
 
 from __future__ import annotations
@@ -158,20 +159,22 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sets", type=int, default=16)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--folds", type=int, default=3, help="cost_cv of the replayed route")
     ap.add_argument("--render", action="store_true")
     args = ap.parse_args()
+    out = OUT if args.folds == 3 else OUT.with_name(f"cost_guard_sweep_{args.folds}folds.jsonl")
     if args.render:
-        print(render())
+        print(render(out))
         return
     done = set()
-    if OUT.exists():
-        done = {(r["set"], r["seed"]) for r in map(json.loads, OUT.read_text().splitlines())}
+    if out.exists():
+        done = {(r["set"], r["seed"]) for r in map(json.loads, out.read_text().splitlines())}
     for seed in range(args.seeds):
         for name in suite_sets()[:args.sets]:
             if (name, seed) in done:
                 continue
-            with OUT.open("a") as fh:
-                for r in run_split(name, seed):
+            with out.open("a") as fh:
+                for r in run_split(name, seed, args.folds):
                     fh.write(json.dumps(r) + "\n")
             print(name, seed, flush=True)
 
