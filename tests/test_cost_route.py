@@ -106,7 +106,7 @@ def test_default_route_records_its_out_of_fold_evidence():
     model = RebelClassifier(15, cost_matrix=COST, random_state=0).fit(X, y)
     evidence = model.cost_evidence_
     assert model.cost_route_ in ("min_risk", "argmax") and model.cost_strategy_ == "posterior"
-    assert evidence["n_folds"] == 2 and evidence["n_rows"] == len(y)
+    assert evidence["n_folds"] == 3 and evidence["n_rows"] == len(y)
     assert set(evidence["route_costs"]) == {"argmax", "min_risk"}
     assert evidence["calibration"] == model.calibration_.kind
     assert model.temperature_ == model.calibration_.temperature

@@ -105,12 +105,11 @@ class RebelClassifier(CategoricalInput, BoostedClassifier):
         trains on the cost-sensitive loss and predicts ``argmax H`` (one fit, K x K only);
         'auto' also cross-fits the loss route and lets the guard choose among all three.
         Ignored under 0-1 costs, where the routes agree.
-    cost_cv : int, default=2
+    cost_cv : int, default=3
         Folds of the cross-fitting ('posterior' and 'auto'): the fit costs ``cost_cv`` fold
         fits on ``(cost_cv - 1) / cost_cv`` of the rows (in parallel threads, sharing
-        ``n_jobs``) plus the final fit. 2 rather than 3 on the 16 smallest suite sets
-        (``benchmarks/cost_guard_sweep.py --folds``): the same mean cost, fewer cases
-        dearer than argmax, half the fold work.
+        ``n_jobs``) plus the final fit. 2 folds did as well on the 16 smallest suite sets
+        but cost 2-40% more on every known mixture of 1000 rows (BENCHMARKS.md).
     categorical_features : 'from_dtype', list of names or indices, bool mask or None, \
 default='from_dtype'
         Columns split by sets of categories (vector trees only), as scikit-learn's
@@ -220,7 +219,7 @@ default='from_dtype'
         subcosts: str = "thesis",
         cost_strategy: str = "posterior",
         decisions=None,
-        cost_cv: int = 2,
+        cost_cv: int = 3,
         max_bins: int = 255,
         categorical_features="from_dtype",
         learning_rate: float | None = None,
