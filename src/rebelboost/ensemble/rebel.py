@@ -109,7 +109,7 @@ class RebelClassifier(CategoricalInput, BoostedClassifier):
         Folds of the cross-fitting ('posterior' and 'auto'): the fit costs ``cost_cv`` fold
         fits on ``(cost_cv - 1) / cost_cv`` of the rows (in parallel threads, sharing
         ``n_jobs``) plus the final fit. 2 folds did as well on the 16 smallest suite sets
-        but cost 2-40% more on every known mixture of 1000 rows (BENCHMARKS.md).
+        but cost more on 14 of 24 known mixtures of 1000 rows, up to 1.21x (BENCHMARKS.md).
     categorical_features : 'from_dtype', list of names or indices, bool mask or None, \
 default='from_dtype'
         Columns split by sets of categories (vector trees only), as scikit-learn's
