@@ -9,7 +9,11 @@ cost-neutral model; then, per matrix, record
 * the test mean cost of argmax and of min risk on the final model with the out-of-fold
   calibration map at its temperature times each factor in ``FACTORS`` (a factor < 1 makes
   the final model, trained on all rows, more confident than the fold models it was
-  calibrated on).
+  calibrated on);
+* ``pair@m``: min risk only where its switch from argmax's decision (top class a -> d) was
+  cheaper out of fold by ``m`` standard errors over the rows that make that switch;
+* ``blend``: min risk on ``(1 - lam) p + lam onehot(argmax)``, ``lam`` the cheapest out of
+  fold on an 11-point grid (its own guard evidence in ``blend_diff`` / ``blend_se``).
 
 ``--render`` then replays the guard for each margin: cases above 1.05 x argmax, and the
 mean cost per set against the peers recorded in ``results/cost_suite.jsonl`` (the same
