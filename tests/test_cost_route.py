@@ -57,6 +57,22 @@ def test_guard_keeps_argmax_unless_a_rule_is_cheaper_beyond_the_noise():
     assert route == "argmax" and comparisons["min_risk"]["mean_difference"] < 0
 
 
+def test_guard_keeps_argmax_when_a_rule_is_cheaper_by_less_than_two_standard_errors():
+    """Cheaper out of fold by 1.5 standard errors is what noise gives in 7% of cases: on the
+    suite such a margin let min risk cost more than 1.05 x argmax on test rows in 14-40 of
+    480 cases (benchmarks/cost_guard_sweep.py); the old half-se margin took it."""
+    rng = np.random.default_rng(1)
+    argmax, w = rng.random(300), np.ones(300)
+    noise = rng.standard_normal(300)
+    noise = (noise - noise.mean()) / noise.std(ddof=1)
+    for z, route in ((1.5, "argmax"), (2.5, "min_risk")):
+        per_row = {"argmax": argmax, "min_risk": argmax + noise - z / np.sqrt(300)}
+        kept, comparisons = guard(per_row, w)
+        difference = comparisons["min_risk"]
+        assert_allclose(difference["mean_difference"] / difference["standard_error"], -z)
+        assert kept == route
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.integers(5, 60))
 def test_guard_never_keeps_a_rule_dearer_out_of_fold_than_argmax(seed, n):
@@ -149,7 +165,7 @@ def test_binary_min_risk_is_the_cost_threshold_on_the_calibrated_probability():
 
 
 def test_decisions_that_are_not_labels():
-    X, y = _problem()
+    X, y = _problem(n=600)  # enough rows for the guard to see that referring pays
     names = ["zero", "one", "two", "refer"]
     model = RebelClassifier(15, cost_matrix=REFER, decisions=names, random_state=0).fit(X, y)
     expected = model.expected_cost(X)

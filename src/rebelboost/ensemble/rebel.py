@@ -102,14 +102,17 @@ class RebelClassifier(CategoricalInput, BoostedClassifier):
         'posterior' trains cost-neutrally: ``cost_cv`` fold models give every training row an
         out-of-fold score, a calibration map (temperature, or vector/matrix scaling where it
         is better out of fold) is fitted on all of them, and the model refitted on all rows
-        predicts ``argmin_m (predict_proba @ cost_matrix_)_m`` unless plain argmax had the
-        lower out-of-fold cost (the guard; ``cost_route_``, ``cost_evidence_``). 'loss'
+        predicts ``argmin_m (predict_proba @ cost_matrix_)_m`` unless it was not cheaper out
+        of fold than plain argmax by 2 standard errors (the guard; ``cost_route_``,
+        ``cost_evidence_``). 'loss'
         trains on the cost-sensitive loss and predicts ``argmax H`` (one fit, K x K only);
         'auto' also cross-fits the loss route and lets the guard choose among all three.
         Ignored under 0-1 costs, where the routes agree.
     cost_cv : int, default=3
         Folds of the cross-fitting ('posterior' and 'auto'): the fit costs ``cost_cv`` fold
-        fits on ``(cost_cv - 1) / cost_cv`` of the rows plus the final fit.
+        fits on ``(cost_cv - 1) / cost_cv`` of the rows (in parallel threads, sharing
+        ``n_jobs``) plus the final fit. 2 folds did as well on the 16 smallest suite sets
+        but cost more on 14 of 24 known mixtures of 1000 rows, up to 1.21x (BENCHMARKS.md).
     categorical_features : 'from_dtype', list of names or indices, bool mask or None, \
 default='from_dtype'
         Columns split by sets of categories (vector trees only), as scikit-learn's
