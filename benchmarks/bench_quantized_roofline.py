@@ -22,6 +22,7 @@ import argparse
 import cProfile
 import json
 import pstats
+import sys
 import time
 from pathlib import Path
 
@@ -32,22 +33,11 @@ from rebelboost import RebelClassifier
 from rebelboost.learners.row_set import LocalRows
 from rebelboost.search.binned import BinnedData
 
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_roofline import _copy, _sum  # noqa: E402  (the same bandwidth kernels)
+
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 OUT = Path(__file__).resolve().parent / "results" / "quantized_roofline.json"
-
-
-@numba.njit(parallel=True, cache=True)
-def _copy(a, b):
-    for i in numba.prange(a.shape[0]):
-        b[i] = a[i]
-
-
-@numba.njit(parallel=True, cache=True)
-def _sum(a):
-    s = 0.0
-    for i in numba.prange(a.shape[0]):
-        s += a[i]
-    return s
 
 
 def _best(fn, repeats):

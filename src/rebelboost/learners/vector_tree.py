@@ -121,9 +121,7 @@ class VectorTreeGrower:
         self.n_value_bins = np.ascontiguousarray(layout.n_value_bins, dtype=np.int32)
         self.has_missing = np.ascontiguousarray(layout.has_missing, dtype=np.bool_)
         self.hist_shape = (binner.n_features, layout.n_bins_total, 2 * n_classes + 1)
-        self.categorical = np.asarray(getattr(binner, "categorical_", None)
-                                      if getattr(binner, "categorical_", None) is not None
-                                      else np.zeros(binner.n_features, bool))
+        self.categorical = np.asarray(binner.categorical_, dtype=bool)
         self._free: list[np.ndarray] = []  # histogram buffers to reuse (no fresh page faults)
         self._scan: np.ndarray | None = None  # dequantized histogram (quantized row sets)
         self.features = np.arange(binner.n_features, dtype=np.intp)  # this tree's (sampled)

@@ -38,10 +38,8 @@ def build_leaf_histogram(data: BinnedData, row_channels: np.ndarray, rows: np.nd
     n_value_bins = np.ascontiguousarray(layout.n_value_bins, dtype=np.int32)
     parallel = len(rows) * out.shape[2] * max(1, len(features)) >= PARALLEL_ADDS
     if sparse is None:
-        starts = _task_starts(len(features), numba.get_num_threads() if parallel else 1)
-        kernel = _dense_histogram if parallel else _dense_histogram_serial
-        kernel(data.bins, row_channels, rows, features, starts, out, n_value_bins,
-               layout.missing_bin, feature_tile(out.shape[1], out.shape[2]))
+        dense_histogram(data.bins, row_channels, rows, features, out, n_value_bins,
+                        layout.missing_bin, parallel)
     else:
         clear = _clear_sparse if parallel else _clear_sparse_serial
         clear(out, n_value_bins, layout.missing_bin)
@@ -49,6 +47,18 @@ def build_leaf_histogram(data: BinnedData, row_channels: np.ndarray, rows: np.nd
         fill = _fill_defaults if parallel else _fill_defaults_serial
         fill(out, n_value_bins, layout.missing_bin, sparse.default_bin, totals)
     return out
+
+
+def dense_histogram(bins: np.ndarray, row_channels: np.ndarray, rows: np.ndarray,
+                    features: np.ndarray, out: np.ndarray, n_value_bins: np.ndarray,
+                    missing_bin: int, parallel: bool) -> None:
+    """The dense kernel: ``out``'s cells of ``features`` (float or integer) = the sums of
+    ``row_channels[i]`` over ``rows[i]``'s bins, each cell in row order; threads split the
+    features, each fills them a tile at a time."""
+    starts = _task_starts(len(features), numba.get_num_threads() if parallel else 1)
+    kernel = _dense_histogram if parallel else _dense_histogram_serial
+    kernel(bins, row_channels, rows, features, starts, out, n_value_bins, missing_bin,
+           feature_tile(out.shape[1], out.shape[2]))
 
 
 def subtract_histogram(big: np.ndarray, small: np.ndarray, n_value_bins: np.ndarray,
@@ -66,8 +76,8 @@ def _task_starts(n_features: int, n_tasks: int) -> np.ndarray:
 @numba.njit(cache=True, nogil=True, inline="always")
 def _clear_used(hist, f, n_value_bins, missing_bin):
     for b in range(n_value_bins[f]):
-        hist[f, b, :] = 0.0
-    hist[f, missing_bin, :] = 0.0
+        hist[f, b, :] = 0  # (float or integer cells)
+    hist[f, missing_bin, :] = 0
 
 
 # Bytes of histogram cells one pass over the rows fills: the features of a tile have their
@@ -80,7 +90,7 @@ TILE_BYTES = 1 << 18
 
 
 def feature_tile(n_bins_total: int, n_channels: int) -> int:
-    """Features per tile of the dense kernel (at least one)."""
+    """Features per tile of the dense kernel (at least one; 8-byte cells assumed)."""
     return max(1, TILE_BYTES // (n_bins_total * n_channels * 8))
 
 

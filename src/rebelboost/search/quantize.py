@@ -18,6 +18,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .leaf_histogram import dense_histogram
+
 BITS_RANGE = (2, 16)
 _PARALLEL_ROWS = 1 << 14
 
@@ -75,12 +77,10 @@ def build_quantized_histogram(bins: np.ndarray, quantized: np.ndarray, rows: np.
                               features: np.ndarray, n_value_bins: np.ndarray,
                               missing_bin: int, out: np.ndarray, parallel: bool) -> None:
     """Integer histogram of ``rows`` (dense bins) over ``features`` into the cells of ``out``
-    a search reads; ``quantized[r]`` are row ``r``'s channels. Threads split the features."""
-    n_tasks = numba.get_num_threads() if parallel else 1
-    starts = np.linspace(0, len(features), max(1, min(n_tasks, len(features))) + 1
-                         ).astype(np.intp)
-    kernel = _int_histogram if parallel else _int_histogram_serial
-    kernel(bins, quantized, rows, features, starts, out, n_value_bins, missing_bin)
+    a search reads; ``quantized[r]`` are row ``r``'s channels. The float histograms' dense
+    kernel on the leaf's rows' channels (integer sums: exact in any order)."""
+    dense_histogram(bins, quantized[rows], rows, features, out, n_value_bins, missing_bin,
+                    parallel)
 
 
 def dequantize(hist: np.ndarray, scales: np.ndarray, features: np.ndarray,
@@ -125,37 +125,6 @@ def _quantize_serial(values, row_weight, inv, levels, seed, out):
 def _round_each(x, seed, out):
     for i in range(x.shape[0]):
         out[i] = np.floor(x[i] + _uniform(seed, i))
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _int_task(bins, quantized, rows, features, j0, j1, hist, n_value_bins, missing_bin):
-    n_channels = quantized.shape[1]
-    for j in range(j0, j1):
-        f = features[j]
-        for b in range(n_value_bins[f]):
-            hist[f, b, :] = 0
-        hist[f, missing_bin, :] = 0
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        for j in range(j0, j1):
-            f = features[j]
-            b = bins[r, f]
-            for c in range(n_channels):
-                hist[f, b, c] += quantized[r, c]
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _int_histogram(bins, quantized, rows, features, starts, hist, n_value_bins, missing_bin):
-    for t in numba.prange(starts.shape[0] - 1):
-        _int_task(bins, quantized, rows, features, starts[t], starts[t + 1], hist,
-                  n_value_bins, missing_bin)
-
-
-@numba.njit(cache=True, nogil=True)
-def _int_histogram_serial(bins, quantized, rows, features, starts, hist, n_value_bins,
-                          missing_bin):
-    _int_task(bins, quantized, rows, features, 0, features.shape[0], hist, n_value_bins,
-              missing_bin)
 
 
 @numba.njit(cache=True, nogil=True)
