@@ -155,3 +155,54 @@ def test_scaling_calibration_maps_are_exported(kind):
     np.testing.assert_array_equal(out["label"], model.predict(X_new))
     meta = {p.key: p.value for p in model.to_onnx().metadata_props}
     assert f'"kind": "{kind}"' in meta["calibration"]
+
+
+def test_categorical_splits_are_member_tests_on_the_encoded_codes():
+    """Sets of categories go to ``BRANCH_MEMBER`` nodes; the graph reads ``model.encode(X)``
+    (codes, NaN for missing or unseen values) and decides as ``predict`` on the raw rows."""
+    import json
+
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(3)
+    n = 1500
+    levels = np.array([f"c{i:02d}" for i in range(40)])
+    colour = rng.integers(0, 40, n)
+    X = pd.DataFrame({"colour": pd.Categorical(levels[colour]), "u": rng.normal(size=n),
+                      "v": rng.normal(size=n)})
+    X.loc[::9, "colour"] = np.nan
+    X.loc[::7, "u"] = np.nan
+    y = np.array(["a", "b", "c"])[(colour % 3 + (X["u"].fillna(0) > 0.5)) % 3]
+    model = RebelClassifier(30, cost_matrix=COST, random_state=0).fit(X, y)
+    assert np.isnan(model.model_.learners.threshold).any()  # categorical nodes exist
+    X_new = X.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    X_new["colour"] = X_new["colour"].cat.add_categories("unseen")
+    X_new.loc[::11, "colour"] = "unseen"
+    out = _run(model, model.encode(X_new))
+    np.testing.assert_array_equal(out["label"], model.predict(X_new))
+    np.testing.assert_allclose(out["scores"], model.decision_function(X_new), rtol=0,
+                               atol=1e-12)
+    meta = {p.key: p.value for p in model.to_onnx().metadata_props}
+    assert json.loads(meta["categories"])[0] == levels.tolist()
+    assert json.loads(meta["categories"])[1] is None
+
+
+def test_export_command_checks_a_model_with_text_columns(tmp_path):
+    from click.testing import CliRunner
+
+    from rebelboost.cli import main
+
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    shop = rng.integers(0, 12, 600)
+    frame = pd.DataFrame({"shop": np.array([f"s{i}" for i in range(12)])[shop],
+                          "x": rng.normal(size=600)})
+    frame["label"] = (shop % 3 + (frame["x"] > 0)) % 3
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    run = CliRunner().invoke
+    fitted = run(main, ["fit", str(tmp_path / "data.csv"), "-t", "label", "-q",
+                        "--n-estimators", "10", "-o", str(tmp_path / "m.json")])
+    assert fitted.exit_code == 0, fitted.output
+    out = run(main, ["export", str(tmp_path / "m.json"), "--onnx", str(tmp_path / "m.onnx"),
+                     "--check", str(tmp_path / "data.csv"), "-t", "label"])
+    assert out.exit_code == 0, out.output
+    assert "1 categorical as codes" in out.output and "600 labels identical" in out.output

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rebelboost import RebelClassifier, to_shap
+from rebelboost import RebelClassifier, shap_explanation, to_shap
 from rebelboost.contributions import ContributionsUnavailable
 
 shap = pytest.importorskip("shap")
@@ -30,3 +30,24 @@ def test_similarity_models_are_refused():
     model = RebelClassifier(3, weak_learner="similarity", random_state=0).fit(X, y)
     with pytest.raises(ContributionsUnavailable, match="similarit"):
         to_shap(model)
+
+
+def test_categorical_models_go_to_shap_as_an_explanation():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(3)
+    n = 400
+    colour = rng.integers(0, 7, n)
+    X = pd.DataFrame({"colour": pd.Categorical(np.array(list("abcdefg"))[colour]),
+                      "u": rng.normal(size=n)})
+    y = (colour % 3 + (X["u"] > 0.5)) % 3
+    model = RebelClassifier(6, max_leaves=6, random_state=0).fit(X, y)
+    assert np.isnan(model.model_.learners.threshold).any()
+    with pytest.raises(ContributionsUnavailable, match="shap_explanation"):
+        to_shap(model)
+    explanation = shap_explanation(model, X.iloc[:20])
+    ours = model.contributions(X.iloc[:20])
+    np.testing.assert_array_equal(explanation.values, ours[:, :-1])
+    np.testing.assert_array_equal(explanation.base_values, ours[:, -1])
+    np.testing.assert_array_equal(explanation.data[:, 0], model.encode(X.iloc[:20])[:, 0])
+    assert explanation.display_data[0, 0] == X["colour"].iloc[0]
+    assert list(explanation.feature_names) == ["colour", "u"]

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         load_model,
     )
     from .metrics import mean_cost
-    from .shap_export import to_shap
+    from .shap_export import shap_explanation, to_shap
 
 _HOMES = {
     "AdaBoostMHClassifier": ".ensemble",
@@ -31,6 +31,7 @@ _HOMES = {
     "RebelClassifier": ".ensemble",
     "load_model": ".ensemble",
     "mean_cost": ".metrics",
+    "shap_explanation": ".shap_export",
     "to_shap": ".shap_export",
 }
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "__version__",
     "load_model",
     "mean_cost",
+    "shap_explanation",
     "to_shap",
 ]
 

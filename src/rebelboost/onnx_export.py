@@ -26,7 +26,8 @@ import json
 import numpy as np
 
 from .calibration import LOG_FLOOR
-from .tree_tables import TreeTables, refuse_categories, tree_tables
+from .learners.category_sets import set_codes
+from .tree_tables import TreeTables, tree_tables
 
 ML_OPSET, ONNX_OPSET = 5, 18
 _TINY = float(np.finfo(np.float64).tiny)  # proba_from_scores's floor
@@ -49,7 +50,6 @@ def to_onnx(estimator, path=None):
     check_is_fitted(estimator)
     try:
         tables = tree_tables(estimator.model_, need_cover=False)
-        refuse_categories(tables, "ONNX export")
     except ValueError as exc:
         raise OnnxExportError(f"ONNX export supports tree and stump models only: {exc}") \
             from None
@@ -188,7 +188,8 @@ def _ensemble_attributes(tables: TreeTables, helper, numpy_helper) -> dict:
     """opset-5 ``TreeEnsemble`` attributes: reachable splits and leaves of every tree; leaf
     ``l`` of tree ``t`` writes ``t * L + l`` to output column ``t``."""
     n_trees, n_leaves = tables.values.shape[:2]
-    feature, split, missing = [], [], []
+    feature, split, missing, modes, members = [], [], [], [], []
+    words = tables.category_words
     true_ids, true_leafs, false_ids, false_leafs = [], [], [], []
     leaf_target, leaf_weight, roots = [], [], []
 
@@ -215,6 +216,7 @@ def _ensemble_attributes(tables: TreeTables, helper, numpy_helper) -> dict:
             feature.append(0)
             split.append(np.inf)
             missing.append(1)
+            modes.append(0)
             leaf_id, _ = target(root)
             true_ids.append(leaf_id)
             false_ids.append(leaf_id)
@@ -223,15 +225,21 @@ def _ensemble_attributes(tables: TreeTables, helper, numpy_helper) -> dict:
             continue
         for node in order:
             feature.append(int(tables.feature[t, node]))
-            split.append(float(tables.threshold[t, node]))
             missing.append(int(tables.missing_left[t, node]))
+            if words is not None and np.isnan(tables.threshold[t, node]):
+                # BRANCH_MEMBER: the codes going left, listed in node order, NaN-delimited
+                split.append(0.0)
+                modes.append(6)
+                members += [*map(float, set_codes(words[t, node])), np.nan]
+            else:  # BRANCH_LEQ: x <= split goes to the true branch (our left)
+                split.append(float(tables.threshold[t, node]))
+                modes.append(0)
             for child, ids, leafs in ((int(tables.left[t, node]), true_ids, true_leafs),
                                       (int(tables.right[t, node]), false_ids, false_leafs)):
                 ident, is_leaf = target(child)
                 ids.append(ident)
                 leafs.append(is_leaf)
-    modes = [0] * len(feature)  # BRANCH_LEQ: x <= split goes to the true branch (our left)
-    return {"aggregate_function": 1, "post_transform": 0, "n_targets": n_trees,
+    attributes = {"aggregate_function": 1, "post_transform": 0, "n_targets": n_trees,
             "tree_roots": roots, "nodes_featureids": feature,
             "nodes_splits": numpy_helper.from_array(np.array(split, np.float64)),
             "nodes_modes": numpy_helper.from_array(np.array(modes, np.uint8)),
@@ -240,6 +248,10 @@ def _ensemble_attributes(tables: TreeTables, helper, numpy_helper) -> dict:
             "nodes_falsenodeids": false_ids, "nodes_falseleafs": false_leafs,
             "leaf_targetids": leaf_target,
             "leaf_weights": numpy_helper.from_array(np.array(leaf_weight, np.float64))}
+    if members:
+        attributes["membership_values"] = numpy_helper.from_array(
+            np.array(members, np.float64))
+    return attributes
 
 
 def _metadata(estimator, rule: dict) -> dict:
@@ -253,6 +265,12 @@ def _metadata(estimator, rule: dict) -> dict:
             "decisions": json.dumps(np.asarray(rule["names"]).tolist()),
             "decision_rule": rule["text"],
             "missing_values": "NaN in X is a missing value, routed as in training"}
+    categories = getattr(estimator, "categories_", None)
+    if categories is not None:
+        meta["categories"] = json.dumps(
+            [None if c is None else np.asarray(c).tolist() for c in categories])
+        meta["categorical_input"] = ("categorical columns of X hold codes: the index of the "
+                                     "value in 'categories', NaN when missing or unseen")
     if rule["temperature"] is not None:
         meta["temperature"] = repr(rule["temperature"])
     if rule["scaling"] is not None:

@@ -7,6 +7,10 @@ left), ``values`` (the leaf's K class scores: shap walks each vector-leaf tree o
 classes) and ``node_sample_weight`` (the training weight reaching the node). Its values equal
 :meth:`~rebelboost.ensemble.RebelClassifier.contributions` to rounding (shap returns them as
 ``(n, d, K)`` with the bias in ``expected_value``).
+
+shap's custom trees hold ``x <= t`` tests only, so a model with categorical splits (sets of
+category codes) is refused there; :func:`shap_explanation` hands shap the exact
+contributions of any tree model, categorical included, as a ``shap.Explanation`` for its plots.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .explain import ContributionsUnavailable
-from .tree_tables import TreeTables, refuse_categories, tree_tables
+from .tree_tables import TreeTables, tree_tables
 
 
 def to_shap(estimator) -> dict:
@@ -23,11 +27,33 @@ def to_shap(estimator) -> dict:
 
     check_is_fitted(estimator)
     tables = tree_tables(estimator.model_)
-    refuse_categories(tables, "shap's custom-tree export")
+    if tables.category_words is not None:
+        raise ContributionsUnavailable(
+            "shap's custom trees test x <= t only and this model splits by sets of "
+            "categories; rebelboost.shap_explanation(model, X) gives shap the exact "
+            "contributions (model.contributions) as a shap.Explanation instead")
     trees = [_shap_tree(tables, t) for t in range(tables.n_trees)]
     return {"trees": trees, "base_offset": np.zeros(estimator.model_.n_classes),
             "tree_output": "raw_value", "input_dtype": np.float64,
             "internal_dtype": np.float64}
+
+
+def shap_explanation(estimator, X):
+    """``shap.Explanation`` of the exact contributions of ``estimator`` on ``X`` (values
+    ``(n, d, K)``, base values the bias, data the rows as the trees read them and
+    ``display_data`` as given), for shap's plots; any tree model, categorical included."""
+    try:
+        import shap
+    except ImportError:
+        raise ImportError("shap_explanation needs shap: pip install 'rebelboost[shap]'") \
+            from None
+    phi = estimator.contributions(X)
+    encoded = (estimator.encode(X) if hasattr(estimator, "encode")
+               else np.asarray(X, dtype=np.float64))
+    display = X.to_numpy() if hasattr(X, "to_numpy") else np.asarray(X)
+    return shap.Explanation(values=phi[:, :-1, :], base_values=phi[:, -1, :], data=encoded,
+                            display_data=display, feature_names=estimator.feature_names(),
+                            output_names=[str(c) for c in estimator.classes_])
 
 
 def _shap_tree(tables: TreeTables, t: int) -> dict:

@@ -80,13 +80,6 @@ def tree_tables(model: AdditiveModel, need_cover: bool = True) -> TreeTables:
                       getattr(learners, "category_words", None))
 
 
-def refuse_categories(tables: TreeTables, what: str) -> None:
-    """A ``ValueError`` for readers of numeric thresholds only, given categorical nodes."""
-    if tables.category_words is not None:
-        raise ValueError(f"{what} of a model with categorical splits (sets of categories) is "
-                         "not supported yet; exact contributions (model.contributions) are")
-
-
 def leaf_covers(learners, X: np.ndarray, sample_weight: np.ndarray,
                 block_rows: int = 1 << 14) -> np.ndarray | None:
     """(T, n_slots): the training weight reaching each leaf of each tree (None for learners

@@ -27,8 +27,9 @@ from .tables import read_table
 @TARGET_TO_DROP
 def export(model_path: str, onnx_path: str, check_data: str | None,
            target: str | None) -> None:
-    """Export MODEL as an ONNX graph: input X (float64, NaN = missing), outputs label,
-    scores, probabilities and, for a cost-sensitive decision, expected_cost.
+    """Export MODEL as an ONNX graph: input X (float64, NaN = missing; a categorical
+    column holds codes, the value's index in the graph's 'categories' metadata), outputs
+    label, scores, probabilities and, for a cost-sensitive decision, expected_cost.
 
     Needs the onnx package (pip install 'rebelboost[onnx]'); serve it with onnxruntime."""
     model = _load(model_path)
@@ -40,8 +41,11 @@ def export(model_path: str, onnx_path: str, check_data: str | None,
         except ImportError as exc:
             raise click.ClickException(str(exc)) from None
     outputs = ", ".join(o.name for o in proto.graph.output)
-    click.echo(f"wrote {onnx_path}: input X ({model.n_features_in_} features, float64), "
-               f"outputs {outputs}")
+    coded = ("" if getattr(model, "is_categorical_", None) is None else
+             f"; {int(model.is_categorical_.sum())} categorical as codes (see the "
+             "'categories' metadata)")
+    click.echo(f"wrote {onnx_path}: input X ({model.n_features_in_} features, float64"
+               f"{coded}), outputs {outputs}")
     if check_data is not None:
         _check(model, proto, check_data, target)
 
@@ -54,13 +58,17 @@ def _check(model, proto, data: str, target: str | None) -> None:
     except ImportError:
         raise click.ClickException("--check needs onnxruntime: pip install "
                                    "'rebelboost[onnx]'") from None
-    X = np.asarray(_model_input(model, read_table(data, USE_ARRAYS), target), dtype=np.float64)
+    X = _model_input(model, read_table(data, USE_ARRAYS), target)
+    # the graph reads categorical columns as codes; predict reads the values themselves
+    graph_X = (model.encode(X) if getattr(model, "is_categorical_", None) is not None
+               else np.asarray(X, dtype=np.float64))
     session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     with _library_errors(f"cannot check on {data!r}"):
-        got = dict(zip(names, session.run(None, {"X": X}), strict=True))
+        got = dict(zip(names, session.run(None, {"X": graph_X}), strict=True))
         differ = int(np.sum(got["label"] != model.predict(X)))
-        line = f"checked on {len(X)} rows of {data}: {len(X) - differ} labels identical"
+        n = len(graph_X)
+        line = f"checked on {n} rows of {data}: {n - differ} labels identical"
         if "probabilities" in got:
             gap = float(np.max(np.abs(got["probabilities"] - model.predict_proba(X))))
             line += f", largest probability difference {gap:.3g}"

@@ -36,6 +36,22 @@ class CategoricalInput:
         columns = getattr(self, "_categorical", None)
         return X if columns is None else columns.transform(X)
 
+    def encode(self, X) -> np.ndarray:
+        """X as the trees read it (and a graph from :meth:`to_onnx` takes it): float64, each
+        categorical value as its code, the index of the value in ``categories_``, and NaN
+        for a missing or unseen value."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self)
+        encoded = self._encode(X)
+        if hasattr(encoded, "to_numpy"):
+            encoded = encoded.to_numpy(dtype=np.float64)
+        encoded = np.asarray(encoded, dtype=np.float64)
+        if encoded.ndim != 2 or encoded.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has shape {encoded.shape}; the model was fitted on "
+                             f"{self.n_features_in_} features")
+        return encoded
+
     def encode_row(self, x) -> np.ndarray:
         """One row (a pandas Series, or a sequence in column order) as the learners read it:
         float64, categorical values as their codes (see ``categories_``)."""

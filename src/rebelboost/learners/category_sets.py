@@ -29,6 +29,13 @@ def category_bitsets(sets: list[np.ndarray | None], width: int | None = None) ->
     return words
 
 
+def set_codes(words: np.ndarray) -> np.ndarray:
+    """The codes in one bitset (a node's W uint64 words), ascending."""
+    bits = np.unpackbits(np.ascontiguousarray(words, np.uint64).view(np.uint8),
+                         bitorder="little")
+    return np.flatnonzero(bits)
+
+
 def listed_sets(sets, shape) -> np.ndarray:
     return np.array([[c is not None for c in tree] for tree in sets], dtype=bool).reshape(shape)
 

@@ -27,6 +27,7 @@ from .category_sets import (
     level_text,
     listed_sets,
     read_category_sets,
+    set_codes,
 )
 from .tree import SERIAL_ROWS
 from .walk import in_set, tree_walk, value_goes_left
@@ -96,9 +97,7 @@ class LeafTreeArrays:
 
     def category_codes(self, t: int, node: int) -> np.ndarray:
         """The codes a categorical node sends left."""
-        words = self.category_words[t, node]
-        bits = np.unpackbits(words.view(np.uint8), bitorder="little")
-        return np.flatnonzero(bits)
+        return set_codes(self.category_words[t, node])
 
     def slot_outputs(self) -> np.ndarray:
         """(T, max_leaves) ones: a leaf adds its own class-score vector."""
