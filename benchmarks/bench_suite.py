@@ -79,10 +79,18 @@ CANDIDATES = {
     "rebel-l4-500": {"max_leaves": 4, "n_estimators": 500},
     "rebel-d2-500-lr1": {"max_depth": 2, "n_estimators": 500, "learning_rate": 1.0},
     "rebel-l8-300": {"max_leaves": 8, "n_estimators": 300},
+    "rebel-d2-500-lr1-msl1": {"max_depth": 2, "n_estimators": 500, "learning_rate": 1.0,
+                              "min_samples_leaf": 1},
+    "rebel-d2-500-msl1": {"max_depth": 2, "n_estimators": 500, "min_samples_leaf": 1},
     "rebel-l4-500-msl1-s5": {"max_leaves": 4, "n_estimators": 500, "min_samples_leaf": 1,
                              "leaf_smoothing": 5.0},
 }
 METHODS.update({name: ("rebelboost", params) for name, params in CANDIDATES.items()})
+# An internal choice on small data (issue 28, part 2): up to CV_ROWS training rows, 3-fold
+# stratified cross-validation picks the defaults or the paper's trees (refit on all rows);
+# above it, the defaults.
+METHODS["rebel-cv-trees"] = ("rebelboost-cv", {})
+CV_ROWS = 1000
 
 
 def set_names() -> list[str]:
@@ -132,6 +140,8 @@ def make(method: str, seed: int):
         from rebelboost import RebelClassifier
 
         return RebelClassifier(**params, n_jobs=THREADS, random_state=seed)
+    if library == "rebelboost-cv":
+        return CrossValidatedChoice(seed)
     if library == "lightgbm":
         import lightgbm as lgb
 
@@ -154,6 +164,37 @@ def make(method: str, seed: int):
     return HistGradientBoostingClassifier(**params, random_state=seed)
 
 
+class CrossValidatedChoice:
+    """The defaults or the paper's trees, whichever errs less in 3-fold stratified CV (ties:
+    the defaults), on at most ``CV_ROWS`` training rows; the defaults above."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+
+    def fit(self, X, y):
+        import numpy as np
+        from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+        from rebelboost import RebelClassifier
+
+        configs = [METHODS["rebel-default"][1], METHODS["rebel-trees"][1]]
+        best = configs[0]
+        if len(y) <= CV_ROWS and np.bincount(y).min() >= 2:
+            folds = StratifiedKFold(3, shuffle=True, random_state=self.seed)
+            scores = [cross_val_score(RebelClassifier(**c, n_jobs=THREADS,
+                                                      random_state=self.seed),
+                                      X, y, cv=folds).mean() for c in configs]
+            best = configs[int(np.argmax(scores))]
+            self.chosen_ = "trees" if best is configs[1] else "defaults"
+        else:
+            self.chosen_ = "defaults"
+        self.model_ = RebelClassifier(**best, n_jobs=THREADS, random_state=self.seed).fit(X, y)
+        return self
+
+    def predict(self, X):
+        return self.model_.predict(X)
+
+
 def fit_predict(method: str, seed: int, X, y, X_test):
     """Fit on (X, y), predict X_test; labels are re-encoded to 0..K'-1 for the fit (a class
     absent from a training split cannot be predicted) and mapped back."""
@@ -172,6 +213,8 @@ def fit_predict(method: str, seed: int, X, y, X_test):
     extra = {"fit_cpu_s": round(fit_cpu_s, 4)}
     if getattr(est, "n_estimators_", None) is not None and METHODS[method][0] == "rebelboost":
         extra["iterations"] = int(est.n_estimators_)
+    if hasattr(est, "chosen_"):
+        extra["chosen"] = est.chosen_
     return classes[pred], fit_s, predict_s, extra
 
 

@@ -31,7 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_accuracy import DATASETS  # noqa: E402
 from bench_categorical import SUITE_SETS, frame, nominal_set  # noqa: E402
-from bench_suite import split  # noqa: E402
+from bench_suite import DATA, load, split  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "onnx_check.jsonl"
 CATEGORICAL = (*SUITE_SETS, "connect4", "fars")
@@ -39,10 +39,15 @@ CATEGORICAL = (*SUITE_SETS, "connect4", "fars")
 
 def data(name: str, categorical: bool):
     """(train, y_train, test, nan_copy) as the model reads them."""
-    if not categorical:
-        with np.load(Path(__file__).parents[2] / "shared" / "data" / f"{name}.npz") as d:
-            X_tr, y_tr = d["X_train"].astype(np.float64), d["y_train"]
-            X_te = d["X_test"].astype(np.float64)
+    if not categorical:  # the official split where the file has one, else seed 0's
+        with np.load(DATA / f"{name}.npz") as d:
+            official = "X_train" in d
+        if official:
+            with np.load(DATA / f"{name}.npz") as d:
+                X_tr, y_tr, X_te = d["X_train"], d["y_train"], d["X_test"]
+        else:
+            X_tr, X_te, y_tr, _ = split(*load(name), 0)
+        X_tr, X_te = X_tr.astype(np.float64), X_te.astype(np.float64)
         return X_tr, y_tr, X_te, _with_nans(X_te)
     X, y, nominal = nominal_set(name)
     X_tr, X_te, y_tr, _ = split(X, y, 0)
@@ -105,7 +110,7 @@ def check(name: str, categorical: bool, cost_rows: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", nargs="+",
+    parser.add_argument("--sets", nargs="+",  # connect4 and fars: categorical only
                         default=[s for s in DATASETS if s not in CATEGORICAL] + [*CATEGORICAL])
     parser.add_argument("--cost-rows", type=int, default=20_000)
     args = parser.parse_args()

@@ -209,11 +209,64 @@ def test_bad_input_gets_a_clear_error(client, case, message):
         DaskRebelClassifier(n_estimators=2).fit(Xd, yd, **kwargs)
 
 
+def _categorical_frame(n=1600, seed=0):
+    """A text column (40 levels, some missing), a pandas category column whose declared
+    order is not sorted (300 levels: more than the 63 bins below, so its levels are grouped
+    by class mix), and two numeric columns."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    shop = rng.integers(0, 40, n)
+    brand = rng.integers(0, 300, n)
+    u = rng.standard_normal(n)
+    y = (shop % 3 + (brand % 5 == 0) + (u > 0.8)) % 3
+    levels = np.array([f"b{i:03d}" for i in range(300)])
+    frame = pd.DataFrame({
+        "shop": np.array([f"s{i}" for i in range(40)], dtype=object)[shop],
+        "brand": pd.Categorical(levels[brand], categories=levels[::-1]),
+        "u": u, "v": rng.standard_normal(n)})
+    frame.loc[::13, "shop"] = None
+    frame.loc[::17, "u"] = np.nan
+    return frame, y
+
+
+@pytest.mark.parametrize("blocks_per_worker", [None, 1])
+def test_categorical_columns_give_the_local_model(client, monkeypatch, blocks_per_worker,
+                                                  tmp_path):
+    """Category values gathered from every partition (a level may appear in one partition
+    only), codes and bins (grouped by class mix past max_bins) as a local fit's: the same
+    trees, category sets, and model file."""
+    import pandas as pd
+
+    monkeypatch.setattr(dask_estimator, "BLOCKS_PER_WORKER", blocks_per_worker)
+    frame, y = _categorical_frame()
+    frame.loc[:399, "shop"] = frame.loc[:399, "shop"].where(
+        frame.loc[:399, "shop"] != "s7", "only-in-the-first-partition")
+    params = dict(n_estimators=10, max_leaves=15, max_bins=63, random_state=2)
+    local = RebelClassifier(**params).fit(frame, y)
+    assert np.isnan(local.model_.learners.threshold).any()  # set splits were chosen
+    Xd = dd.from_pandas(frame, npartitions=4, sort=False)
+    yd = dd.from_pandas(pd.Series(y), npartitions=4, sort=False)
+    dist = DaskRebelClassifier(**params).fit(Xd, yd)
+    assert dist.is_categorical_.tolist() == [True, True, False, False]
+    for a, b in zip(dist.categories_, local.categories_, strict=True):
+        assert (a is None and b is None) or list(a) == list(b)
+    assert_array_equal(dist.model_.learners.category_words,
+                       local.model_.learners.category_words)
+    _assert_same_model(local, dist.to_local(), frame)
+    new = frame.sample(200, random_state=1)
+    new.loc[new.index[:5], "shop"] = "never-seen"
+    assert_array_equal(dist.predict(new), local.predict(new))
+    assert_array_equal(dist.predict(dd.from_pandas(new, npartitions=2, sort=False)).compute(),
+                       local.predict(new))
+    dist.save(tmp_path / "m.json")
+    assert_array_equal(load_model(tmp_path / "m.json").predict(new), local.predict(new))
+
+
 def test_what_the_distributed_fit_lacks_is_refused_up_front(client):
     X, y = _data(n=200, d=3)
     Xd, yd = da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100)
     for params in (dict(weak_learner="stump"), dict(subsample=0.5), dict(early_stopping=True),
-                   dict(categorical_features=[0]),
                    dict(cost_matrix=[[0, 1, 2], [1, 0, 1], [1, 1, 0]]),
                    dict(cost_matrix=[[0, 1, 1, .3], [1, 0, 1, .3], [1, 1, 0, .3]],
                         decisions=["0", "1", "2", "refer"], cost_strategy="loss")):

@@ -84,19 +84,25 @@ class Binner:
             X = X[rows]
         cat = (np.zeros(X.shape[1], bool) if categorical is None
                else np.asarray(categorical, dtype=bool))
-        self.fit_summary([value_counts(X[:, j]) if not cat[j] else _NO_VALUES
+        self.fit_summary([value_counts(X[:, j]) if not cat[j] else NO_VALUES
                           for j in range(X.shape[1])], has_missing, has_values)
-        self.categorical_ = cat
-        self.code_bins_: list[np.ndarray | None] = [None] * len(cat)
-        for j in np.flatnonzero(cat):
-            self.code_bins_[j] = _code_bins(full[:, j], self.max_bins, self.missing_bin,
-                                            labels)
-            bins = self.code_bins_[j]
+        return self.fit_codes(cat, [code_counts(full[:, j], labels) if cat[j] else None
+                                    for j in range(len(cat))])
+
+    def fit_codes(self, categorical: np.ndarray, counts: list) -> Binner:
+        """The bins of the ``categorical`` features from :func:`code_counts` of their codes
+        (``counts[j]``; a distributed fit adds up its partitions' with
+        :func:`merge_code_counts`), after :meth:`fit_summary` placed the numeric ones."""
+        self.categorical_ = np.asarray(categorical, dtype=bool)
+        self.code_bins_: list[np.ndarray | None] = [None] * len(self.categorical_)
+        for j in np.flatnonzero(self.categorical_):
+            code_rows, table = counts[j]
+            self.code_bins_[j] = bins = _code_bins(code_rows, table, self.max_bins,
+                                                   self.missing_bin)
             used = bins[bins != self.missing_bin]
             self.n_value_bins_[j] = int(used.max()) + 1 if used.size else 0
-            held = np.unique(full[:, j][~np.isnan(full[:, j])]).astype(np.int64)
-            self.has_missing_[j] = bool(has_missing[j]
-                                        or (bins[held] == self.missing_bin).any())
+            self.has_missing_[j] = bool(self.has_missing_[j]
+                                        or (bins[code_rows > 0] == self.missing_bin).any())
         return self
 
     def sample_rows(self, n_rows: int) -> np.ndarray | None:
@@ -159,23 +165,50 @@ class Binner:
         return float(thr[bin_index])
 
 
-_NO_VALUES = (np.empty(0), np.empty(0, dtype=np.int64))  # a categorical feature's thresholds
+NO_VALUES = (np.empty(0), np.empty(0, dtype=np.int64))  # a categorical feature's thresholds
 
 
-def _code_bins(col: np.ndarray, max_bins: int, missing_bin: int,
-               labels: np.ndarray | None = None) -> np.ndarray:
-    """Each code's bin: one per code that holds rows, in code order; beyond ``max_bins``
-    codes, groups of codes by class mix (given ``labels``) or the ``max_bins`` most frequent
-    codes (ties: the lower code), the others in the missing bin."""
+def code_counts(col: np.ndarray, labels: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray | None]:
+    """A categorical feature's rows per code (codes ``0 .. max code``) and, given the rows'
+    ``labels`` (class codes), its (codes x classes) table of rows per code and class."""
     col = np.asarray(col, dtype=np.float64)
     present = ~np.isnan(col)
     values = col[present].astype(np.int64)
     n_codes = int(values.max()) + 1 if values.size else 0
     counts = np.bincount(values, minlength=n_codes)
+    if labels is None:
+        return counts, None
+    labels = np.asarray(labels)[present].astype(np.int64)
+    table = np.zeros((n_codes, int(labels.max()) + 1 if labels.size else 0))
+    np.add.at(table, (values, labels), 1.0)
+    return counts, table
+
+
+def merge_code_counts(a: tuple, b: tuple) -> tuple:
+    """Two parts' :func:`code_counts` added up (the shorter zero-padded)."""
+    def padded_sum(x, y):
+        if x is None or y is None:
+            return None
+        out = np.zeros(tuple(max(p, q) for p, q in zip(x.shape, y.shape, strict=True)),
+                       dtype=np.result_type(x, y))
+        out[tuple(slice(0, n) for n in x.shape)] += x
+        out[tuple(slice(0, n) for n in y.shape)] += y
+        return out
+
+    return padded_sum(a[0], b[0]), padded_sum(a[1], b[1])
+
+
+def _code_bins(counts: np.ndarray, table: np.ndarray | None, max_bins: int,
+               missing_bin: int) -> np.ndarray:
+    """Each code's bin: one per code that holds rows, in code order; beyond ``max_bins``
+    codes, groups of codes by class mix (given the codes' class ``table``) or the
+    ``max_bins`` most frequent codes (ties: the lower code), the others in the missing
+    bin."""
+    n_codes = len(counts)
     held = counts > 0
-    if held.sum() > max_bins and labels is not None:
-        return _grouped_code_bins(values, np.asarray(labels)[present], counts, max_bins,
-                                  missing_bin)
+    if held.sum() > max_bins and table is not None:
+        return _grouped_code_bins(table, counts, max_bins, missing_bin)
     kept = np.zeros(n_codes, bool)
     kept[np.argsort(-counts, kind="stable")[:max_bins]] = True
     kept &= held
@@ -187,8 +220,8 @@ def _code_bins(col: np.ndarray, max_bins: int, missing_bin: int,
 GROUP_PRIOR_ROWS = 10.0  # pseudo-rows of the overall class mix in a code's mix when grouping
 
 
-def _grouped_code_bins(values: np.ndarray, labels: np.ndarray, counts: np.ndarray,
-                       max_bins: int, missing_bin: int) -> np.ndarray:
+def _grouped_code_bins(table: np.ndarray, counts: np.ndarray, max_bins: int,
+                       missing_bin: int) -> np.ndarray:
     """Bins of a feature with more codes than bins: codes whose class mixes (each smoothed
     towards the overall mix by GROUP_PRIOR_ROWS pseudo-rows, so a code of a few rows stays
     near it) are alike share a bin, by k-means into ``max_bins`` groups (seeded: the same
@@ -199,9 +232,8 @@ def _grouped_code_bins(values: np.ndarray, labels: np.ndarray, counts: np.ndarra
     from sklearn.exceptions import ConvergenceWarning
 
     codes = np.flatnonzero(counts > 0)
-    k = int(labels.max()) + 1
-    table = np.zeros((len(counts), k))
-    np.add.at(table, (values, labels.astype(np.int64)), 1.0)
+    seen = np.flatnonzero(table.sum(axis=0) > 0)  # (classes after the last one seen: none)
+    table = table[:, :seen[-1] + 1]
     prior = table.sum(axis=0) / table.sum()
     mix = (table[codes] + GROUP_PRIOR_ROWS * prior) / (counts[codes, None] + GROUP_PRIOR_ROWS)
     with warnings.catch_warnings():  # fewer distinct mixes than bins: fewer groups, fine

@@ -58,6 +58,26 @@ class CategoricalColumns:
             categories[j] = levels
         return cls(mask, categories)
 
+    @classmethod
+    def merge(cls, parts: list[tuple[np.ndarray, list]], names: list | None
+              ) -> CategoricalColumns | None:
+        """The categorical columns of a training X held in parts (a distributed fit's
+        partitions), from each part's :func:`part_levels`: the same as :meth:`fit` on all
+        rows at once (a column is categorical if any part's rows make it so)."""
+        mask = np.logical_or.reduce([m for m, _ in parts])
+        if not mask.any():
+            return None
+        categories: list[np.ndarray | None] = [None] * len(mask)
+        for j in np.flatnonzero(mask):
+            found = [levels[j] for _, levels in parts if levels[j] is not None]
+            levels = (_sorted_levels(np.concatenate(found), _name(names, j)) if found
+                      else np.empty(0))
+            if len(levels) > MAX_CATEGORIES:
+                raise ValueError(f"categorical column {_name(names, j)} has {len(levels)} "
+                                 f"levels; at most {MAX_CATEGORIES} are supported")
+            categories[j] = levels
+        return cls(mask, categories)
+
     def transform(self, X):
         """``X`` with its categorical columns as float codes (NaN: missing or unseen); a
         DataFrame stays a DataFrame (its column names kept), anything else becomes an
@@ -123,6 +143,20 @@ class CategoricalColumns:
         if not any(mask):
             raise ValueError("categorical section without a categorical feature")
         return cls(np.asarray(mask), categories)
+
+
+def part_levels(X, categorical_features) -> tuple[np.ndarray, list]:
+    """One part of a training X: the categorical mask its rows resolve to and each
+    categorical column's distinct values (None where it has none), for
+    :meth:`CategoricalColumns.merge`."""
+    columns, names = _columns(X)
+    mask = resolve_mask(categorical_features, columns, names)
+    levels: list[np.ndarray | None] = [None] * len(columns)
+    for j in np.flatnonzero(mask):
+        values = _present(columns[j], _name(names, j))
+        if len(values):
+            levels[j] = _sorted_levels(values, _name(names, j))
+    return mask, levels
 
 
 def resolve_mask(categorical_features, columns: list, names: list | None) -> np.ndarray:

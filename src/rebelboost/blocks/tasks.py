@@ -11,7 +11,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..binning import Binner, as_float, merge_value_counts, value_counts
+from ..binning import (
+    NO_VALUES,
+    Binner,
+    as_float,
+    code_counts,
+    merge_code_counts,
+    merge_value_counts,
+    value_counts,
+)
+from ..categorical import CategoricalColumns
 from ..costs import check_sample_cost
 from ..learners.row_set import BinTree, RowArrays
 from ..losses.rebel import RebelLoss, add_leaf_steps
@@ -35,9 +44,16 @@ def _array(v, dtype=None) -> np.ndarray:
     return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=dtype)
 
 
-def check_partition(X, y, weight, n_features: int, index: int, cost=None) -> RawPartition:
-    """The partition as arrays, or a ValueError naming the partition and the problem."""
+def check_partition(X, y, weight, n_features: int, index: int, cost=None,
+                    categorical: CategoricalColumns | None = None) -> RawPartition:
+    """The partition as arrays (``categorical``: its categorical columns as codes), or a
+    ValueError naming the partition and the problem."""
     where = f"partition {index}: "
+    if categorical is not None:
+        try:
+            X = categorical.transform(X)
+        except ValueError as exc:
+            raise ValueError(where + str(exc)) from None
     X = _array(X)
     if X.ndim != 2 or X.shape[1] != n_features:
         raise ValueError(f"{where}X must have {n_features} columns, got shape {X.shape}")
@@ -119,21 +135,40 @@ def _costs(raw: RawPartition, classes: np.ndarray) -> tuple[np.ndarray, np.ndarr
         raise ValueError(f"partitions from {raw.index}: {exc}") from None
 
 
-def sample_summary(raw: RawPartition, rows: np.ndarray | None) -> list:
-    """Each feature's :func:`~rebelboost.binning.value_counts` over this partition's share of
-    the binner's sample (``rows`` index its positive-weight rows; None: all of them)."""
+def sample_summary(raw: RawPartition, rows: np.ndarray | None,
+                   categorical: np.ndarray | None = None) -> list:
+    """Each numeric feature's :func:`~rebelboost.binning.value_counts` over this partition's
+    share of the binner's sample (``rows`` index its positive-weight rows; None: all of
+    them); a categorical feature's codes are counted by :func:`code_summary` instead."""
     X = raw.X[raw.weight > 0]
     if rows is not None:
         X = X[rows]
-    return [value_counts(X[:, j]) for j in range(X.shape[1])]
+    return [NO_VALUES if categorical is not None and categorical[j] else value_counts(X[:, j])
+            for j in range(X.shape[1])]
 
 
 def merge_summaries(a: list, b: list) -> list:
     return [merge_value_counts(x, y) for x, y in zip(a, b, strict=True)]
 
 
-def fit_binner(summary: list, max_bins: int, has_missing, has_values) -> Binner:
-    return Binner(max_bins).fit_summary(summary, has_missing, has_values)
+def code_summary(raw: RawPartition, categorical: np.ndarray, classes: np.ndarray) -> list:
+    """The categorical features' :func:`~rebelboost.binning.code_counts` over this
+    partition's rows of positive weight (with their class codes), None for the others."""
+    positive = raw.weight > 0
+    labels = np.searchsorted(classes, raw.y[positive])
+    X = raw.X[positive]
+    return [code_counts(X[:, j], labels) if categorical[j] else None
+            for j in range(X.shape[1])]
+
+
+def merge_code_summaries(a: list, b: list) -> list:
+    return [None if x is None else merge_code_counts(x, y) for x, y in zip(a, b, strict=True)]
+
+
+def fit_binner(summary: list, max_bins: int, has_missing, has_values,
+               categorical: np.ndarray | None = None, codes: list | None = None) -> Binner:
+    binner = Binner(max_bins).fit_summary(summary, has_missing, has_values)
+    return binner if categorical is None else binner.fit_codes(categorical, codes)
 
 
 @dataclass
@@ -200,11 +235,14 @@ def weigh(part: Partition, shift: float) -> tuple[Partition, np.ndarray]:
 
 
 def split(part: Partition, leaf: int, left: int, right: int, feature: int, split_bin: int,
-          missing_left: bool) -> tuple[Partition, np.ndarray]:
-    """The partition with ``leaf``'s rows split into ``left`` and ``right``, and
-    ``[sums_left, sums_right]`` (each ending with the row count)."""
+          missing_left: bool, left_bins: np.ndarray | None = None
+          ) -> tuple[Partition, np.ndarray]:
+    """The partition with ``leaf``'s rows split into ``left`` and ``right`` (``left_bins``:
+    a categorical split's bins going left), and ``[sums_left, sums_right]`` (each ending
+    with the row count)."""
     rowset = part.rows()
-    lrows, rrows = rowset.split_rows(part.leaves[leaf], feature, split_bin, missing_left)
+    lrows, rrows = rowset.split_rows(part.leaves[leaf], feature, split_bin, missing_left,
+                                     left_bins)
     leaves = {h: r for h, r in part.leaves.items() if h != leaf}
     leaves[left], leaves[right] = lrows, rrows
     return replace(part, leaves=leaves), np.concatenate([rowset.sums_of(lrows),
@@ -213,9 +251,10 @@ def split(part: Partition, leaf: int, left: int, right: int, feature: int, split
 
 def split_and_histogram(part: Partition, leaf: int, left: int, right: int, feature: int,
                         split_bin: int, missing_left: bool, built: int,
-                        features: np.ndarray) -> tuple[Partition, np.ndarray, np.ndarray]:
+                        features: np.ndarray, left_bins: np.ndarray | None = None
+                        ) -> tuple[Partition, np.ndarray, np.ndarray]:
     """:func:`split`, and the :func:`histogram` of child ``built`` (the smaller one)."""
-    part, stats = split(part, leaf, left, right, feature, split_bin, missing_left)
+    part, stats = split(part, leaf, left, right, feature, split_bin, missing_left, left_bins)
     return part, stats, histogram(part, built, features)
 
 

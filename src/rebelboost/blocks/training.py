@@ -92,8 +92,6 @@ class BlockRows:
 
     def split(self, leaf: int, feature: int, split_bin: int, missing_left: bool,
               left_bins: np.ndarray | None = None) -> tuple[int, int]:
-        if left_bins is not None:
-            raise NotImplementedError("categorical splits on row blocks")
         cluster = self.cluster
         left, right = self._next, self._next + 1
         self._next += 2
@@ -101,13 +99,17 @@ class BlockRows:
         # histogram, or its parent's minus its sibling's): they say which child is smaller.
         cells = self._cell_counts[leaf]
         n_bins = self.layout.n_bins_total
-        n_left = cells[feature * n_bins:feature * n_bins + split_bin + 1].sum()
-        if missing_left:
-            n_left += cells[feature * n_bins + self.layout.missing_bin]
+        if left_bins is None:
+            n_left = cells[feature * n_bins:feature * n_bins + split_bin + 1].sum()
+            if missing_left:
+                n_left += cells[feature * n_bins + self.layout.missing_bin]
+        else:  # a set of categories (a copy travels: the grower may change its own)
+            left_bins = np.array(left_bins, dtype=np.bool_)
+            n_left = cells[feature * n_bins + np.flatnonzero(left_bins)].sum()
         smaller = left if n_left <= self._counts[leaf] - n_left else right
         done = cluster.map(part_fn.split_and_histogram, self.parts, leaf, left, right,
                            int(feature), int(split_bin), bool(missing_left), smaller,
-                           self.features)
+                           self.features, left_bins)
         self.parts, stats, hists = cluster.unpack(done, 3)
         stats = cluster.gather(stats)
         packed = cluster.reduce_gather(part_fn.add, hists)

@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..binning import Binner
 from ..blocks import tasks as part_fn
 from ..blocks.training import BlockRebelBooster
+from ..categorical import CategoricalColumns, part_levels
 from ..engine import boost
 from ..ensemble._base import _rng
 from ..ensemble.rebel import RebelClassifier
@@ -47,8 +48,10 @@ class DaskRebelClassifier(RebelClassifier):
     The distributed fit grows vector-leaf trees (``weak_learner='vector_tree'``, the
     default) on all rows (``subsample=1``; ``colsample_bytree`` works), trains under 0-1 costs
     or on the cost-sensitive loss (``cost_strategy='loss'``, with a ``cost_matrix`` or
-    per-row ``sample_cost``; no ``decisions`` beyond the classes), and has no early
-    stopping nor categorical features: other settings raise ``NotImplementedError`` before
+    per-row ``sample_cost``; no ``decisions`` beyond the classes), splits categorical
+    columns as the local fit does (``categorical_features``; each column's values are
+    gathered from every partition first, so codes and bins are those of a local fit on all
+    rows), and has no early stopping: other settings raise ``NotImplementedError`` before
     any work is done.
     """
 
@@ -85,7 +88,7 @@ class DaskRebelClassifier(RebelClassifier):
         ``y``, ``sample_weight`` and ``sample_cost`` (n, K: each row's cost of predicting each
         class, on the 'loss' route) partitioned like it (Dask arrays, Series or DataFrames)."""
         self._validate_params()
-        self._check_distributed(sample_cost, X)
+        self._check_distributed(sample_cost)
         from distributed import default_client, wait
 
         cluster = Cluster(self.client or default_client())
@@ -93,9 +96,19 @@ class DaskRebelClassifier(RebelClassifier):
         x_parts, y_parts, w_parts, c_parts, names = _partition_inputs(X, y, sample_weight,
                                                                       sample_cost)
         d = len(names)
-        raw = client.compute([_delayed(part_fn.check_partition)(x, yp, w, d, i, c)
+        columns = None
+        if self.categorical_features is not None:  # category values agreed by all partitions
+            x_parts = client.compute(x_parts)
+            columns = CategoricalColumns.merge(
+                client.gather(cluster.map(part_levels, x_parts, self.categorical_features)),
+                names if all(isinstance(n, str) for n in names) else None)
+        raw = client.compute([_delayed(part_fn.check_partition)(x, yp, w, d, i, c, columns)
                               for i, (x, yp, w, c) in enumerate(zip(x_parts, y_parts, w_parts,
                                                                     c_parts, strict=True))])
+        del x_parts
+        self._categorical = columns
+        self.is_categorical_ = None if columns is None else columns.mask
+        self.categories_ = None if columns is None else columns.categories
         facts = client.gather(cluster.map(part_fn.facts, raw))
         classes = _classes(facts)
         raw, groups = _blocks_per_worker(cluster, raw, BLOCKS_PER_WORKER)
@@ -133,7 +146,8 @@ class DaskRebelClassifier(RebelClassifier):
         rng = _rng(self.random_state)  # drawn from as the local fit draws
         n_positive = [sum(f["n_positive"] for f in facts[a:b]) for a, b in groups]
         binner = _fit_binner(cluster, raw, facts, n_positive, self.max_bins,
-                             rng.randint(2**31))
+                             rng.randint(2**31), None if columns is None else columns.mask,
+                             classes)
         parts = cluster.map(part_fn.make_partition, raw, binner, classes, self.cost_matrix_,
                             self.subcosts, weight_total)
         wait(parts)
@@ -155,15 +169,8 @@ class DaskRebelClassifier(RebelClassifier):
         self.gathered_bytes_ = cluster.gathered_bytes
         return self
 
-    def _check_distributed(self, sample_cost, X) -> None:
+    def _check_distributed(self, sample_cost) -> None:
         problems = []
-        dtypes = [str(t) for t in getattr(X, "dtypes", [])]
-        text = [t for t in dtypes if t in ("category", "object", "string")]
-        if self.categorical_features not in (None, "from_dtype") or (
-                self.categorical_features == "from_dtype" and text):
-            problems.append("categorical features (columns of type "
-                            f"{sorted(set(text)) or 'named in categorical_features'}: encode "
-                            "them as numbers, or fit RebelClassifier locally)")
         if self.weak_learner != "vector_tree":
             problems.append(f"weak_learner={self.weak_learner!r} (only 'vector_tree')")
         if self.subsample < 1:
@@ -190,6 +197,7 @@ class DaskRebelClassifier(RebelClassifier):
         for name, value in vars(self).items():
             if name.endswith("_") and not name.startswith("_") and name != "gathered_bytes_":
                 setattr(local, name, value)
+        local._categorical = getattr(self, "_categorical", None)
         return local
 
     def to_dict(self) -> dict:
@@ -348,10 +356,10 @@ def _classes(facts: list[dict]) -> np.ndarray:
 
 
 def _fit_binner(cluster: Cluster, raw: list, facts: list[dict], n_positive: list[int],
-                max_bins: int, seed: int):
+                max_bins: int, seed: int, categorical: np.ndarray | None, classes: np.ndarray):
     """The binner of the local fit, from the value counts of the same sampled rows (drawn by
-    their index among all rows of positive weight; ``n_positive`` per block), merged in a
-    tree; a future."""
+    their index among all rows of positive weight; ``n_positive`` per block) and the
+    ``categorical`` features' rows per code and class, each merged in a tree; a future."""
     rows = Binner(max_bins, random_state=seed).sample_rows(int(sum(n_positive)))
     offsets = np.concatenate([[0], np.cumsum(n_positive)])
     summaries = []
@@ -359,8 +367,12 @@ def _fit_binner(cluster: Cluster, raw: list, facts: list[dict], n_positive: list
         mine = None
         if rows is not None:
             mine = rows[(rows >= offsets[i]) & (rows < offsets[i + 1])] - offsets[i]
-        summaries.append(cluster.submit(part_fn.sample_summary, r, mine))
+        summaries.append(cluster.submit(part_fn.sample_summary, r, mine, categorical))
     merged = cluster.reduce(part_fn.merge_summaries, summaries)
     has_missing = np.logical_or.reduce([f["has_missing"] for f in facts])
     has_values = np.logical_or.reduce([f["has_values"] for f in facts])
-    return cluster.submit(part_fn.fit_binner, merged, max_bins, has_missing, has_values)
+    codes = None if categorical is None else cluster.reduce(
+        part_fn.merge_code_summaries, cluster.map(part_fn.code_summary, raw, categorical,
+                                                  classes))
+    return cluster.submit(part_fn.fit_binner, merged, max_bins, has_missing, has_values,
+                          categorical, codes)
