@@ -74,6 +74,17 @@ def test_same_model_as_a_local_fit_on_awkward_partitions(client, monkeypatch,
     local = RebelClassifier(**params).fit(X, y)
     dist = DaskRebelClassifier(**params).fit(Xd, yd)
     _assert_same_model(local, dist, X)
+    # several splits per round trip: one per level of each tree, not one per split
+    from rebelboost.tree_tables import tree_tables
+
+    tables = tree_tables(local.model_)
+    for t, trips in enumerate(dist.round_trips_):
+        depth, level = 0, [int(tables.root[t])] if tables.root[t] >= 0 else []
+        while level:  # the tree's levels of splits
+            depth += 1
+            level = [c for n in level for c in (tables.left[t, n], tables.right[t, n])
+                     if c >= 0]
+        assert trips <= depth < (tables.feature[t] >= 0).sum()
     # lazy predictions, partition by partition, equal to the local model's
     labels = dist.predict(Xd)
     assert isinstance(labels, da.Array)

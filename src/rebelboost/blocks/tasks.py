@@ -234,33 +234,33 @@ def weigh(part: Partition, shift: float) -> tuple[Partition, np.ndarray]:
     return part, np.concatenate([[total], part.rows().sums_of(part.all_rows)])
 
 
-def split(part: Partition, leaf: int, left: int, right: int, feature: int, split_bin: int,
-          missing_left: bool, left_bins: np.ndarray | None = None
-          ) -> tuple[Partition, np.ndarray]:
-    """The partition with ``leaf``'s rows split into ``left`` and ``right`` (``left_bins``:
-    a categorical split's bins going left), and ``[sums_left, sums_right]`` (each ending
-    with the row count)."""
+def split_many(part: Partition, jobs: list[tuple], features: np.ndarray, drop: list[int]
+               ) -> tuple[Partition, np.ndarray, np.ndarray]:
+    """The partition with each ``(leaf, left, right, feature, split_bin, missing_left, built,
+    left_bins)`` of ``jobs`` done in order: the leaf's rows split into ``left`` and ``right``
+    (``left_bins``: a categorical split's bins going left; the leaf's own rows kept, as the
+    grower may leave it a leaf) and child ``built``'s :func:`histogram`; and the rows of the
+    leaves in ``drop`` (split for good) forgotten. Also the splits' ``[sums_left,
+    sums_right]`` (each ending with the row count) and the histograms, each concatenated in
+    the jobs' order (one array apiece, so that a reduction adds them up as one)."""
+    leaves = {h: r for h, r in part.leaves.items() if h not in drop}
     rowset = part.rows()
-    lrows, rrows = rowset.split_rows(part.leaves[leaf], feature, split_bin, missing_left,
-                                     left_bins)
-    leaves = {h: r for h, r in part.leaves.items() if h != leaf}
-    leaves[left], leaves[right] = lrows, rrows
-    return replace(part, leaves=leaves), np.concatenate([rowset.sums_of(lrows),
-                                                         rowset.sums_of(rrows)])
-
-
-def split_and_histogram(part: Partition, leaf: int, left: int, right: int, feature: int,
-                        split_bin: int, missing_left: bool, built: int,
-                        features: np.ndarray, left_bins: np.ndarray | None = None
-                        ) -> tuple[Partition, np.ndarray, np.ndarray]:
-    """:func:`split`, and the :func:`histogram` of child ``built`` (the smaller one)."""
-    part, stats = split(part, leaf, left, right, feature, split_bin, missing_left, left_bins)
-    return part, stats, histogram(part, built, features)
+    stats, hists = [], []
+    for leaf, left, right, feature, split_bin, missing_left, built, left_bins in jobs:
+        lrows, rrows = rowset.split_rows(leaves[leaf], feature, split_bin, missing_left,
+                                         left_bins)
+        leaves[left], leaves[right] = lrows, rrows
+        stats += [rowset.sums_of(lrows), rowset.sums_of(rrows)]
+        hists.append(_histogram(part, leaves[built], features))
+    return replace(part, leaves=leaves), np.concatenate(stats), np.concatenate(hists)
 
 
 def histogram(part: Partition, leaf: int, features: np.ndarray) -> np.ndarray:
     """The leaf's histogram on the cells a search reads (:func:`used_cells`), packed."""
-    rows = part.leaves[leaf]
+    return _histogram(part, part.leaves[leaf], features)
+
+
+def _histogram(part: Partition, rows: np.ndarray, features: np.ndarray) -> np.ndarray:
     layout = part.data.layout
     rowset = part.rows()
     c = part.counted.shape[1] + 1

@@ -62,10 +62,15 @@ class BlockRows:
     """The :class:`~rebelboost.learners.row_set.RowSet` of one tree over the blocks (leaf
     handles are integers).
 
-    One round trip per split: the leaf's histogram (with its row-count channel) tells how many
-    rows each side gets, so the workers split the rows and build the smaller child's
-    histogram, which the grower asks for next, in one task each; the root's histogram comes
-    with the weights (:class:`BlockRebelBooster`)."""
+    Splits go in batches: the grower says which splits it may ask for next (:meth:`expect`,
+    the leaves that can still be split, best first), and the first split it asks for that is
+    not done yet is done in one round trip together with every expected one not done yet.
+    A searched leaf's histogram (with its row-count channel) tells how many rows each side
+    gets, so each block splits the rows and builds the smaller child's histogram in the same
+    task; the client keeps the answers until the grower asks. Splits the grower never asks
+    for cost their histograms, not a round trip; the tree, sums and histograms are those of
+    one split per round trip. The root's histogram comes with the weights
+    (:class:`BlockRebelBooster`)."""
 
     def __init__(self, cluster: Executor, parts: list, root_sums: np.ndarray, n_rows: int,
                  layout, root_histogram: np.ndarray, features: np.ndarray):
@@ -76,10 +81,15 @@ class BlockRows:
         self._cell_counts: dict[int, np.ndarray] = {}  # leaf -> rows per histogram cell
         self._next = 1
         self.layout = layout
-        self._ready = (0, features, root_histogram)  # (leaf, features, packed histogram)
+        self._built = {0: (features, root_histogram)}  # leaf -> (features, packed histogram)
+        self._done: dict[int, tuple[int, int]] = {}  # leaf -> its children, split already
+        self._asked: set[int] = set()  # leaves the grower split
+        self._released: set[int] = set()  # their rows, for the blocks to forget next time
+        self._expected: list[tuple] = []
         self.features = None  # this tree's, from the grower's first histogram
         self.leaves: list[int] | None = None
         self.tree: BinTree | None = None
+        self.round_trips = 0  # batches of splits sent to the blocks
 
     def root(self) -> int:
         return 0
@@ -90,53 +100,82 @@ class BlockRows:
     def sums(self, leaf: int) -> np.ndarray:
         return self._sums[leaf]
 
+    def expect(self, splits: list[tuple]) -> None:
+        self._expected = list(splits)
+
+    def is_split(self, leaf: int) -> bool:
+        return leaf in self._done
+
     def split(self, leaf: int, feature: int, split_bin: int, missing_left: bool,
               left_bins: np.ndarray | None = None) -> tuple[int, int]:
+        self._asked.add(leaf)
+        if leaf not in self._done:
+            batch = [(leaf, feature, split_bin, missing_left, left_bins)]
+            batch += [e for e in self._expected
+                      if e[0] not in self._asked and e[0] not in self._done]
+            self._split_batch(batch)
+        return self._done.pop(leaf)
+
+    def _split_batch(self, batch: list[tuple]) -> None:
+        """Every split of ``batch`` in one round trip: its children's row counts and sums,
+        and the smaller child's histogram."""
+        n_bins, jobs = self.layout.n_bins_total, []
+        for leaf, feature, split_bin, missing_left, left_bins in batch:
+            left, right = self._next, self._next + 1
+            self._next += 2
+            # The leaf was searched, so its rows per histogram cell are known (from its own
+            # histogram, or its parent's minus its sibling's): they say which child is
+            # smaller.
+            cells = self._cell_counts[leaf]
+            if left_bins is None:
+                n_left = cells[feature * n_bins:feature * n_bins + split_bin + 1].sum()
+                if missing_left:
+                    n_left += cells[feature * n_bins + self.layout.missing_bin]
+            else:  # a set of categories (a copy travels: the grower may change its own)
+                left_bins = np.array(left_bins, dtype=np.bool_)
+                n_left = cells[feature * n_bins + np.flatnonzero(left_bins)].sum()
+            smaller = left if n_left <= self._counts[leaf] - n_left else right
+            jobs.append((leaf, left, right, int(feature), int(split_bin), bool(missing_left),
+                         smaller, left_bins))
         cluster = self.cluster
-        left, right = self._next, self._next + 1
-        self._next += 2
-        # The leaf was searched, so its rows per histogram cell are known (from its own
-        # histogram, or its parent's minus its sibling's): they say which child is smaller.
-        cells = self._cell_counts[leaf]
-        n_bins = self.layout.n_bins_total
-        if left_bins is None:
-            n_left = cells[feature * n_bins:feature * n_bins + split_bin + 1].sum()
-            if missing_left:
-                n_left += cells[feature * n_bins + self.layout.missing_bin]
-        else:  # a set of categories (a copy travels: the grower may change its own)
-            left_bins = np.array(left_bins, dtype=np.bool_)
-            n_left = cells[feature * n_bins + np.flatnonzero(left_bins)].sum()
-        smaller = left if n_left <= self._counts[leaf] - n_left else right
-        done = cluster.map(part_fn.split_and_histogram, self.parts, leaf, left, right,
-                           int(feature), int(split_bin), bool(missing_left), smaller,
-                           self.features, left_bins)
+        done = cluster.map(part_fn.split_many, self.parts, jobs, self.features,
+                           sorted(self._released))
+        self._released.clear()
         self.parts, stats, hists = cluster.unpack(done, 3)
         stats = cluster.gather(stats)
         packed = cluster.reduce_gather(part_fn.add, hists)
         total = functools.reduce(part_fn.add, stats)  # in the partitions' order
-        c = len(total) // 2
-        self._counts[left], self._counts[right] = int(total[c - 1]), int(total[2 * c - 1])
-        if (smaller == left) != (total[c - 1] <= total[2 * c - 1]):
-            raise RuntimeError("the row counts of a split disagree with its leaf's histogram")
-        self._sums[left], self._sums[right] = total[:c - 1], total[c:2 * c - 1]
-        self._ready = (smaller, self.features, packed)
-        self._cell_counts[right if smaller == left else left] = cells - self._unpack_counts(
-            self.features, packed)
-        return left, right
+        self.round_trips += 1
+        c = len(total) // (2 * len(jobs))  # channels with the row count, per child
+        cells_per_leaf = len(self._cells(self.features))
+        for i, (leaf, left, right, *_, smaller, _) in enumerate(jobs):
+            sums = total[2 * c * i:2 * c * (i + 1)]
+            self._counts[left], self._counts[right] = int(sums[c - 1]), int(sums[2 * c - 1])
+            if (smaller == left) != (sums[c - 1] <= sums[2 * c - 1]):
+                raise RuntimeError("the row counts of a split disagree with its leaf's "
+                                   "histogram")
+            self._sums[left], self._sums[right] = sums[:c - 1], sums[c:2 * c - 1]
+            hist = packed[cells_per_leaf * i:cells_per_leaf * (i + 1)]
+            self._built[smaller] = (self.features, hist)
+            self._cell_counts[right if smaller == left else left] = (
+                self._cell_counts[leaf] - self._unpack_counts(self.features, hist))
+            self._done[leaf] = (left, right)
 
     def release(self, leaf: int) -> None:
-        for table in (self._counts, self._sums, self._cell_counts):
+        for table in (self._counts, self._sums, self._cell_counts, self._built):
             table.pop(leaf, None)
+        self._released.add(leaf)
 
     def histogram(self, leaf: int, sums: np.ndarray, features: np.ndarray,
                   out: np.ndarray) -> np.ndarray:
         if self.features is None:
             self.features = np.asarray(features)
-        ready_leaf, ready_features, packed = self._ready
-        if ready_leaf != leaf or not np.isin(features, ready_features).all():
+        ready_features, packed = self._built.pop(leaf, (None, None))
+        if ready_features is None or not np.isin(features, ready_features).all():
             ready_features = features
             packed = self.cluster.reduce_gather(
                 part_fn.add, self.cluster.map(part_fn.histogram, self.parts, leaf, features))
+            self.round_trips += 1
         cells = self._cells(ready_features)
         out.reshape(-1, out.shape[2])[cells] = packed[:, :-1]
         self._cell_counts[leaf] = self._unpack_counts(ready_features, packed)
@@ -170,6 +209,7 @@ class BlockRebelBooster:
         self.n_rows = n_rows
         self.options = options
         self.learning_rate = learning_rate
+        self.round_trips: list[int] = []  # per tree: batches of splits and histograms asked
         self.grower = VectorTreeGrower(binner, n_classes, options, rng)
         self.all_features = np.arange(binner.n_features, dtype=np.intp)
         logs = cluster.gather(cluster.map(part_fn.log_partial_sums, parts))
@@ -198,6 +238,7 @@ class BlockRebelBooster:
         rows = BlockRows(self.cluster, self.parts, self.root_sums, self.n_rows,
                         self.binner.layout, self.root_histogram, self.all_features)
         fit = self.grower.grow(rows)
+        self.round_trips.append(rows.round_trips)
         steps = self.learning_rate * fit.leaf_values
         # (the tree's arrays one by one: a backend may unpack a named tuple into a plain one)
         self.parts = self.cluster.map(part_fn.step, rows.parts, rows.leaves, steps, *rows.tree)

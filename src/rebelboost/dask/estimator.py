@@ -52,7 +52,8 @@ class DaskRebelClassifier(RebelClassifier):
     columns as the local fit does (``categorical_features``; each column's values are
     gathered from every partition first, so codes and bins are those of a local fit on all
     rows), and has no early stopping: other settings raise ``NotImplementedError`` before
-    any work is done.
+    any work is done. A tree costs one round trip to the workers per level of splits, not
+    one per split (``round_trips_``, per tree; :class:`~rebelboost.blocks.training.BlockRows`).
     """
 
     _parameter_constraints: dict = {**RebelClassifier._parameter_constraints,
@@ -167,6 +168,7 @@ class DaskRebelClassifier(RebelClassifier):
         self.model_.covers = covers[:len(self.model_.learners)]
         self._set_records(result.records, result.n_kept, booster)
         self.gathered_bytes_ = cluster.gathered_bytes
+        self.round_trips_ = np.asarray(booster.round_trips[:len(self.model_.learners)])
         return self
 
     def _check_distributed(self, sample_cost) -> None:
@@ -195,7 +197,8 @@ class DaskRebelClassifier(RebelClassifier):
         del params["client"]
         local = RebelClassifier(**params)
         for name, value in vars(self).items():
-            if name.endswith("_") and not name.startswith("_") and name != "gathered_bytes_":
+            if (name.endswith("_") and not name.startswith("_")
+                    and name not in ("gathered_bytes_", "round_trips_")):
                 setattr(local, name, value)
         local._categorical = getattr(self, "_categorical", None)
         return local

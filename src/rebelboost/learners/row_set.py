@@ -49,6 +49,16 @@ class RowSet(Protocol):
     def release(self, leaf) -> None:
         """``leaf`` was split: its handle is not used again."""
 
+    def expect(self, splits: list[tuple]) -> None:
+        """A hint: the splits the grower may ask for next, ``(leaf, feature, split_bin,
+        missing_left, left_bins)`` each, the next one first. A backend whose every answer is
+        a round trip may do them all in one (its answers must not change); rows in this
+        process ignore it."""
+
+    def is_split(self, leaf) -> bool:
+        """Whether ``leaf``'s rows are split already (by an :meth:`expect` batch): the
+        grower may then take its children early. Rows in this process: never."""
+
     def histogram(self, leaf, sums: np.ndarray, features: np.ndarray,
                   out: np.ndarray) -> np.ndarray:
         """``leaf``'s histogram over ``features`` (channel sums ``sums``) written into the
@@ -94,6 +104,12 @@ class RowArrays:
     def sums_of(self, rows: np.ndarray) -> np.ndarray:
         """Channel sums (amplified) and sample weight of ``rows``, in row order."""
         return _row_sums(self.channels, rows, self.amplify, self.row_weight)
+
+    def expect(self, splits: list[tuple]) -> None:
+        """(Rows in this process answer at once: nothing to prepare.)"""
+
+    def is_split(self, leaf) -> bool:
+        return False
 
     def split_rows(self, rows: np.ndarray, feature: int, split_bin: int, missing_left: bool,
                    left_bins: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

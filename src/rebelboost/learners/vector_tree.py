@@ -94,6 +94,7 @@ class _Leaf:
     hist: np.ndarray | None = None
     split: tuple | None = None  # (score, feature, bin, missing_left, left bins or None)
     loss: float = 0.0
+    children: list | None = None  # [left, right] once split ahead of its turn (look-ahead)
 
     @property
     def gain(self) -> float:
@@ -160,6 +161,8 @@ class VectorTreeGrower:
             heapq.heappush(heap, (-root.gain, 0, root))
         ticket = 1
         while heap and len(leaves) < opt.max_leaves:
+            self._look_ahead(heap, rows)
+            rows.expect(self._expected(heap, opt.max_leaves - len(leaves)))
             _, _, leaf = heapq.heappop(heap)
             score, f, b, m_left, left_bins = leaf.split
             node = len(feature)
@@ -168,8 +171,10 @@ class VectorTreeGrower:
             feature.append(f)
             threshold.append(self.binner.threshold(f, b) if left_bins is None else np.nan)
             split_bins.append(b)
-            sides = rows.split(leaf.rows, f, b, m_left, left_bins)
-            n_left, n_right = (rows.count(h) for h in sides)
+            # (split now, or earlier by the look-ahead)
+            children = self._split_leaf(leaf, rows) if leaf.children is None else leaf.children
+            rows.release(leaf.rows)
+            n_left, n_right = children[0].n_rows, children[1].n_rows
             if not self.has_missing[f]:  # NaN at prediction: the larger side
                 m_left = n_left >= n_right
             missing_left.append(m_left)
@@ -183,26 +188,13 @@ class VectorTreeGrower:
             left.append(-1)
             right.append(-1)
             gains.append((f, leaf.gain))
-            small_side = 0 if n_left <= n_right else 1
-            small_rows, big_rows = sides[small_side], sides[1 - small_side]
-            small = _Leaf(small_rows, rows.count(small_rows), rows.sums(small_rows),
-                          leaf.depth + 1, node, small_side)
-            big = _Leaf(big_rows, rows.count(big_rows), leaf.sums - small.sums, leaf.depth + 1,
-                        node, 1 - small_side)
-            children = [small, big] if small_side == 0 else [big, small]
-            rows.release(leaf.rows)
             leaves.remove(leaf)
             leaves += children
             for child in children:
-                child.loss = leaf_loss(child.sums, self.prior, k)
-            self._children_histograms(leaf, children)
-            for child in children:
-                self._search(child, child.hist)
+                child.parent = node
                 if child.split is not None:
                     heapq.heappush(heap, (-child.gain, ticket, child))
                     ticket += 1
-                elif child.hist is not None:
-                    self._release(child)
             self._enforce_budget(heap)
         for leaf in leaves:
             self._release(leaf)
@@ -243,6 +235,57 @@ class VectorTreeGrower:
                              self.searched)
 
     # ------------------------------------------------------------------ pieces
+
+    def _split_leaf(self, leaf: _Leaf, rows: RowSet) -> list[_Leaf]:
+        """``leaf``'s children [left, right], searched (their parent node set when the leaf
+        becomes one)."""
+        _, f, b, m_left, left_bins = leaf.split
+        sides = rows.split(leaf.rows, f, b, m_left, left_bins)
+        n_left, n_right = (rows.count(h) for h in sides)
+        small_side = 0 if n_left <= n_right else 1
+        small_rows, big_rows = sides[small_side], sides[1 - small_side]
+        small = _Leaf(small_rows, rows.count(small_rows), rows.sums(small_rows),
+                      leaf.depth + 1, -1, small_side)
+        big = _Leaf(big_rows, rows.count(big_rows), leaf.sums - small.sums, leaf.depth + 1,
+                    -1, 1 - small_side)
+        children = [small, big] if small_side == 0 else [big, small]
+        for child in children:
+            child.loss = leaf_loss(child.sums, self.prior, self.k)
+        self._children_histograms(leaf, children)
+        for child in children:
+            self._search(child, child.hist)
+            if child.split is None and child.hist is not None:
+                self._release(child)
+        return children
+
+    def _look_ahead(self, heap, rows: RowSet) -> None:
+        """Children of the waiting leaves whose rows the row set has split already (a
+        remote row set splits several leaves per round trip), and theirs, searched now: the
+        next round trip can then take their splits too. Searches do not depend on when they
+        run, so the tree is the same; rows in this process split nothing ahead."""
+        stack = [leaf for _, _, leaf in heap]
+        while stack:
+            leaf = stack.pop()
+            if leaf.children is None and rows.is_split(leaf.rows):
+                leaf.children = self._split_leaf(leaf, rows)
+            if leaf.children is not None:
+                stack += [c for c in leaf.children if c.split is not None]
+
+    @staticmethod
+    def _expected(heap, budget: int) -> list[tuple]:
+        """The splits that may come next, best first: the waiting leaves not split yet and
+        the look-ahead's children that could be split, ``budget`` (splits left) at most.
+        (A waiting leaf ranked below the splits left never is split: those above it go
+        first.)"""
+        stack, found = [leaf for _, _, leaf in heap], []
+        while stack:
+            leaf = stack.pop()
+            if leaf.children is None:
+                found.append(leaf)
+            else:
+                stack += [c for c in leaf.children if c.split is not None]
+        found.sort(key=lambda leaf: -leaf.gain)
+        return [(leaf.rows, *leaf.split[1:]) for leaf in found[:budget]]
 
     def _can_split(self, leaf: _Leaf) -> bool:
         opt = self.options
