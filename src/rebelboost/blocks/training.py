@@ -72,6 +72,8 @@ class BlockRows:
     one split per round trip. The root's histogram comes with the weights
     (:class:`BlockRebelBooster`)."""
 
+    batches_splits = True
+
     def __init__(self, cluster: Executor, parts: list, root_sums: np.ndarray, n_rows: int,
                  layout, root_histogram: np.ndarray, features: np.ndarray):
         self.cluster = cluster

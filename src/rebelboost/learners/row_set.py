@@ -49,6 +49,9 @@ class RowSet(Protocol):
     def release(self, leaf) -> None:
         """``leaf`` was split: its handle is not used again."""
 
+    #: Whether :meth:`expect`'s hints are used (False: the grower does not compute them).
+    batches_splits: bool
+
     def expect(self, splits: list[tuple]) -> None:
         """A hint: the splits the grower may ask for next, ``(leaf, feature, split_bin,
         missing_left, left_bins)`` each, the next one first. A backend whose every answer is
@@ -105,8 +108,10 @@ class RowArrays:
         """Channel sums (amplified) and sample weight of ``rows``, in row order."""
         return _row_sums(self.channels, rows, self.amplify, self.row_weight)
 
+    batches_splits = False  # (rows in this process answer at once: nothing to prepare)
+
     def expect(self, splits: list[tuple]) -> None:
-        """(Rows in this process answer at once: nothing to prepare.)"""
+        """(Not called: :attr:`batches_splits` is False.)"""
 
     def is_split(self, leaf) -> bool:
         return False

@@ -161,8 +161,9 @@ class VectorTreeGrower:
             heapq.heappush(heap, (-root.gain, 0, root))
         ticket = 1
         while heap and len(leaves) < opt.max_leaves:
-            self._look_ahead(heap, rows)
-            rows.expect(self._expected(heap, opt.max_leaves - len(leaves)))
+            if rows.batches_splits:
+                self._look_ahead(heap, rows)
+                rows.expect(self._expected(heap, opt.max_leaves - len(leaves)))
             _, _, leaf = heapq.heappop(heap)
             score, f, b, m_left, left_bins = leaf.split
             node = len(feature)
