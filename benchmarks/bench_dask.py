@@ -83,6 +83,9 @@ def time_dask_rebel(client, X, y, n_iter, params):
             "client_gathered_bytes_per_iteration": model.gathered_bytes_ / n_iter,
             # (the client's gathers are the workers' outgoing transfers too)
             "worker_outgoing_bytes_per_iteration": (tr1 - tr0) / n_iter,
+            # round trips to the workers per tree (one per level of splits; older versions
+            # one per split and have no round_trips_)
+            "round_trips_per_tree": getattr(model, "round_trips_", np.zeros(0)).tolist(),
             "train_loss": model.train_loss_.tolist()}
 
 

@@ -363,3 +363,46 @@ def test_float32_training_data_gives_the_float64_model(weak_learner):
     a = RebelClassifier(10, weak_learner=weak_learner, random_state=0).fit(X, y)
     b = RebelClassifier(10, weak_learner=weak_learner, random_state=0).fit(X.astype(float), y)
     np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+
+
+def test_small_data_defaults_depend_on_the_training_rows_only_where_left_at_none():
+    """Up to 1,000 training rows 'vector_tree' takes 500 depth-2 trees at rate 1 with leaves
+    of any size; above, 100 trees of 31 leaves at 0.3 with leaves of 10; explicit values
+    stay; the cost route's fold models (2/3 of the rows) keep the final model's shape."""
+    from rebelboost.ensemble._size_defaults import SMALL_DATA_ROWS
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(SMALL_DATA_ROWS + 1, 3))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5)
+    small = RebelClassifier(random_state=0).fit(X[:SMALL_DATA_ROWS], y[:SMALL_DATA_ROWS])
+    assert small.resolved_params_ == {"n_estimators": 500, "max_depth": 2,
+                                      "learning_rate": 1.0, "min_samples_leaf": 1}
+    depth_two = RebelClassifier(500, max_depth=2, learning_rate=1.0, min_samples_leaf=1,
+                                random_state=0).fit(X[:SMALL_DATA_ROWS], y[:SMALL_DATA_ROWS])
+    np.testing.assert_array_equal(small.decision_function(X), depth_two.decision_function(X))
+    large = RebelClassifier(random_state=0).fit(X, y)
+    assert large.resolved_params_ == {"n_estimators": 100, "max_depth": -1,
+                                      "learning_rate": 0.3, "min_samples_leaf": 10}
+    assert (large.trees_.feature >= 0).sum(axis=1).max() > 3  # deeper than depth 2
+    mixed = RebelClassifier(50, max_depth=-1, random_state=0).fit(X[:200], y[:200])
+    assert mixed.resolved_params_ == {"n_estimators": 50, "max_depth": -1,
+                                      "learning_rate": 1.0, "min_samples_leaf": 1}
+    assert RebelClassifier(weak_learner="tree").fit(X[:200], y[:200]).resolved_params_ == {
+        "n_estimators": 100, "max_depth": 2, "learning_rate": 1.0, "min_samples_leaf": 10}
+    with pytest.raises(ValueError, match="max_depth=-1"):
+        RebelClassifier(weak_learner="tree", max_depth=-1).fit(X[:200], y[:200])
+    # folds of 2/3 of 1,001 rows are small, but fit with the final model's parameters
+    seen = []
+    fit = RebelClassifier.fit
+
+    def spy(self, *args, **kwargs):
+        seen.append(self.get_params())
+        return fit(self, *args, **kwargs)
+
+    cost = [[0, 1, 4], [1, 0, 1], [4, 1, 0]]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RebelClassifier, "fit", spy)
+        RebelClassifier(5, cost_matrix=cost, random_state=0).fit(X, y)
+    folds = seen[1:]
+    assert len(folds) == 3
+    assert all(p["max_depth"] == -1 and p["learning_rate"] == 0.3 for p in folds)

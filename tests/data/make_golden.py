@@ -46,11 +46,15 @@ CASES = {
                                              validation_metric="loss")),
     # The default learner (format 2), every parameter that shapes it pinned so that a change of
     # defaults does not change the case.
+    # (max_depth=-1: no depth limit, as these files were written before small data sets got
+    # depth-2 trees by default)
     "rebel_vtree": (RebelClassifier, dict(n_estimators=20, weak_learner="vector_tree",
-                                          max_leaves=31, min_samples_leaf=20, leaf_smoothing=1.0,
+                                          max_depth=-1, max_leaves=31, min_samples_leaf=20,
+                                          leaf_smoothing=1.0,
                                           learning_rate=0.3, max_bins=255)),
     "rebel_vtree_sampled": (RebelClassifier,
-                            dict(n_estimators=15, weak_learner="vector_tree", max_leaves=12,
+                            dict(n_estimators=15, weak_learner="vector_tree", max_depth=-1,
+                                 max_leaves=12,
                                  min_samples_leaf=5, leaf_smoothing=1.0, learning_rate=0.3,
                                  max_bins=63, subsample=0.7, sampling="uniform",
                                  colsample_bytree=0.6)),

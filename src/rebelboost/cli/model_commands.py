@@ -98,14 +98,17 @@ TARGET_TO_DROP = click.option(
               type=click.Choice(["vector_tree", "tree", "stump", "similarity"]),
               default="vector_tree", show_default=True,
               help="Leaf-wise trees with a K-vector per leaf, or the paper's binary learners.")
-@click.option("--n-estimators", type=click.IntRange(min=1), default=100, show_default=True,
-              help="Boosting iterations (LightGBM's num_iterations).")
+@click.option("--n-estimators", type=click.IntRange(min=1),
+              help="Boosting iterations (LightGBM's num_iterations) [default: 100; 500 for "
+              "vector_tree on at most 1,000 rows].")
 @click.option("--max-depth", type=click.IntRange(1, 16),
-              help="Depth limit of the trees [default: 2 for tree, none for vector_tree].")
+              help="Depth limit of the trees [default: 2 for tree; for vector_tree 2 on at "
+              "most 1,000 rows, else none].")
 @click.option("--max-leaves", type=click.IntRange(2, 1 << 16), default=31, show_default=True,
               help="Leaves per vector_tree (LightGBM's num_leaves).")
 @click.option("--learning-rate", type=click.FloatRange(0, min_open=True),
-              help="Shrinkage of every step [default: 0.3 for vector_tree, else 1].")
+              help="Shrinkage of every step [default: 0.3 for vector_tree (1 on at most "
+              "1,000 rows), else 1].")
 @click.option("--max-bins", type=click.IntRange(2, 255), default=255, show_default=True,
               help="Value bins per feature for the split search (LightGBM's max_bin).")
 @click.option("--cost-matrix", type=click.Path(dir_okay=False),
@@ -129,7 +132,8 @@ TARGET_TO_DROP = click.option(
 @click.option("--random-state", type=int, help="Seed for the validation split and binning.")
 @click.option("--n-jobs", type=int, help="Threads for the split search (default: all cores).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
-def fit(data: str, target: str | None, model_out: str, weak_learner: str, n_estimators: int,
+def fit(data: str, target: str | None, model_out: str, weak_learner: str,
+        n_estimators: int | None,
         max_depth: int | None, max_leaves: int, learning_rate: float | None, max_bins: int,
         cost_matrix: str | None, cost_columns: bool,
         validation_fraction: float | None, n_iter_no_change: int | None,

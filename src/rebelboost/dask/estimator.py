@@ -59,7 +59,7 @@ class DaskRebelClassifier(RebelClassifier):
     _parameter_constraints: dict = {**RebelClassifier._parameter_constraints,
                                     "client": "no_validation"}
 
-    def __init__(self, n_estimators: int = 100, *, client=None, **params):
+    def __init__(self, n_estimators: int | None = None, *, client=None, **params):
         super().__init__(n_estimators, **params)
         self.client = client
 
@@ -144,6 +144,7 @@ class DaskRebelClassifier(RebelClassifier):
             raise NotImplementedError("the distributed fit builds float histograms: pass "
                                       f"histogram_bits=None (not {self.histogram_bits!r})")
         self.cost_strategy_, self.temperature_, self.route_costs_ = "loss", 1.0, {}
+        self._resolve_size(n_rows)
         rng = _rng(self.random_state)  # drawn from as the local fit draws
         n_positive = [sum(f["n_positive"] for f in facts[a:b]) for a, b in groups]
         binner = _fit_binner(cluster, raw, facts, n_positive, self.max_bins,
@@ -158,7 +159,7 @@ class DaskRebelClassifier(RebelClassifier):
             np.random.RandomState(rng.randint(2**31)), self._shrinkage())
         target = 1.0 / n_rows if self.target_loss == "auto" else self.target_loss
         try:
-            result = boost(booster, self.n_estimators, d, callbacks=callbacks,
+            result = boost(booster, self._n_iterations(), d, callbacks=callbacks,
                            target_loss=target, verbose=self.verbose, n_jobs=self.n_jobs,
                            estimator=self)
             covers = booster.covers()

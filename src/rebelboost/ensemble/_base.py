@@ -52,6 +52,7 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         ``True`` stops training there.
         """
         X, codes, sample_weight = check_fit_input(self, self._encode_fit(X), y, sample_weight)
+        self._resolve_size(X.shape[0])
         rng = _rng(self.random_state)
         cost_rows = self._fit_costs(X, codes, sample_weight, rng, **fit_params)
         validation = None
@@ -65,7 +66,7 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         if target == "auto":
             target = 1.0 / X.shape[0]
         result = boost(
-            booster, self.n_estimators, X.shape[1], validation=validation,
+            booster, self._n_iterations(), X.shape[1], validation=validation,
             early_stopping=EarlyStopping(self.n_iter_no_change, self.tol,
                                          metric=self.validation_metric)
             if validation is not None else None,
@@ -76,6 +77,12 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         self.model_.covers = leaf_covers(self.model_.learners, X, sample_weight)
         self._set_records(result.records, result.n_kept, booster)
         return self
+
+    def _resolve_size(self, n_rows: int) -> None:
+        """Parameters whose default depends on the training set's size (none here)."""
+
+    def _n_iterations(self) -> int:
+        return self.n_estimators
 
     def _early_stopping_on(self, n_samples: int) -> bool:
         if self.early_stopping == "auto":

@@ -83,7 +83,8 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
 
     def fit_fold(f):
         train = folds != f
-        fold_model = clone(model).set_params(**params)
+        # the final model's size-dependent parameters, not the fold's (fewer rows)
+        fold_model = clone(model).set_params(**{**model.resolved_params_, **params})
         mask = model._categorical_mask() if hasattr(model, "_categorical_mask") else None
         if mask is not None:  # X holds category codes already: the folds split them as sets
             fold_model.set_params(categorical_features=mask)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from ..costs import COST_STRATEGIES, decision_codes, proba_from_scores, resolve_costs, route_of
 from ..io import corrupt, float_array
@@ -29,6 +29,7 @@ from ._cost_route import choose_route
 from ._cost_state import read_cost_state, write_cost_state
 from ._loop_params import LOOP_CONSTRAINTS, document_loop
 from ._rebel_booster import RebelBooster
+from ._size_defaults import resolve_size_params
 
 
 @document_loop(own=("learning_rate",))
@@ -37,8 +38,9 @@ class RebelClassifier(CategoricalInput, BoostedClassifier):
 
     Parameters
     ----------
-    n_estimators : int, default=100
-        Number of boosting iterations (weak learners, the constant learner included).
+    n_estimators : int or None, default=None
+        Number of boosting iterations (weak learners, the constant learner included). None:
+        100, or 500 for 'vector_tree' on at most 1,000 training rows (small data, below).
     weak_learner : {'vector_tree', 'tree', 'stump', 'similarity'}, default='vector_tree'
         'tree' grows the paper's binary trees (``f(x) = +-1`` times one step vector) of depth
         ``max_depth`` layer by layer; 'stump' is depth 1; 'vector_tree' grows trees leaf by
@@ -49,20 +51,24 @@ class RebelClassifier(CategoricalInput, BoostedClassifier):
         drive the training error to zero on any data set.
     learning_rate : float or None, default=None
         Shrinkage: every step is multiplied by it (LightGBM's ``learning_rate``). None: 0.3
-        for 'vector_tree', 1 for the paper's learners (their closed-form steps). A larger rate
-        reaches a given test error in fewer trees on most data sets but fits small ones
-        worse; BENCHMARKS.md (issue 16) has a row at 0.5 beside the default for every set.
+        for 'vector_tree' (1 on at most 1,000 rows), 1 for the paper's learners (their
+        closed-form steps); BENCHMARKS.md (issue 16) compares 0.5 with the default.
     max_depth : int or None, default=None
-        Depth limit of the trees: None means 2 for 'tree' and no limit for 'vector_tree'
-        (ignored for stumps and similarities).
+        Depth limit of the trees; -1: no limit (LightGBM's convention; 'vector_tree' only).
+        None means 2 for 'tree', and for 'vector_tree' 2 on at most 1,000 training rows,
+        else no limit (ignored for stumps and similarities).
     max_leaves : int, default=31
         'vector_tree' only: leaves per tree (LightGBM's ``num_leaves``).
-    min_samples_leaf : int, default=10
+    min_samples_leaf : int or None, default=None
         'vector_tree' only: the least sample weight (the number of rows when unweighted) of
         the sampled training rows a leaf may hold (LightGBM's ``min_child_samples``); a
-        weight of 2 counts as a repeated row. 10, not LightGBM's 20: at 20 the suite's smallest
-        sets lost to depth-2 trees; 10 had the better mean rank and error, at less time than 5
-        (BENCHMARKS.md, issue 28).
+        weight of 2 counts as a repeated row. None: 10 (not LightGBM's 20: better on the
+        suite's small sets, BENCHMARKS.md, issue 28), or 1 on at most 1,000 rows.
+
+        **Small data** (at most 1,000 training rows, :mod:`._size_defaults`): the parameters
+        left at None give the paper's shape with vector leaves, 500 depth-2 trees at rate 1,
+        leaves of any size: on the suite's 17 sets of that size (5 seeds) it erred less than
+        the larger trees on 11, more on 4. ``resolved_params_``: what a fit used.
     leaf_smoothing : float, default=1.0
         'vector_tree' only: pseudo-rows of the average weight added to both sides of each
         leaf's class sums before its step is solved; shrinks the steps of small leaves
@@ -160,9 +166,11 @@ default='from_dtype'
     learners_ : TreeArrays, LeafTreeArrays or SimilarityArrays
         The weak learners, stacked (``trees_`` for tree models).
     vectors_ : ndarray of shape (n_estimators_, n_classes) or None
-        The step vector ``a_t`` of each learner (None for 'vector_tree': each leaf's vector
-        is in ``leaf_scores_``).
+        Each learner's step vector ``a_t`` (None for 'vector_tree': see ``leaf_scores_``).
     n_estimators_ : int
+    resolved_params_ : dict
+        ``n_estimators``, ``max_depth`` (-1: none), ``learning_rate``, ``min_samples_leaf``
+        in effect: the size-dependent defaults of those left at None.
     init_loss_ : float
         Training loss before the first iteration.
     train_loss_ : ndarray of shape (n_estimators_,)
@@ -174,12 +182,10 @@ default='from_dtype'
     feature_importances_ : ndarray of shape (n_features_in_,)
         Share of the total training-loss reduction won by splits on each feature.
     histogram_updates_ : ndarray of shape (n_iterations,)
-        Row x feature histogram accumulations spent by each iteration's split searches (every
-        iteration run, including those dropped by early stopping).
+        Row x feature histogram additions of each iteration run (early-stopped ones too).
     n_relabeled_ : int
         Similarity models: coincident training rows relabelled to their least-cost class.
     """
-
 
     _parameter_constraints: dict = {
         **LOOP_CONSTRAINTS,
@@ -187,9 +193,11 @@ default='from_dtype'
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "similarity_mode": [StrOptions({"two-point", "one-point"})],
         "scaling": [StrOptions({"standard", "minmax"}), None],
-        "max_depth": [Interval(numbers.Integral, 1, 16, closed="both"), None],
+        "max_depth": [Interval(numbers.Integral, 1, 16, closed="both"),
+                      Options(numbers.Integral, {-1}), None],
         "max_leaves": [Interval(numbers.Integral, 2, 1 << 16, closed="both")],
-        "min_samples_leaf": [Interval(numbers.Integral, 1, None, closed="left")],
+        "min_samples_leaf": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_estimators": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "leaf_smoothing": [Interval(numbers.Real, 0, None, closed="left")],
         "subsample": [Interval(numbers.Real, 0, 1, closed="right")],
         "sampling": [StrOptions(set(SAMPLINGS))],
@@ -207,12 +215,12 @@ default='from_dtype'
 
     def __init__(
         self,
-        n_estimators: int = 100,
+        n_estimators: int | None = None,
         *,
         weak_learner: str = "vector_tree",
         max_depth: int | None = None,
         max_leaves: int = 31,
-        min_samples_leaf: int = 10,
+        min_samples_leaf: int | None = None,
         leaf_smoothing: float = 1.0,
         subsample: float = 1.0,
         sampling: str = "uniform",
@@ -319,7 +327,7 @@ default='from_dtype'
         if vector and self.quickboost:
             raise ValueError("quickboost prunes binary trees' searches; 'vector_tree' has none")
         options = LearnerOptions(
-            depth=1 if self.weak_learner == "stump" else int(self.max_depth or 2),
+            depth=1 if self.weak_learner == "stump" else abs(self.resolved_params_["max_depth"]),
             max_bins=self.max_bins, quickboost=bool(self.quickboost),
             similarity_mode=self.similarity_mode, scaling=self.scaling,
             vector_tree=self._vector_tree_options() if vector else None,
@@ -336,18 +344,22 @@ default='from_dtype'
         return RebelBooster(family, cost_rows, sample_weight, validation, self._shrinkage(),
                              self.subcosts)
 
+    def _resolve_size(self, n_rows: int) -> None:
+        self.resolved_params_ = resolve_size_params(self, n_rows)
+
+    def _n_iterations(self) -> int:
+        return self.resolved_params_["n_estimators"]
+
     def _vector_tree_options(self) -> VectorTreeOptions:
+        params, depth = self.resolved_params_, self.resolved_params_["max_depth"]
         return VectorTreeOptions(
-            max_leaves=self.max_leaves, max_depth=self.max_depth,
-            min_samples_leaf=self.min_samples_leaf, leaf_smoothing=self.leaf_smoothing,
+            max_leaves=self.max_leaves, max_depth=None if depth == -1 else depth,
+            min_samples_leaf=params["min_samples_leaf"], leaf_smoothing=self.leaf_smoothing,
             subsample=self.subsample, sampling=self.sampling,
             colsample_bytree=self.colsample_bytree, histogram_bits=self.histogram_bits)
 
-    def _shrinkage(self) -> float:
-        """The learning rate in effect (None: 0.3 for vector trees, else the closed form)."""
-        if self.learning_rate is not None:
-            return self.learning_rate
-        return 0.3 if self.weak_learner == "vector_tree" else 1.0
+    def _shrinkage(self) -> float:  # the learning rate in effect
+        return self.resolved_params_["learning_rate"]
 
     def _set_records(self, records, n_kept, booster) -> None:
         k = len(self.classes_)
