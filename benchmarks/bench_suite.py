@@ -86,6 +86,10 @@ CANDIDATES = {
                              "leaf_smoothing": 5.0},
 }
 METHODS.update({name: ("rebelboost", params) for name, params in CANDIDATES.items()})
+# The defaults since the small-data rule (issue 28, stop 19: 500 depth-2 trees at rate 1 on at
+# most 1,000 training rows, else those of rebel-msl10), run under their own name so that the
+# results of earlier defaults stay apart.
+METHODS["rebel-defaults-v3"] = ("rebelboost", {})
 # An internal choice on small data (issue 28, part 2): up to CV_ROWS training rows, 3-fold
 # stratified cross-validation picks the defaults or the paper's trees (refit on all rows);
 # above it, the defaults.
