@@ -190,8 +190,10 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         return
 
     predicted = model.predict(X)
-    kind = {"tree": f"depth-{max_depth or 2} trees", "stump": "stumps",
-            "vector_tree": f"vector-leaf trees of up to {max_leaves} leaves",
+    depth = model.resolved_params_["max_depth"]  # (the size-dependent defaults resolved)
+    kind = {"tree": f"depth-{depth} trees", "stump": "stumps",
+            "vector_tree": f"vector-leaf trees of up to {max_leaves} leaves"
+                           + ("" if depth == -1 else f", depth {depth}"),
             "similarity": "localized similarities"}[weak_learner]
     click.echo(f"fitted {model.n_estimators_} iterations ({kind}) on {len(y)} rows x "
                f"{model.n_features_in_} features, {len(model.classes_)} classes, in "
