@@ -309,3 +309,16 @@ def test_dense_histogram_adds_each_cell_in_row_order(threads, monkeypatch):
         np.add.at(want, data.bins[rows, f], channels[rows])
         used = list(range(data.layout.n_value_bins[f])) + [data.layout.missing_bin]
         np.testing.assert_array_equal(out[f, used], want[used])
+
+
+def test_leaf_loss_of_weights_whose_product_underflows():
+    """Rows fitted long ago (500 trees at rate 1 on a small set) carry weights near 1e-200:
+    the closed form's sqrt(P M) underflows to 0 there, and the loss must still be finite
+    and right (it raised ZeroDivisionError inside numba)."""
+    from rebelboost.search.vector_leaf import leaf_loss
+
+    tiny = 1e-200
+    got = leaf_loss(np.array([tiny, tiny, 3 * tiny, tiny, 1.0, 1.0]), np.zeros(2), 2)
+    # class 0: p = m: 2p; class 1: 2 sqrt(p m) up to the step's epsilon
+    want = 2 * tiny + 2 * np.sqrt(3) * tiny
+    assert np.isfinite(got) and abs(got - want) <= 1e-9 * want

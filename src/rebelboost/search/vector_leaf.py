@@ -37,7 +37,13 @@ def _class_loss(p, m, q):
     eps = max(STEP_EPS * (p + m), 2.2250738585072014e-308)
     big_p = p + q + eps
     big_m = m + q + eps
-    return (p * big_m + m * big_p) / math.sqrt(big_p * big_m)
+    root = math.sqrt(big_p * big_m)
+    if root > 0.0:
+        return (p * big_m + m * big_p) / root
+    # weights so small that the product underflows (a leaf of rows fitted long ago): the
+    # same value from the square roots apart
+    root_p, root_m = math.sqrt(big_p), math.sqrt(big_m)
+    return p * (root_m / root_p) + m * (root_p / root_m)
 
 
 @numba.njit(cache=True, nogil=True)
