@@ -160,39 +160,80 @@ class RebelLoss:
         return scores
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
+# Row x channel cells from which the weights are computed on threads (below, waking the
+# threads costs more than the work: a small data set fits 500 trees).
+PARALLEL_CELLS = 1 << 16
+
+
 def _max_exponent(log_plus, log_minus, scores):
     """The largest of ``[log+ + H, log- - H]`` (the shift that scales the largest weight to 1;
     fused and parallel with :func:`_fill_weights`: numpy's version made four passes over
     N x 2K arrays, ~8 ms an iteration on MNIST)."""
-    n, k = scores.shape
-    row_max = np.empty(n)
-    for r in numba.prange(n):
-        top = -np.inf
-        for c in range(k):
-            top = max(top, log_plus[r, c] + scores[r, c], log_minus[r, c] - scores[r, c])
-        row_max[r] = top
+    if scores.size >= PARALLEL_CELLS:
+        return _max_exponent_parallel(log_plus, log_minus, scores)
+    return _max_exponent_serial(log_plus, log_minus, scores)
+
+
+def _fill_weights(log_plus, log_minus, scores, shift, channels):
+    """``channels = exp([log+ + H, log- - H] - shift)``; returns each row's channel sum."""
+    fill = _fill_weights_parallel if scores.size >= PARALLEL_CELLS else _fill_weights_serial
+    return fill(log_plus, log_minus, scores, shift, channels)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _row_max(log_plus, log_minus, scores, r):
+    top = -np.inf
+    for c in range(scores.shape[1]):
+        top = max(top, log_plus[r, c] + scores[r, c], log_minus[r, c] - scores[r, c])
+    return top
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _row_fill(log_plus, log_minus, scores, shift, channels, r):
+    k = scores.shape[1]
+    total = 0.0
+    for c in range(k):
+        e = log_plus[r, c]
+        w = math.exp(e + scores[r, c] - shift) if e > -np.inf else 0.0
+        channels[r, c] = w
+        total += w
+    for c in range(k):  # a zero subcost (log -inf: w- off the true class) skips its exp
+        e = log_minus[r, c]
+        w = math.exp(e - scores[r, c] - shift) if e > -np.inf else 0.0
+        channels[r, k + c] = w
+        total += w
+    return total
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _max_exponent_parallel(log_plus, log_minus, scores):
+    row_max = np.empty(scores.shape[0])
+    for r in numba.prange(scores.shape[0]):
+        row_max[r] = _row_max(log_plus, log_minus, scores, r)
+    return row_max.max()
+
+
+@numba.njit(cache=True, nogil=True)
+def _max_exponent_serial(log_plus, log_minus, scores):
+    row_max = np.empty(scores.shape[0])
+    for r in range(scores.shape[0]):
+        row_max[r] = _row_max(log_plus, log_minus, scores, r)
     return row_max.max()
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _fill_weights(log_plus, log_minus, scores, shift, channels):
-    """``channels = exp([log+ + H, log- - H] - shift)``; returns each row's channel sum."""
-    n, k = scores.shape
-    row_sums = np.empty(n)
-    for r in numba.prange(n):
-        total = 0.0
-        for c in range(k):
-            e = log_plus[r, c]
-            w = math.exp(e + scores[r, c] - shift) if e > -np.inf else 0.0
-            channels[r, c] = w
-            total += w
-        for c in range(k):  # a zero subcost (log -inf: w- off the true class) skips its exp
-            e = log_minus[r, c]
-            w = math.exp(e - scores[r, c] - shift) if e > -np.inf else 0.0
-            channels[r, k + c] = w
-            total += w
-        row_sums[r] = total
+def _fill_weights_parallel(log_plus, log_minus, scores, shift, channels):
+    row_sums = np.empty(scores.shape[0])
+    for r in numba.prange(scores.shape[0]):
+        row_sums[r] = _row_fill(log_plus, log_minus, scores, shift, channels, r)
+    return row_sums
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_weights_serial(log_plus, log_minus, scores, shift, channels):
+    row_sums = np.empty(scores.shape[0])
+    for r in range(scores.shape[0]):
+        row_sums[r] = _row_fill(log_plus, log_minus, scores, shift, channels, r)
     return row_sums
 
 

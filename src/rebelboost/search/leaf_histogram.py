@@ -11,6 +11,8 @@ never the rows, so every sum is accumulated in row order whatever the thread cou
 
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 
@@ -69,8 +71,12 @@ def subtract_histogram(big: np.ndarray, small: np.ndarray, n_value_bins: np.ndar
     subtract(big, small, n_value_bins, missing_bin)
 
 
+@functools.lru_cache(maxsize=64)
 def _task_starts(n_features: int, n_tasks: int) -> np.ndarray:
-    return np.linspace(0, n_features, max(1, min(n_tasks, n_features)) + 1).astype(np.intp)
+    """Feature ranges of the histogram tasks (the same for every leaf: cached, read-only)."""
+    starts = np.linspace(0, n_features, max(1, min(n_tasks, n_features)) + 1).astype(np.intp)
+    starts.flags.writeable = False
+    return starts
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
