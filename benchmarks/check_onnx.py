@@ -70,10 +70,6 @@ def session(model):
                                 providers=["CPUExecutionProvider"])
 
 
-def graph_input(model, X) -> np.ndarray:
-    return model.encode(X) if model.is_categorical_ is not None else X
-
-
 def check(name: str, categorical: bool, cost_rows: int) -> dict:
     from rebelboost import RebelClassifier
 
@@ -86,7 +82,7 @@ def check(name: str, categorical: bool, cost_rows: int) -> dict:
     graph = session(model)
     for tag, X in (("", X_te), ("_nan", X_nan)):
         label, probabilities = graph.run(["label", "probabilities"],
-                                         {"X": graph_input(model, X)})
+                                         {"X": model.encode(X)})
         out[f"label_mismatches{tag}"] = int(np.sum(label != model.predict(X)))
         out[f"proba_max_gap{tag}"] = float(np.max(np.abs(probabilities
                                                         - model.predict_proba(X))))
@@ -102,7 +98,7 @@ def check(name: str, categorical: bool, cost_rows: int) -> dict:
         costly.cost_route_ = route
         graph = session(costly)
         for tag, X in (("", X_te), ("_nan", X_nan)):
-            label = graph.run(["label"], {"X": graph_input(costly, X)})[0]
+            label = graph.run(["label"], {"X": costly.encode(X)})[0]
             out[f"cost_{route}_label_mismatches{tag}"] = int(np.sum(label
                                                                     != costly.predict(X)))
     return out

@@ -48,11 +48,10 @@ def shap_explanation(estimator, X):
         raise ImportError("shap_explanation needs shap: pip install 'rebelboost[shap]'") \
             from None
     phi = estimator.contributions(X)
-    encoded = (estimator.encode(X) if hasattr(estimator, "encode")
-               else np.asarray(X, dtype=np.float64))
     display = X.to_numpy() if hasattr(X, "to_numpy") else np.asarray(X)
-    return shap.Explanation(values=phi[:, :-1, :], base_values=phi[:, -1, :], data=encoded,
-                            display_data=display, feature_names=estimator.feature_names(),
+    return shap.Explanation(values=phi[:, :-1, :], base_values=phi[:, -1, :],
+                            data=estimator.encode(X), display_data=display,
+                            feature_names=estimator.feature_names(),
                             output_names=[str(c) for c in estimator.classes_])
 
 

@@ -23,7 +23,7 @@ from ..binning import (
 from ..categorical import CategoricalColumns
 from ..costs import check_sample_cost
 from ..learners.row_set import BinTree, RowArrays
-from ..losses.rebel import RebelLoss, add_leaf_steps
+from ..losses.rebel import RebelLoss, add_slot_values
 from ..search.binned import BinnedData
 from ..validation import normalize_labels
 
@@ -284,7 +284,7 @@ def step(part: Partition, leaves: list[int], steps: np.ndarray, *tree) -> Partit
     leaf_of_row = part.rows().leaves_of([part.leaves[h] for h in leaves], BinTree(*tree),
                                         sampled=False)
     scores = part.scores.copy()
-    add_leaf_steps(scores, leaf_of_row, steps)
+    add_slot_values(scores, leaf_of_row, None, steps)
     cover = np.bincount(leaf_of_row, weights=part.weight, minlength=steps.shape[0])
     return replace(part, scores=scores, counted=None, leaves=None,
                    covers=part.covers + (cover,))

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..engine import Stage
 from ..learners.leaf_tree import LeafTreeArrays
-from ..learners.row_set import BinTree
+from ..learners.row_set import BinTree, split_table
 from ..learners.vector_tree import VectorTreeGrower, VectorTreeOptions
 from . import tasks as part_fn
 
@@ -128,14 +128,11 @@ class BlockRows:
             # The leaf was searched, so its rows per histogram cell are known (from its own
             # histogram, or its parent's minus its sibling's): they say which child is
             # smaller.
-            cells = self._cell_counts[leaf]
-            if left_bins is None:
-                n_left = cells[feature * n_bins:feature * n_bins + split_bin + 1].sum()
-                if missing_left:
-                    n_left += cells[feature * n_bins + self.layout.missing_bin]
-            else:  # a set of categories (a copy travels: the grower may change its own)
+            if left_bins is not None:  # (a copy travels: the grower may change its own)
                 left_bins = np.array(left_bins, dtype=np.bool_)
-                n_left = cells[feature * n_bins + np.flatnonzero(left_bins)].sum()
+            goes_left = (split_table(split_bin, missing_left, n_bins, self.layout.missing_bin)
+                         if left_bins is None else left_bins)
+            n_left = self._cell_counts[leaf][feature * n_bins + np.flatnonzero(goes_left)].sum()
             smaller = left if n_left <= self._counts[leaf] - n_left else right
             jobs.append((leaf, left, right, int(feature), int(split_bin), bool(missing_left),
                          smaller, left_bins))

@@ -59,9 +59,7 @@ def _check(model, proto, data: str, target: str | None) -> None:
         raise click.ClickException("--check needs onnxruntime: pip install "
                                    "'rebelboost[onnx]'") from None
     X = _model_input(model, read_table(data, USE_ARRAYS), target)
-    # the graph reads categorical columns as codes; predict reads the values themselves
-    graph_X = (model.encode(X) if getattr(model, "is_categorical_", None) is not None
-               else np.asarray(X, dtype=np.float64))
+    graph_X = model.encode(X)  # categorical columns as codes; predict reads the values
     session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     with _library_errors(f"cannot check on {data!r}"):

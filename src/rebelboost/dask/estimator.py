@@ -107,9 +107,7 @@ class DaskRebelClassifier(RebelClassifier):
                               for i, (x, yp, w, c) in enumerate(zip(x_parts, y_parts, w_parts,
                                                                     c_parts, strict=True))])
         del x_parts
-        self._categorical = columns
-        self.is_categorical_ = None if columns is None else columns.mask
-        self.categories_ = None if columns is None else columns.categories
+        self._set_categorical(columns)
         facts = client.gather(cluster.map(part_fn.facts, raw))
         classes = _classes(facts)
         raw, groups = _blocks_per_worker(cluster, raw, BLOCKS_PER_WORKER)

@@ -278,6 +278,20 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
 
         return explain_prediction(self, x, top=top, feature_names=feature_names)
 
+    def encode(self, X) -> np.ndarray:
+        """X as the learners read it (and a graph from :meth:`to_onnx` takes it): float64;
+        for a model with categorical columns each value as its code, the index of the value
+        in ``categories_``, and NaN for a missing or unseen value."""
+        check_is_fitted(self)
+        encoded = self._encode(X)
+        if hasattr(encoded, "to_numpy"):
+            encoded = encoded.to_numpy(dtype=np.float64)
+        encoded = np.asarray(encoded, dtype=np.float64)
+        if encoded.ndim != 2 or encoded.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has shape {encoded.shape}; the model was fitted on "
+                             f"{self.n_features_in_} features")
+        return encoded
+
     def encode_row(self, x) -> np.ndarray:
         """One row (a sequence in column order, or a pandas Series) as the learners read
         it: float64, categorical values as their codes (see ``categories_``)."""

@@ -17,40 +17,26 @@ class CategoricalInput:
     def _encode_fit(self, X):
         """X with its categorical columns as codes; finds them and their values."""
         columns = CategoricalColumns.fit(X, self.categorical_features)
-        self._categorical = columns
+        self._set_categorical(columns)
         if columns is None:
-            self.is_categorical_ = None
-            self.categories_ = None
             return X
         if self.weak_learner != "vector_tree":
             raise ValueError(
                 f"categorical features need weak_learner='vector_tree' (not "
                 f"{self.weak_learner!r}): it splits by sets of categories; encode the "
                 "columns as numbers for the other learners, or pass categorical_features=None")
-        self.is_categorical_ = columns.mask
-        self.categories_ = columns.categories
         return columns.transform(X)
+
+    def _set_categorical(self, columns: CategoricalColumns | None) -> None:
+        """The fitted categorical columns (None: all numeric) and their public view."""
+        self._categorical = columns
+        self.is_categorical_ = None if columns is None else columns.mask
+        self.categories_ = None if columns is None else columns.categories
 
     def _encode(self, X):
         """X to predict on, its categorical columns encoded as in training."""
         columns = getattr(self, "_categorical", None)
         return X if columns is None else columns.transform(X)
-
-    def encode(self, X) -> np.ndarray:
-        """X as the trees read it (and a graph from :meth:`to_onnx` takes it): float64, each
-        categorical value as its code, the index of the value in ``categories_``, and NaN
-        for a missing or unseen value."""
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self)
-        encoded = self._encode(X)
-        if hasattr(encoded, "to_numpy"):
-            encoded = encoded.to_numpy(dtype=np.float64)
-        encoded = np.asarray(encoded, dtype=np.float64)
-        if encoded.ndim != 2 or encoded.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has shape {encoded.shape}; the model was fitted on "
-                             f"{self.n_features_in_} features")
-        return encoded
 
     def encode_row(self, x) -> np.ndarray:
         """One row (a pandas Series, or a sequence in column order) as the learners read it:
@@ -74,13 +60,8 @@ class CategoricalInput:
 
     def _read_categorical(self, fitted: dict, d: int) -> None:
         doc = fitted["categorical"]
-        self._categorical = None
-        self.is_categorical_ = self.categories_ = None
-        if doc is None:
-            return
         try:
-            columns = CategoricalColumns.from_dict(doc, d)
+            columns = None if doc is None else CategoricalColumns.from_dict(doc, d)
         except ValueError as exc:
             raise corrupt(str(exc)) from None
-        self._categorical = columns
-        self.is_categorical_, self.categories_ = columns.mask, columns.categories
+        self._set_categorical(columns)

@@ -326,9 +326,9 @@ default='from_dtype'
                              f"'vector_tree', not {self.weak_learner!r}")
         if vector and self.quickboost:
             raise ValueError("quickboost prunes binary trees' searches; 'vector_tree' has none")
+        depth = {"stump": 1, "tree": self.resolved_params_["max_depth"]}.get(self.weak_learner, 2)
         options = LearnerOptions(
-            depth=1 if self.weak_learner == "stump" else abs(self.resolved_params_["max_depth"]),
-            max_bins=self.max_bins, quickboost=bool(self.quickboost),
+            depth=depth, max_bins=self.max_bins, quickboost=bool(self.quickboost),
             similarity_mode=self.similarity_mode, scaling=self.scaling,
             vector_tree=self._vector_tree_options() if vector else None,
             categorical=self._categorical_mask(),

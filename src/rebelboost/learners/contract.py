@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import numba
 import numpy as np
+
+from ..losses.rebel import add_slot_values
 
 
 @dataclass
@@ -38,9 +39,8 @@ class LearnerFit:
     def add_to(self, scores: np.ndarray, values: np.ndarray) -> None:
         """``scores[x] += weight(x) * values[slot(x)]`` for every training row, in place
         (``values``: this fit's values, shrunk)."""
-        add = _add_slot_values if scores.size >= PARALLEL_CELLS else _add_slot_values_serial
-        add(scores, self.slot_of_row, self.weight_of_row,
-            np.ascontiguousarray(values, dtype=np.float64))
+        add_slot_values(scores, self.slot_of_row, self.weight_of_row,
+                        np.ascontiguousarray(values, dtype=np.float64))
 
 
 class WeakLearnerFamily(Protocol):
@@ -55,32 +55,3 @@ class WeakLearnerFamily(Protocol):
 
     def stack(self, pieces: list) -> object:
         """The fitted learners' ``arrays`` joined into the model's learner stack."""
-
-
-# Row x class cells from which the scores are updated on threads (below, a thread launch
-# costs more than the additions: small data sets fit 500 trees).
-PARALLEL_CELLS = 1 << 16
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _add_row(scores, slot_of_row, weight_of_row, values, r):
-    s = slot_of_row[r]
-    if weight_of_row is None:
-        for k in range(scores.shape[1]):
-            scores[r, k] += values[s, k]
-    else:
-        w = weight_of_row[r]
-        for k in range(scores.shape[1]):
-            scores[r, k] += w * values[s, k]
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _add_slot_values(scores, slot_of_row, weight_of_row, values):
-    for r in numba.prange(scores.shape[0]):
-        _add_row(scores, slot_of_row, weight_of_row, values, r)
-
-
-@numba.njit(cache=True, nogil=True)
-def _add_slot_values_serial(scores, slot_of_row, weight_of_row, values):
-    for r in range(scores.shape[0]):
-        _add_row(scores, slot_of_row, weight_of_row, values, r)
