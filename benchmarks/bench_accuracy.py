@@ -53,6 +53,8 @@ METHODS = {
                       {"early_stopping": "auto"}),
     "rebel-lr0.5": ("rebelboost, lr 0.5, 300 iterations, early_stopping='auto'", "rebelboost",
                     {"learning_rate": 0.5, "n_estimators": 300, "early_stopping": "auto"}),
+    "rebel-l63": ("rebelboost, 63 leaves", "rebelboost", {"max_leaves": 63}),
+    "rebel-l127": ("rebelboost, 127 leaves", "rebelboost", {"max_leaves": 127}),
     "lgbm-default": ("LightGBM defaults (31 leaves, lr 0.1, 100 rounds)", "lightgbm", {}),
     "lgbm-l4-lr0.1": ("LightGBM, 4 leaves, lr 0.1", "lightgbm",
                       {"num_leaves": 4, "learning_rate": 0.1, "n_estimators": 2000}),

@@ -274,10 +274,29 @@ def test_categorical_columns_give_the_local_model(client, monkeypatch, blocks_pe
     assert_array_equal(load_model(tmp_path / "m.json").predict(new), local.predict(new))
 
 
+def test_early_stopping_on_an_eval_set_gives_the_local_model(client):
+    """The eval set (here a Dask array and a NumPy one) is scored on the client after every
+    iteration, as the local fit scores it: the same stopping point and the same trees."""
+    X, y = _data(n=1500, d=6, k=3, seed=8)
+    X_val, y_val = _data(n=400, d=6, k=3, seed=9)
+    params = dict(n_estimators=60, learning_rate=1.0, early_stopping=True, n_iter_no_change=4,
+                  random_state=2)
+    local = RebelClassifier(**params).fit(X, y, eval_set=(X_val, y_val))
+    dist = DaskRebelClassifier(**params).fit(
+        da.from_array(X, chunks=(500, 6)), da.from_array(y, chunks=500),
+        eval_set=[(da.from_array(X_val, chunks=(150, 6)), y_val)])
+    assert local.best_iteration_ < len(local.validation_loss_) < 60  # it did stop early
+    assert dist.best_iteration_ == local.best_iteration_
+    assert_allclose(dist.validation_loss_, local.validation_loss_, rtol=1e-9)
+    _assert_same_model(local, dist, X)
+    assert len(dist.round_trips_) == dist.n_estimators_
+
+
 def test_what_the_distributed_fit_lacks_is_refused_up_front(client):
     X, y = _data(n=200, d=3)
     Xd, yd = da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100)
     for params in (dict(weak_learner="stump"), dict(subsample=0.5), dict(early_stopping=True),
+                   dict(early_stopping="auto"),
                    dict(cost_matrix=[[0, 1, 2], [1, 0, 1], [1, 1, 0]]),
                    dict(cost_matrix=[[0, 1, 1, .3], [1, 0, 1, .3], [1, 1, 0, .3]],
                         decisions=["0", "1", "2", "refer"], cost_strategy="loss")):

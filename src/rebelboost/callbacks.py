@@ -23,9 +23,9 @@ class IterationInfo:
     train_loss: float
     """Training loss after this iteration."""
     validation_loss: float | None = None
-    """Validation loss when ``early_stopping`` holds out a validation split."""
+    """Validation loss: on ``fit``'s ``eval_set``, or the split ``early_stopping`` holds out."""
     validation_cost: float | None = None
-    """Mean cost of the current model's predictions on the validation split (its error rate
+    """Mean cost of the current model's predictions on the validation rows (its error rate
     when the cost matrix is cost-neutral)."""
     model: Any = None
     """The estimator being fitted (its fitted attributes appear when ``fit`` returns)."""

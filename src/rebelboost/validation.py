@@ -47,6 +47,42 @@ def check_predict_input(estimator, X) -> np.ndarray:
         raise
 
 
+def check_eval_set(estimator, eval_set, eval_sample_weight=None):
+    """Validated ``(X_val, codes_val, w_val)`` of a ``fit``'s ``eval_set``: one ``(X, y)``
+    pair (or a list holding one, as LightGBM and XGBoost take it) of the fitted features,
+    its categorical columns encoded as the training set's, and labels among ``classes_``.
+    Called during ``fit``, once ``classes_`` and the encoding are set."""
+    if isinstance(eval_set, list):
+        if len(eval_set) != 1:
+            raise ValueError(f"eval_set holds one (X, y) pair, got a list of {len(eval_set)}")
+        eval_set = eval_set[0]
+        if isinstance(eval_sample_weight, list) and len(eval_sample_weight) == 1:
+            eval_sample_weight = eval_sample_weight[0]
+    if not isinstance(eval_set, tuple) or len(eval_set) != 2:
+        raise ValueError("eval_set must be an (X, y) pair (a tuple), or a list holding one")
+    X_val, y_val = eval_set
+    try:
+        X_val = check_predict_input(estimator, estimator._encode(X_val))
+    except ValueError as exc:
+        raise ValueError(f"eval_set: {exc}") from None
+    y_val = normalize_labels(y_val)
+    if len(y_val) != X_val.shape[0]:
+        raise ValueError(f"eval_set: X has {X_val.shape[0]} rows and y {len(y_val)} labels")
+    classes = estimator.classes_
+    known = np.isin(y_val, classes) if y_val.dtype.kind == classes.dtype.kind or (
+        y_val.dtype.kind in "iufb" and classes.dtype.kind in "iufb") else np.zeros(len(y_val),
+                                                                                 bool)
+    if not known.all():
+        unknown = np.unique(y_val[~known])[:5].tolist()
+        raise ValueError(f"eval_set: labels {unknown} are not among the training classes "
+                         f"{classes.tolist()}")
+    codes = np.searchsorted(classes, y_val).astype(np.intp)
+    w = _check_sample_weight(eval_sample_weight, X_val, dtype=np.float64)
+    if (w < 0).any() or w.sum() <= 0:
+        raise ValueError("eval_sample_weight must be non-negative with a positive sum")
+    return X_val, codes, w
+
+
 def _name_text_columns(X, exc: ValueError) -> None:
     """Raise a ValueError naming the columns of X that are not numbers, if that caused ``exc``
     (or saying that a DataFrame X has no columns at all)."""

@@ -201,13 +201,15 @@ class BlockRebelBooster:
     blas_threads = 1
 
     def __init__(self, cluster: Executor, parts: list, binner, n_rows: int, n_classes: int,
-                 options: VectorTreeOptions, rng: np.random.RandomState, learning_rate: float):
+                 options: VectorTreeOptions, rng: np.random.RandomState, learning_rate: float,
+                 validation_loss=None):
         self.cluster = cluster
         self.parts = parts
         self.binner = binner
         self.n_rows = n_rows
         self.options = options
         self.learning_rate = learning_rate
+        self.val_loss = validation_loss  # a RebelLoss of the eval set (on the client)
         self.round_trips: list[int] = []  # per tree: batches of splits and histograms asked
         self.grower = VectorTreeGrower(binner, n_classes, options, rng)
         self.all_features = np.arange(binner.n_features, dtype=np.intp)
@@ -247,7 +249,7 @@ class BlockRebelBooster:
                      {"vector": None, "work": fit.histogram_updates})
 
     def validation_loss(self, scores) -> float:
-        raise NotImplementedError("the distributed fit has no validation set")
+        return self.val_loss.loss(scores)
 
     def stack(self, pieces) -> LeafTreeArrays:
         return LeafTreeArrays.stack(pieces, self.options.max_leaves)

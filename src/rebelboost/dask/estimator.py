@@ -25,6 +25,7 @@ from ..categorical import CategoricalColumns, part_levels
 from ..engine import boost
 from ..ensemble._base import _rng
 from ..ensemble.rebel import RebelClassifier
+from ..losses.rebel import RebelLoss
 from ..validation import check_cost_matrix
 from ._cluster import Cluster
 
@@ -51,9 +52,10 @@ class DaskRebelClassifier(RebelClassifier):
     per-row ``sample_cost``; no ``decisions`` beyond the classes), splits categorical
     columns as the local fit does (``categorical_features``; each column's values are
     gathered from every partition first, so codes and bins are those of a local fit on all
-    rows), and has no early stopping: other settings raise ``NotImplementedError`` before
-    any work is done. A tree costs one round trip to the workers per level of splits, not
-    one per split (``round_trips_``, per tree; :class:`~rebelboost.blocks.training.BlockRows`).
+    rows), and stops early on an ``eval_set`` (there is no validation split of the
+    partitions): other settings raise ``NotImplementedError`` before any work is done. A
+    tree costs one round trip to the workers per level of splits, not one per split
+    (``round_trips_``, per tree; :class:`~rebelboost.blocks.training.BlockRows`).
     """
 
     _parameter_constraints: dict = {**RebelClassifier._parameter_constraints,
@@ -83,13 +85,18 @@ class DaskRebelClassifier(RebelClassifier):
 
     # ------------------------------------------------------------------ fitting
 
-    def fit(self, X, y, sample_weight=None, callbacks=None,
-            sample_cost=None) -> DaskRebelClassifier:
+    def fit(self, X, y, sample_weight=None, callbacks=None, sample_cost=None, *,
+            eval_set=None, eval_sample_weight=None) -> DaskRebelClassifier:
         """Boost on Dask collections: ``X`` a ``dask.array`` (n, d) or ``dask.dataframe``,
         ``y``, ``sample_weight`` and ``sample_cost`` (n, K: each row's cost of predicting each
-        class, on the 'loss' route) partitioned like it (Dask arrays, Series or DataFrames)."""
+        class, on the 'loss' route) partitioned like it (Dask arrays, Series or DataFrames).
+
+        ``eval_set`` (an ``(X, y)`` pair of Dask or NumPy/pandas data) and
+        ``eval_sample_weight`` are brought to the client and scored there after every
+        iteration, as the local fit scores them; with ``early_stopping`` on, training stops
+        on them (the same model as a local fit given the same eval set)."""
         self._validate_params()
-        self._check_distributed(sample_cost)
+        self._check_distributed(sample_cost, eval_set)
         from distributed import default_client, wait
 
         cluster = Cluster(self.client or default_client())
@@ -152,14 +159,26 @@ class DaskRebelClassifier(RebelClassifier):
                             self.subcosts, weight_total)
         wait(parts)
         del raw  # the raw rows are dropped: each worker keeps its binned partitions
+        validation = None
+        if eval_set is not None:  # held by the client, scored there as a local fit does
+            import dask
+
+            pairs = eval_set if isinstance(eval_set, list) else [eval_set]
+            validation = self._validation(
+                [tuple(dask.compute(*pair)) if isinstance(pair, tuple) else pair
+                 for pair in pairs], dask.compute(eval_sample_weight)[0])
         booster = BlockRebelBooster(
             cluster, parts, cluster.gather(binner), n_rows, k, self._vector_tree_options(),
-            np.random.RandomState(rng.randint(2**31)), self._shrinkage())
+            np.random.RandomState(rng.randint(2**31)), self._shrinkage(),
+            None if validation is None else RebelLoss(
+                None, validation.codes, validation.sample_weight, self.subcosts,
+                validation.cost_rows))
         target = 1.0 / n_rows if self.target_loss == "auto" else self.target_loss
         try:
-            result = boost(booster, self._n_iterations(), d, callbacks=callbacks,
-                           target_loss=target, verbose=self.verbose, n_jobs=self.n_jobs,
-                           estimator=self)
+            result = boost(booster, self._n_iterations(), d, validation=validation,
+                           early_stopping=self._early_stopping(validation is not None),
+                           callbacks=callbacks, target_loss=target, verbose=self.verbose,
+                           n_jobs=self.n_jobs, estimator=self)
             covers = booster.covers()
         finally:
             booster.release()
@@ -170,15 +189,15 @@ class DaskRebelClassifier(RebelClassifier):
         self.round_trips_ = np.asarray(booster.round_trips[:len(self.model_.learners)])
         return self
 
-    def _check_distributed(self, sample_cost) -> None:
+    def _check_distributed(self, sample_cost, eval_set) -> None:
         problems = []
         if self.weak_learner != "vector_tree":
             problems.append(f"weak_learner={self.weak_learner!r} (only 'vector_tree')")
         if self.subsample < 1:
             problems.append(f"subsample={self.subsample} (rows are not sampled: 1)")
-        if self.early_stopping:
-            problems.append(f"early_stopping={self.early_stopping!r} (no validation split: "
-                            "pass early_stopping=False and a number of iterations)")
+        if self.early_stopping and eval_set is None:
+            problems.append(f"early_stopping={self.early_stopping!r} without an eval_set (no "
+                            "validation split of the partitions: pass eval_set=(X_val, y_val))")
         if self.decisions is not None:
             problems.append(f"decisions={self.decisions!r} (decisions that are not the "
                             "classes need the posterior route's cross-fitted calibration)")

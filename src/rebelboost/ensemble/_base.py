@@ -25,7 +25,7 @@ from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.tree import SERIAL_ROWS, TreeArrays
 from ..parallel import numba_threads
 from ..tree_tables import leaf_covers
-from ..validation import check_fit_input, check_predict_input
+from ..validation import check_eval_set, check_fit_input, check_predict_input
 from ._loop_params import AUTO_EARLY_STOPPING_ROWS
 
 
@@ -44,19 +44,25 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fitting
 
-    def fit(self, X, y, sample_weight=None, callbacks=None, **fit_params):
+    def fit(self, X, y, sample_weight=None, callbacks=None, *, eval_set=None,
+            eval_sample_weight=None, **fit_params):
         """Boost up to ``n_estimators`` iterations on (X, y).
 
         ``callbacks`` is a list of callables, each called with an
         :class:`~rebelboost.callbacks.IterationInfo` after every iteration; one returning
-        ``True`` stops training there.
+        ``True`` stops training there. ``eval_set``, an ``(X, y)`` pair (or a list of one, as
+        LightGBM's and XGBoost's ``fit`` take it) with ``eval_sample_weight``, is scored after
+        every iteration (``validation_loss_``) instead of a held-out split of the training
+        set; with ``early_stopping`` on (True or 'auto') training stops on it.
         """
         X, codes, sample_weight = check_fit_input(self, self._encode_fit(X), y, sample_weight)
         self._resolve_size(X.shape[0])
         rng = _rng(self.random_state)
         cost_rows = self._fit_costs(X, codes, sample_weight, rng, **fit_params)
         validation = None
-        if self._early_stopping_on(X.shape[0]):
+        if eval_set is not None:
+            validation = self._validation(eval_set, eval_sample_weight)
+        elif self._early_stopping_on(X.shape[0]):
             X, X_val, codes, codes_val, sample_weight, w_val, cost_rows, rows_val = (
                 _validation_split(X, codes, sample_weight, cost_rows, self.validation_fraction,
                                   rng))
@@ -67,9 +73,7 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
             target = 1.0 / X.shape[0]
         result = boost(
             booster, self._n_iterations(), X.shape[1], validation=validation,
-            early_stopping=EarlyStopping(self.n_iter_no_change, self.tol,
-                                         metric=self.validation_metric)
-            if validation is not None else None,
+            early_stopping=self._early_stopping(validation is not None),
             callbacks=callbacks, target_loss=target, verbose=self.verbose, n_jobs=self.n_jobs,
             estimator=self,
         )
@@ -77,6 +81,17 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         self.model_.covers = leaf_covers(self.model_.learners, X, sample_weight)
         self._set_records(result.records, result.n_kept, booster)
         return self
+
+    def _validation(self, eval_set, eval_sample_weight) -> Validation:
+        """An ``eval_set`` (validated, encoded as the training set) to score every iteration."""
+        X_val, codes_val, w_val = check_eval_set(self, eval_set, eval_sample_weight)
+        return Validation(X_val, codes_val, w_val, self._trained_costs(codes_val))
+
+    def _early_stopping(self, validated: bool) -> EarlyStopping | None:
+        """The early-stopping callback when there is a validation set and stopping is on."""
+        if not (validated and self.early_stopping):
+            return None
+        return EarlyStopping(self.n_iter_no_change, self.tol, metric=self.validation_metric)
 
     def _resolve_size(self, n_rows: int) -> None:
         """Parameters whose default depends on the training set's size (none here)."""
@@ -107,6 +122,11 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
     def _cost_matrix(self) -> np.ndarray:
         """The fitted model's cost matrix (the 0-1 cost unless a booster has one)."""
         return 1.0 - np.eye(len(self.classes_))
+
+    def _trained_costs(self, codes) -> np.ndarray:
+        """The costs the booster trains on for rows of these classes, (n, K): how an
+        ``eval_set``'s predictions are scored."""
+        return self._cost_matrix()[codes]
 
     def _make_booster(self, X, codes, sample_weight, cost_rows, rng, validation):
         raise NotImplementedError

@@ -167,7 +167,6 @@ default='from_dtype'
         The weak learners, stacked (``trees_`` for tree models).
     vectors_ : ndarray of shape (n_estimators_, n_classes) or None
         Each learner's step vector ``a_t`` (None for 'vector_tree': see ``leaf_scores_``).
-    n_estimators_ : int
     resolved_params_ : dict
         ``n_estimators``, ``max_depth`` (-1: none), ``learning_rate``, ``min_samples_leaf``
         in effect: the size-dependent defaults of those left at None.
@@ -176,9 +175,9 @@ default='from_dtype'
     train_loss_ : ndarray of shape (n_estimators_,)
         Training loss after each iteration (``init_loss_`` before the first).
     validation_loss_ : ndarray or None
-        Validation loss after each iteration when early stopping is on.
+        Validation (or ``eval_set``) loss after each iteration.
     best_iteration_ : int or None
-        Number of iterations kept by early stopping.
+        Iterations kept by early stopping.
     feature_importances_ : ndarray of shape (n_features_in_,)
         Share of the total training-loss reduction won by splits on each feature.
     histogram_updates_ : ndarray of shape (n_iterations,)
@@ -285,21 +284,19 @@ default='from_dtype'
 
     # ------------------------------------------------------------------ fitting
 
-    def fit(self, X, y, sample_weight=None, callbacks=None,
-            sample_cost=None) -> RebelClassifier:
-        """Boost up to ``n_estimators`` weak learners on (X, y).
+    def fit(self, X, y, sample_weight=None, callbacks=None, sample_cost=None, *,
+            eval_set=None, eval_sample_weight=None) -> RebelClassifier:
+        """Boost up to ``n_estimators`` weak learners on (X, y); ``callbacks``, ``eval_set``
+        and ``eval_sample_weight`` as in :meth:`BoostedClassifier.fit`.
 
         ``sample_cost`` (n_samples, n_classes), instead of ``cost_matrix``, gives each sample
         its own costs: row n is the cost of predicting each class for sample n (zero at its
         true class, non-negative, not all zero), or (n_samples, M) of each named decision.
         The 'loss' route trains on them row by row; the 'posterior' route decides by
         ``cost_matrix_``, their class means, and its guard scores routes by them.
-
-        ``callbacks`` is a list of callables, each called with an
-        :class:`~rebelboost.callbacks.IterationInfo` after every iteration; one returning
-        ``True`` stops training there.
         """
-        return super().fit(X, y, sample_weight, callbacks, sample_cost=sample_cost)
+        return super().fit(X, y, sample_weight, callbacks, eval_set=eval_set,
+                           eval_sample_weight=eval_sample_weight, sample_cost=sample_cost)
 
     def _fit_costs(self, X, codes, sample_weight, rng, sample_cost=None) -> np.ndarray:
         k = len(self.classes_)
@@ -319,6 +316,10 @@ default='from_dtype'
     def _cost_matrix(self) -> np.ndarray:
         return self.cost_matrix_
 
+    def _trained_costs(self, codes) -> np.ndarray:
+        k = len(self.classes_)
+        return (self.cost_matrix_ if self.cost_strategy_ == "loss" else 1 - np.eye(k))[codes]
+
     def _make_booster(self, X, codes, sample_weight, cost_rows, rng, validation):
         vector = self.weak_learner == "vector_tree"
         if not vector and (self.subsample < 1 or self.colsample_bytree < 1):
@@ -337,10 +338,8 @@ default='from_dtype'
                                                    options, rng)
         moved = family.codes != codes  # rows a family relabelled take their new class's costs
         if moved.any():
-            matrix = (self.cost_matrix_ if self.cost_strategy_ == "loss"
-                      else check_cost_matrix(None, len(self.classes_)))
             cost_rows = cost_rows.copy()
-            cost_rows[moved] = matrix[family.codes[moved]]
+            cost_rows[moved] = self._trained_costs(family.codes[moved])
         return RebelBooster(family, cost_rows, sample_weight, validation, self._shrinkage(),
                              self.subcosts)
 
