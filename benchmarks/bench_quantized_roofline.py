@@ -77,7 +77,7 @@ def kernel(threads: int, repeats: int, bits: int | None) -> dict:
     features = np.arange(X.shape[1], dtype=np.intp)
     leaf = rows.root()
     sums = rows.sums(leaf)
-    out = np.empty((X.shape[1], data.layout.n_bins_total, 2 * k + 1), dtype=rows.hist_dtype)
+    out = np.empty((data.cell_offsets[-1], 2 * k + 1), dtype=rows.hist_dtype)
     numba.set_num_threads(threads)
     wall, cpu = _best(lambda: rows.histogram(leaf, sums, features, out), repeats)
     n, d = data.bins.shape

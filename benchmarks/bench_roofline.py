@@ -76,7 +76,7 @@ def kernel(data: BinnedData, k: int) -> dict:
     rows = np.arange(n, dtype=np.intp)
     totals = channels.sum(axis=0)
     features = np.arange(d, dtype=np.intp)
-    out = np.empty((d, data.layout.n_bins_total, c))
+    out = np.empty((data.cell_offsets[-1], c))  # the compact leaf histogram
     seconds = best(build_leaf_histogram, data, channels, rows, totals, features, out)
     cells = int(np.sum(data.layout.n_value_bins) + d)
     if data.sparse is None:

@@ -11,7 +11,7 @@ from numpy.testing import assert_array_equal
 
 import rebelboost
 from rebelboost import RebelClassifier, load_model
-from rebelboost.binning import Binner
+from rebelboost.binning import BinLayout, Binner
 from rebelboost.categorical import CategoricalColumns
 from rebelboost.search.category_split import best_category_split, scan_category_feature
 from rebelboost.search.vector_leaf import pair_loss
@@ -180,20 +180,21 @@ def test_the_chosen_set_scores_what_the_scan_reported(n_bins):
     category against the rest, the best of those."""
     rng = np.random.default_rng(5)
     k = 3
-    hist = np.zeros((1, 256, 2 * k + 1))
-    hist[0, :n_bins, :2 * k] = rng.gamma(0.5, 1.0, (n_bins, 2 * k))
-    hist[0, :n_bins, -1] = rng.integers(5, 30, n_bins)
-    hist[0, 255] = 0.0
+    hist = np.zeros((n_bins + 1, 2 * k + 1))  # compact: the value bins, the missing bin
+    hist[:n_bins, :2 * k] = rng.gamma(0.5, 1.0, (n_bins, 2 * k))
+    hist[:n_bins, -1] = rng.integers(5, 30, n_bins)
+    layout = BinLayout(np.array([n_bins], np.int32), np.array([False]), 255, 256)
     prior = np.full(k, 0.01)
-    split, left_bins = best_category_split(hist, np.array([0]), np.array([n_bins]),
-                                           np.array([False]), 255, prior, 1.0, 1.0, 1.0, 32, 4)
-    left = hist[0][left_bins].sum(axis=0)
-    right = hist[0].sum(axis=0) - left
+    split, left_bins = best_category_split(hist, np.array([0]), layout, layout.cell_offsets(),
+                                           prior, 1.0, 1.0, 1.0, 32, 4)
+    assert left_bins.shape == (256,) and not left_bins[n_bins:].any()
+    left = hist[:n_bins][left_bins[:n_bins]].sum(axis=0)
+    right = hist.sum(axis=0) - left
     assert split.score == pytest.approx(pair_loss(left, right, prior, k, 1.0), rel=1e-12)
     assert 0 < left_bins[:n_bins].sum() < n_bins
     if n_bins <= 4:
         assert left_bins[:n_bins].sum() in (1, n_bins - 1)
-        singles = [pair_loss(hist[0, b], hist[0].sum(axis=0) - hist[0, b], prior, k, 1.0)
+        singles = [pair_loss(hist[b], hist.sum(axis=0) - hist[b], prior, k, 1.0)
                    for b in range(n_bins)]
         assert split.score == pytest.approx(min(singles), rel=1e-12)
 

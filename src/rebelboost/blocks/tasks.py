@@ -25,6 +25,7 @@ from ..costs import check_sample_cost
 from ..learners.row_set import BinTree, RowArrays
 from ..losses.rebel import RebelLoss, add_slot_values
 from ..search.binned import BinnedData
+from ..search.leaf_histogram import feature_cells
 from ..validation import normalize_labels
 
 
@@ -256,26 +257,15 @@ def split_many(part: Partition, jobs: list[tuple], features: np.ndarray, drop: l
 
 
 def histogram(part: Partition, leaf: int, features: np.ndarray) -> np.ndarray:
-    """The leaf's histogram on the cells a search reads (:func:`used_cells`), packed."""
+    """The leaf's histogram on the cells of ``features``, packed (:func:`feature_cells`)."""
     return _histogram(part, part.leaves[leaf], features)
 
 
 def _histogram(part: Partition, rows: np.ndarray, features: np.ndarray) -> np.ndarray:
-    layout = part.data.layout
     rowset = part.rows()
-    c = part.counted.shape[1] + 1
-    out = np.empty((part.data.n_features, layout.n_bins_total, c))
+    out = np.empty((int(part.data.cell_offsets[-1]), part.counted.shape[1] + 1))
     rowset.histogram_of(rows, rowset.sums_of(rows), features, out)
-    return out.reshape(-1, c)[used_cells(layout.n_value_bins, layout.n_bins_total,
-                                         layout.missing_bin, features)]
-
-
-def used_cells(n_value_bins: np.ndarray, n_bins_total: int, missing_bin: int,
-               features: np.ndarray) -> np.ndarray:
-    """Flat (feature, bin) indices of the histogram cells the split search reads."""
-    cells = [np.append(np.arange(n_value_bins[f]), missing_bin) + f * n_bins_total
-             for f in features]
-    return np.concatenate(cells) if cells else np.empty(0, dtype=np.intp)
+    return out[feature_cells(part.data.cell_offsets, features)]
 
 
 def step(part: Partition, leaves: list[int], steps: np.ndarray, *tree) -> Partition:

@@ -21,6 +21,7 @@ from ..engine import Stage
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.row_set import BinTree, split_table
 from ..learners.vector_tree import VectorTreeGrower, VectorTreeOptions
+from ..search.leaf_histogram import feature_cells
 from . import tasks as part_fn
 
 
@@ -83,6 +84,7 @@ class BlockRows:
         self._cell_counts: dict[int, np.ndarray] = {}  # leaf -> rows per histogram cell
         self._next = 1
         self.layout = layout
+        self.offsets = layout.cell_offsets()  # of the compact leaf histograms
         self._built = {0: (features, root_histogram)}  # leaf -> (features, packed histogram)
         self._done: dict[int, tuple[int, int]] = {}  # leaf -> its children, split already
         self._asked: set[int] = set()  # leaves the grower split
@@ -132,7 +134,7 @@ class BlockRows:
                 left_bins = np.array(left_bins, dtype=np.bool_)
             goes_left = (split_table(split_bin, missing_left, n_bins, self.layout.missing_bin)
                          if left_bins is None else left_bins)
-            n_left = self._cell_counts[leaf][feature * n_bins + np.flatnonzero(goes_left)].sum()
+            n_left = self._cell_counts[leaf][self._left_cells(feature, goes_left)].sum()
             smaller = left if n_left <= self._counts[leaf] - n_left else right
             jobs.append((leaf, left, right, int(feature), int(split_bin), bool(missing_left),
                          smaller, left_bins))
@@ -175,17 +177,21 @@ class BlockRows:
             packed = self.cluster.reduce_gather(
                 part_fn.add, self.cluster.map(part_fn.histogram, self.parts, leaf, features))
             self.round_trips += 1
-        cells = self._cells(ready_features)
-        out.reshape(-1, out.shape[2])[cells] = packed[:, :-1]
+        out[self._cells(ready_features)] = packed[:, :-1]
         self._cell_counts[leaf] = self._unpack_counts(ready_features, packed)
         return out
 
     def _cells(self, features):
-        return part_fn.used_cells(self.layout.n_value_bins, self.layout.n_bins_total,
-                                  self.layout.missing_bin, features)
+        return feature_cells(self.offsets, features)
+
+    def _left_cells(self, feature: int, goes_left: np.ndarray) -> np.ndarray:
+        """The cells of ``feature`` whose bins a split sends left (a table over the bins)."""
+        n = self.layout.n_value_bins[feature]
+        local = np.append(goes_left[:n], goes_left[self.layout.missing_bin])
+        return self.offsets[feature] + np.flatnonzero(local)
 
     def _unpack_counts(self, features, packed) -> np.ndarray:
-        counts = np.zeros(len(self.layout.n_value_bins) * self.layout.n_bins_total)
+        counts = np.zeros(self.offsets[-1])
         counts[self._cells(features)] = packed[:, -1]
         return counts
 

@@ -65,7 +65,8 @@ class RowSet(Protocol):
     def histogram(self, leaf, sums: np.ndarray, features: np.ndarray,
                   out: np.ndarray) -> np.ndarray:
         """``leaf``'s histogram over ``features`` (channel sums ``sums``) written into the
-        cells of ``out`` (n_features, n_bins, 2K + 1) a split search reads."""
+        cells of ``out``, a compact leaf histogram (n_cells, 2K + 1;
+        :mod:`rebelboost.search.leaf_histogram`)."""
 
     def assign(self, leaves: list, tree: BinTree):
         """The tree is grown, ``leaves`` in its numbering: the leaf of every training row
@@ -133,7 +134,7 @@ class RowArrays:
     def histogram_of(self, rows: np.ndarray, sums: np.ndarray, features: np.ndarray,
                      out: np.ndarray) -> np.ndarray:
         """Writes the histogram of ``rows`` (channel sums ``sums``) over ``features`` into
-        the cells of ``out`` (n_features, n_bins, 2K + 1) that a search reads."""
+        the cells of ``out`` (a compact leaf histogram, n_cells x (2K + 1))."""
         row_channels = _gather(self.channels, rows, self.amplify, self.row_weight)
         return build_leaf_histogram(self.data, row_channels, rows, sums, features, out)
 
@@ -219,21 +220,18 @@ class LocalRows(RowArrays):
         if data.sparse is not None:  # integers in float64 cells: exact below 2^53
             q = self.quantized[rows].astype(np.float64)
             return build_leaf_histogram(data, q, rows, q.sum(axis=0), features, out)
-        layout = data.layout
-        parallel = len(rows) * out.shape[2] * max(1, len(features)) >= _PARALLEL_HISTOGRAM
-        build_quantized_histogram(data.bins, self.quantized, rows, features,
-                                  np.ascontiguousarray(layout.n_value_bins, dtype=np.int32),
-                                  layout.missing_bin, out, parallel)
+        parallel = len(rows) * out.shape[1] * max(1, len(features)) >= _PARALLEL_HISTOGRAM
+        build_quantized_histogram(
+            data.bins, self.quantized, rows, features,
+            np.ascontiguousarray(data.layout.n_value_bins, dtype=np.int32), data.cell_offsets,
+            out, parallel)
         return out
 
     def dequantize(self, hist: np.ndarray, features: np.ndarray, out: np.ndarray
                    ) -> np.ndarray:
         """The float sums a search reads from a quantized histogram (its cells of
         ``features`` times the channels' scales, into ``out``)."""
-        layout = self.data.layout
-        return dequantize(hist, self.scales, features,
-                          np.ascontiguousarray(layout.n_value_bins, dtype=np.int32),
-                          layout.missing_bin, out)
+        return dequantize(hist, self.scales, features, self.data.cell_offsets, out)
 
     def assign(self, leaves: list[tuple[int, int]], tree: BinTree) -> np.ndarray:
         """The leaf of every row (leaves in the tree's numbering), the rows outside the

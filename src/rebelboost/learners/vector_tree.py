@@ -117,11 +117,12 @@ class VectorTreeGrower:
         self.k = n_classes
         self.options = options
         self.rng = rng
-        layout = binner.layout
+        self.layout = layout = binner.layout
         self.missing_bin = layout.missing_bin
         self.n_value_bins = np.ascontiguousarray(layout.n_value_bins, dtype=np.int32)
         self.has_missing = np.ascontiguousarray(layout.has_missing, dtype=np.bool_)
-        self.hist_shape = (binner.n_features, layout.n_bins_total, 2 * n_classes + 1)
+        self.offsets = layout.cell_offsets()  # of the compact leaf histograms
+        self.hist_shape = (int(self.offsets[-1]), 2 * n_classes + 1)
         self.categorical = np.asarray(binner.categorical_, dtype=bool)
         self._free: list[np.ndarray] = []  # histogram buffers to reuse (no fresh page faults)
         self._scan: np.ndarray | None = None  # dequantized histogram (quantized row sets)
@@ -180,7 +181,8 @@ class VectorTreeGrower:
                 m_left = n_left >= n_right
             missing_left.append(m_left)
             if left_bins is None:
-                bin_sets.append(split_table(b, m_left, self.hist_shape[1], self.missing_bin))
+                bin_sets.append(split_table(b, m_left, self.layout.n_bins_total,
+                                            self.missing_bin))
                 code_sets.append(None)
             else:
                 left_bins[self.missing_bin] = m_left
@@ -224,7 +226,7 @@ class VectorTreeGrower:
             arrays.right[0, :t] = right
         tables = None
         if any(codes is not None for codes in code_sets):  # a tree with categorical nodes
-            tables = np.zeros((m, self.hist_shape[1]), dtype=bool)
+            tables = np.zeros((m, self.layout.n_bins_total), dtype=bool)
             tables[:t] = bin_sets
             words = category_bitsets(code_sets + [None] * (m - t))
             arrays.category_words = words[None]
@@ -309,17 +311,16 @@ class VectorTreeGrower:
         opt = self.options
         numeric, categorical = self.numeric, self.categories
         best = None if not len(numeric) else best_vector_split(
-            hist, numeric, self.n_value_bins, self.has_missing, self.missing_bin, self.prior,
+            hist, numeric, self.n_value_bins, self.has_missing, self.offsets, self.prior,
             float(opt.min_samples_leaf), self._big_histograms)
         leaf.split = None
         if best is not None and is_better(best.score, leaf.loss):
             leaf.split = (best.score, int(numeric[best.feature]), best.bin, best.missing_left,
                           None)
-        found = best_category_split(hist, categorical, self.n_value_bins, self.has_missing,
-                                    self.missing_bin, self.category_prior,
-                                    float(opt.min_samples_leaf), opt.cat_smooth,
-                                    opt.min_data_per_category, opt.max_cat_threshold,
-                                    opt.max_cat_to_onehot)
+        found = best_category_split(hist, categorical, self.layout, self.offsets,
+                                    self.category_prior, float(opt.min_samples_leaf),
+                                    opt.cat_smooth, opt.min_data_per_category,
+                                    opt.max_cat_threshold, opt.max_cat_to_onehot)
         if found is not None:
             split, left_bins = found
             incumbent = leaf.loss if leaf.split is None else leaf.split[0]
@@ -342,8 +343,7 @@ class VectorTreeGrower:
         if big in wanted:
             big.hist = parent.hist
             parent.hist = None
-            subtract_histogram(big.hist, small.hist, self.n_value_bins, self.missing_bin,
-                               self._big_histograms)
+            subtract_histogram(big.hist, small.hist, self._big_histograms)
         else:
             self._release(parent)
         if small not in wanted:
@@ -366,7 +366,7 @@ class VectorTreeGrower:
 
     def _enforce_budget(self, heap) -> None:
         held = [leaf for _, _, leaf in heap if leaf.hist is not None]
-        size = np.prod(self.hist_shape) * 8
+        size = np.prod(self.hist_shape) * 8  # (integer cells: at most as many bytes)
         if len(held) * size <= HISTOGRAM_BUDGET:
             return
         held.sort(key=lambda leaf: leaf.gain)

@@ -36,6 +36,7 @@ class BinnedData:
         self.binner = binner
         self.bins = bins
         self.layout: BinLayout = binner.layout
+        self.cell_offsets = self.layout.cell_offsets()  # of the compact leaf histograms
         self._columns: BinColumns | None = None
         self.sparse: SparseBins | None = sparse_bins(bins) if row_layout else None
 

@@ -21,6 +21,7 @@ import math
 import numba
 import numpy as np
 
+from ..binning import BinLayout
 from .scores import VECTOR_LEAF
 from .splits import Split, _better, pick_split, scan_feature
 
@@ -131,7 +132,7 @@ def scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_c
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _scan_category_features(hist, features, n_value_bins, has_missing, missing_bin, prior,
+def _scan_category_features(hist, features, n_value_bins, has_missing, offsets, prior,
                             min_count, smooth, min_per_category, max_left, max_onehot):
     n = features.shape[0]
     score = np.full(n, np.inf)
@@ -141,43 +142,47 @@ def _scan_category_features(hist, features, n_value_bins, has_missing, missing_b
     for j in numba.prange(n):
         f = features[j]
         score[j], cls[j], last[j], missing_left[j] = scan_category_feature(
-            hist[f], n_value_bins[f], has_missing[f], missing_bin, prior, min_count, smooth,
-            min_per_category, max_left, max_onehot)
+            hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f], n_value_bins[f],
+            prior, min_count, smooth, min_per_category, max_left, max_onehot)
     return score, cls, last, missing_left
 
 
-def best_category_split(hist: np.ndarray, features: np.ndarray, n_value_bins: np.ndarray,
-                        has_missing: np.ndarray, missing_bin: int, prior: np.ndarray,
-                        min_count: float, smooth: float, min_per_category: float,
-                        max_left: int, max_onehot: int) -> tuple[Split, np.ndarray] | None:
-    """The best category-set split over the categorical ``features`` (``Split.feature``
-    indexes ``features``) and its table of bins going left (the missing bin's entry: the
-    missing side), or None. At most ``max_left`` categories go left (LightGBM's
-    ``max_cat_threshold``), taken from either end of an order; a feature with at most
-    ``max_onehot`` categories splits one of them from the rest (``max_cat_to_onehot``)."""
+def best_category_split(hist: np.ndarray, features: np.ndarray, layout: BinLayout,
+                        offsets: np.ndarray, prior: np.ndarray, min_count: float,
+                        smooth: float, min_per_category: float, max_left: int,
+                        max_onehot: int) -> tuple[Split, np.ndarray] | None:
+    """The best category-set split of a compact leaf histogram (``offsets``:
+    :meth:`~rebelboost.binning.BinLayout.cell_offsets`) over the categorical ``features``
+    (``Split.feature`` indexes ``features``) and its table of bins going left
+    (``layout.n_bins_total``; the missing bin's entry: the missing side), or None. At most
+    ``max_left`` categories go left (LightGBM's ``max_cat_threshold``), taken from either end
+    of an order; a feature with at most ``max_onehot`` categories splits one of them from the
+    rest (``max_cat_to_onehot``)."""
     if len(features) == 0:
         return None
+    n_value_bins = layout.n_value_bins
     score, which, last, missing_left = _scan_category_features(
-        hist, features, n_value_bins, has_missing, missing_bin, prior, min_count, smooth,
+        hist, features, n_value_bins, layout.has_missing, offsets, prior, min_count, smooth,
         min_per_category, max_left, max_onehot)
     split = pick_split(score, last, missing_left)
     if split is None:
         return None
     f = int(features[split.feature])
-    left_bins = np.zeros(hist.shape[1], dtype=bool)
+    hist_f = hist[offsets[f]:offsets[f + 1]]
+    left_bins = np.zeros(layout.n_bins_total, dtype=bool)
     if which[split.feature] < 0:  # one category against the rest
-        order, light = category_order(hist[f], int(n_value_bins[f]), 0, smooth,
+        order, light = category_order(hist_f, int(n_value_bins[f]), 0, smooth,
                                       min_per_category)
         i = -1 - int(which[split.feature])
         head = order[i:i + 1]
         rest = np.concatenate((order[:i], order[i + 1:], light))
     else:
         k, direction = divmod(int(which[split.feature]), 2)
-        order, light = category_order(hist[f], int(n_value_bins[f]), k, smooth,
+        order, light = category_order(hist_f, int(n_value_bins[f]), k, smooth,
                                       min_per_category)
         head, rest = _head_and_rest(order, light, direction, max_left)
     left_bins[head[:split.bin + 1]] = True
     if split.bin >= len(head):  # every category left (missing values right)
         left_bins[rest] = True
-    left_bins[missing_bin] = split.missing_left
+    left_bins[layout.missing_bin] = split.missing_left
     return split, left_bins

@@ -33,6 +33,7 @@ checks of their public entry points.)
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numba
@@ -211,12 +212,15 @@ def accumulate_histogram(
 
 
 def add_sparse_entries(sparse: SparseBins, row_channels: np.ndarray, rows: np.ndarray,
-                       hist: np.ndarray, parallel: bool | None = None) -> None:
-    """Add the entries of ``rows`` outside their features' default bins to ``hist`` in place
+                       hist: np.ndarray, offsets: np.ndarray, n_value_bins: np.ndarray,
+                       parallel: bool | None = None) -> None:
+    """Add the entries of ``rows`` outside their features' default bins to the compact leaf
+    histogram ``hist`` (n_cells, C; :mod:`.leaf_histogram`'s ``offsets``) in place
     (``row_channels[r]`` belongs to ``rows[r]``); the default bins are left to the caller.
     ``parallel`` None: on every thread from ``_PARALLEL_MIN_ADDS`` expected additions."""
     _run_sparse(sparse, np.ascontiguousarray(row_channels, dtype=np.float64),
-                np.ascontiguousarray(rows, dtype=np.intp), 0, len(rows), hist, True, parallel)
+                np.ascontiguousarray(rows, dtype=np.intp), 0, len(rows), hist, True, parallel,
+                (offsets, np.ascontiguousarray(n_value_bins, dtype=np.intp)))
 
 
 def row_totals(row_channels: np.ndarray) -> np.ndarray:
@@ -274,11 +278,15 @@ def _run(bins, channels, rows, r0, r1, features, hist, by_position, fresh, skip)
            by_position, fresh, width, skip)
 
 
-def _run_sparse(sparse, channels, rows, r0, r1, hist, by_position, parallel=None) -> None:
-    """Add rows ``r0:r1``'s entries outside the default bins, for every feature."""
+def _run_sparse(sparse, channels, rows, r0, r1, hist, by_position, parallel=None,
+                cells=None) -> None:
+    """Add rows ``r0:r1``'s entries outside the default bins, for every feature: bin ``b``
+    of feature ``f`` is row ``offsets[f] + min(b, caps[f])`` of ``hist`` seen as (cells, C);
+    ``cells`` ``(offsets, caps)``, None for a (features, bins, C) histogram."""
     n_channels = channels.shape[1]
     if n_channels == 0 or r1 <= r0:
         return
+    offsets, caps = _grid_cells(hist.shape[0], hist.shape[1]) if cells is None else cells
     n_entries = len(sparse.entries) * (r1 - r0) / max(1, sparse.indptr.shape[1] - 1)
     adds = n_entries * n_channels  # expected
     serial = adds < _PARALLEL_MIN_ADDS if parallel is None else not parallel
@@ -286,7 +294,16 @@ def _run_sparse(sparse, channels, rows, r0, r1, hist, by_position, parallel=None
     width = (0,) * n_channels if specialize else ()
     kernel = _sparse_serial if serial else _sparse_parallel
     kernel(sparse.indptr, sparse.entries, channels.reshape(-1), n_channels, rows, r0, r1, hist,
-           by_position, width)
+           offsets, caps, by_position, width)
+
+
+@functools.lru_cache(maxsize=16)
+def _grid_cells(n_features: int, n_bins_total: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(offsets, caps)`` of a (features, bins, C) histogram: every bin its own cell."""
+    offsets = np.arange(n_features, dtype=np.intp) * n_bins_total
+    caps = np.full(n_features, n_bins_total - 1, dtype=np.intp)
+    offsets.flags.writeable = caps.flags.writeable = False
+    return offsets, caps
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -366,8 +383,8 @@ def _accumulate_serial(
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist, by_position,
-                  width):
+def _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist, offsets,
+                  caps, by_position, width):
     """Block ``blk``'s entries of rows ``r0:r1`` added to ``hist`` in place, row by row.
 
     The rows' entries lie anywhere in memory, so the next rows' are prefetched. (A private
@@ -376,7 +393,6 @@ def _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist
     """
     if len(width) > 0:
         n_channels = len(width)
-    n_bins_total = hist.shape[1]
     flat = hist.reshape(-1)
     for r in range(r0, r1):
         if r + _PREFETCH_ROWS < r1:
@@ -387,7 +403,8 @@ def _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist
         src = (r if by_position else i) * n_channels
         for e in range(indptr[blk, i], indptr[blk, i + 1]):
             code = entries[e]
-            at = (np.intp(code >> 8) * n_bins_total + np.intp(code & 0xFF)) * n_channels
+            f = np.intp(code >> 8)
+            at = (offsets[f] + min(np.intp(code & 0xFF), caps[f])) * n_channels
             if len(width) == 0:
                 for c in range(n_channels):
                     flat[at + c] += channels[src + c]
@@ -396,21 +413,21 @@ def _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _sparse_parallel(indptr, entries, channels, n_channels, rows, r0, r1, hist, by_position,
-                     width):
+def _sparse_parallel(indptr, entries, channels, n_channels, rows, r0, r1, hist, offsets,
+                     caps, by_position, width):
     """:func:`_sparse_block` over the feature blocks, in parallel (they own disjoint cells)."""
     for blk in numba.prange(indptr.shape[0]):
         _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist,
-                      by_position, width)
+                      offsets, caps, by_position, width)
 
 
 @numba.njit(cache=True, nogil=True)
-def _sparse_serial(indptr, entries, channels, n_channels, rows, r0, r1, hist, by_position,
-                   width):
+def _sparse_serial(indptr, entries, channels, n_channels, rows, r0, r1, hist, offsets, caps,
+                   by_position, width):
     """:func:`_sparse_block` over the feature blocks, on the calling thread."""
     for blk in range(indptr.shape[0]):
         _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist,
-                      by_position, width)
+                      offsets, caps, by_position, width)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -75,18 +75,18 @@ def histogram_dtype(quantized: np.ndarray, rows: np.ndarray) -> type:
 
 def build_quantized_histogram(bins: np.ndarray, quantized: np.ndarray, rows: np.ndarray,
                               features: np.ndarray, n_value_bins: np.ndarray,
-                              missing_bin: int, out: np.ndarray, parallel: bool) -> None:
+                              offsets: np.ndarray, out: np.ndarray, parallel: bool) -> None:
     """Integer histogram of ``rows`` (dense bins) over ``features`` into the cells of ``out``
     a search reads; ``quantized[r]`` are row ``r``'s channels. The float histograms' dense
     kernel on the leaf's rows' channels (integer sums: exact in any order)."""
-    dense_histogram(bins, quantized[rows], rows, features, out, n_value_bins, missing_bin,
+    dense_histogram(bins, quantized[rows], rows, features, out, n_value_bins, offsets,
                     parallel)
 
 
 def dequantize(hist: np.ndarray, scales: np.ndarray, features: np.ndarray,
-               n_value_bins: np.ndarray, missing_bin: int, out: np.ndarray) -> np.ndarray:
-    """``out = hist * scales`` on the cells of ``features`` a search reads."""
-    _dequantize(hist, scales, features, n_value_bins, missing_bin, out)
+               offsets: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out = hist * scales`` on the cells of ``features`` (compact leaf histograms)."""
+    _dequantize(hist, scales, features, offsets, out)
     return out
 
 
@@ -128,12 +128,10 @@ def _round_each(x, seed, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def _dequantize(hist, scales, features, n_value_bins, missing_bin, out):
-    n_channels = hist.shape[2]
+def _dequantize(hist, scales, features, offsets, out):
+    n_channels = hist.shape[1]
     for j in range(features.shape[0]):
         f = features[j]
-        for b in range(n_value_bins[f]):
+        for cell in range(offsets[f], offsets[f + 1]):
             for c in range(n_channels):
-                out[f, b, c] = hist[f, b, c] * scales[c]
-        for c in range(n_channels):
-            out[f, missing_bin, c] = hist[f, missing_bin, c] * scales[c]
+                out[cell, c] = hist[cell, c] * scales[c]

@@ -154,9 +154,10 @@ def scan_features_serial(hist, features, n_value_bins, has_missing, missing_bin,
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _scan_vector_features(hist, features, n_value_bins, has_missing, missing_bin, prior,
+def _scan_vector_features(hist, features, n_value_bins, has_missing, offsets, prior,
                           min_count):
-    """:func:`scan_features` under the vector-leaf loss with its leaf limits."""
+    """:func:`scan_features` under the vector-leaf loss with its leaf limits, over a compact
+    leaf histogram (:mod:`.leaf_histogram`: a feature's missing bin follows its value bins)."""
     n = features.shape[0]
     best_score = np.full(n, np.inf)
     best_bin = np.zeros(n, dtype=np.int32)
@@ -164,14 +165,14 @@ def _scan_vector_features(hist, features, n_value_bins, has_missing, missing_bin
     for j in numba.prange(n):
         f = features[j]
         best_score[j], best_bin[j], best_missing_left[j] = scan_feature(
-            hist[f], n_value_bins[f], has_missing[f], missing_bin, VECTOR_LEAF, prior,
-            min_count, True)
+            hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f], n_value_bins[f],
+            VECTOR_LEAF, prior, min_count, True)
     return best_score, best_bin, best_missing_left
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan_vector_features_serial(hist, features, n_value_bins, has_missing, missing_bin,
-                                 prior, min_count):
+def _scan_vector_features_serial(hist, features, n_value_bins, has_missing, offsets, prior,
+                                 min_count):
     """:func:`_scan_vector_features` on the calling thread."""
     n = features.shape[0]
     best_score = np.full(n, np.inf)
@@ -180,8 +181,8 @@ def _scan_vector_features_serial(hist, features, n_value_bins, has_missing, miss
     for j in range(n):
         f = features[j]
         best_score[j], best_bin[j], best_missing_left[j] = scan_feature(
-            hist[f], n_value_bins[f], has_missing[f], missing_bin, VECTOR_LEAF, prior,
-            min_count, True)
+            hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f], n_value_bins[f],
+            VECTOR_LEAF, prior, min_count, True)
     return best_score, best_bin, best_missing_left
 
 
@@ -211,12 +212,13 @@ def best_split(hist: np.ndarray, layout: BinLayout, score: SplitScore) -> Split 
 
 
 def best_vector_split(hist: np.ndarray, features: np.ndarray, n_value_bins: np.ndarray,
-                      has_missing: np.ndarray, missing_bin: int, prior: np.ndarray,
+                      has_missing: np.ndarray, offsets: np.ndarray, prior: np.ndarray,
                       min_count: float, parallel: bool) -> Split | None:
-    """A vector-leaf tree's best split of a leaf's histogram over ``features`` (``feature``
+    """A vector-leaf tree's best split of a compact leaf histogram (``offsets``:
+    :meth:`~rebelboost.binning.BinLayout.cell_offsets`) over ``features`` (``feature``
     indexes ``features``), or None; ``parallel`` scans the features on every thread."""
     scan = _scan_vector_features if parallel else _scan_vector_features_serial
-    return pick_split(*scan(hist, features, n_value_bins, has_missing, missing_bin, prior,
+    return pick_split(*scan(hist, features, n_value_bins, has_missing, offsets, prior,
                             min_count))
 
 
