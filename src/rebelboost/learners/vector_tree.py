@@ -163,7 +163,7 @@ class VectorTreeGrower:
         ticket = 1
         while heap and len(leaves) < opt.max_leaves:
             if rows.batches_splits:
-                self._look_ahead(heap, rows)
+                self._look_ahead(heap, opt.max_leaves - len(leaves), rows)
                 rows.expect(self._expected(heap, opt.max_leaves - len(leaves)))
             _, _, leaf = heapq.heappop(heap)
             score, f, b, m_left, left_bins = leaf.split
@@ -198,7 +198,7 @@ class VectorTreeGrower:
                 if child.split is not None:
                     heapq.heappush(heap, (-child.gain, ticket, child))
                     ticket += 1
-            self._enforce_budget(heap)
+            self._enforce_budget(heap, opt.max_leaves - len(leaves))
         for leaf in leaves:
             self._release(leaf)
         return self._assemble(leaves, feature, threshold, missing_left, left, right,
@@ -261,12 +261,13 @@ class VectorTreeGrower:
                 self._release(child)
         return children
 
-    def _look_ahead(self, heap, rows: RowSet) -> None:
-        """Children of the waiting leaves whose rows the row set has split already (a
-        remote row set splits several leaves per round trip), and theirs, searched now: the
-        next round trip can then take their splits too. Searches do not depend on when they
-        run, so the tree is the same; rows in this process split nothing ahead."""
-        stack = [leaf for _, _, leaf in heap]
+    def _look_ahead(self, heap, budget: int, rows: RowSet) -> None:
+        """Children of the waiting leaves that can still be split (the ``budget`` best)
+        whose rows the row set has split already (a remote row set splits several leaves
+        per round trip), and theirs, searched now: the next round trip can then take their
+        splits too. Searches do not depend on when they run, so the tree is the same; rows
+        in this process split nothing ahead."""
+        stack = [leaf for _, _, leaf in sorted(heap)[:budget]]
         while stack:
             leaf = stack.pop()
             if leaf.children is None and rows.is_split(leaf.rows):
@@ -364,15 +365,20 @@ class VectorTreeGrower:
             self._free.append(leaf.hist)
             leaf.hist = None
 
-    def _enforce_budget(self, heap) -> None:
-        held = [leaf for _, _, leaf in heap if leaf.hist is not None]
+    def _enforce_budget(self, heap, splits_left: int) -> None:
+        """Histograms kept for subtraction: none for the leaves that can no longer be split
+        (ranked below the splits left: each split takes the best leaf, and those above them
+        would all go first), and of the others the best within ``HISTOGRAM_BUDGET`` bytes."""
+        ranked = sorted(heap)  # (-gain, ticket, leaf): the order they would be split in
+        for _, _, leaf in ranked[splits_left:]:
+            self._release(leaf)
+        held = [leaf for _, _, leaf in ranked[:splits_left] if leaf.hist is not None]
         size = np.prod(self.hist_shape) * 8  # (integer cells: at most as many bytes)
-        if len(held) * size <= HISTOGRAM_BUDGET:
-            return
-        held.sort(key=lambda leaf: leaf.gain)
-        for leaf in held[:len(held) - max(1, int(HISTOGRAM_BUDGET // size))]:
-            leaf.hist = None  # dropped for good: its children get built directly
-        del self._free[2:]  # and no spare buffers beyond two
+        keep = max(1, int(HISTOGRAM_BUDGET // size))
+        if len(held) > keep:
+            for leaf in held[keep:]:
+                leaf.hist = None  # dropped for good: its children get built directly
+            del self._free[2:]  # and no spare buffers beyond two
 
     def _sample_features(self) -> np.ndarray:
         d, frac = self.binner.n_features, self.options.colsample_bytree
