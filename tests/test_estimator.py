@@ -376,19 +376,23 @@ def test_small_data_defaults_depend_on_the_training_rows_only_where_left_at_none
     y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5)
     small = RebelClassifier(random_state=0).fit(X[:SMALL_DATA_ROWS], y[:SMALL_DATA_ROWS])
     assert small.resolved_params_ == {"n_estimators": 500, "max_depth": 2,
-                                      "learning_rate": 1.0, "min_samples_leaf": 1}
+                                      "learning_rate": 1.0, "min_samples_leaf": 1,
+                                      "max_leaves": 31}
     depth_two = RebelClassifier(500, max_depth=2, learning_rate=1.0, min_samples_leaf=1,
                                 random_state=0).fit(X[:SMALL_DATA_ROWS], y[:SMALL_DATA_ROWS])
     np.testing.assert_array_equal(small.decision_function(X), depth_two.decision_function(X))
     large = RebelClassifier(random_state=0).fit(X, y)
     assert large.resolved_params_ == {"n_estimators": 100, "max_depth": -1,
-                                      "learning_rate": 0.3, "min_samples_leaf": 10}
+                                      "learning_rate": 0.3, "min_samples_leaf": 10,
+                                      "max_leaves": 31}
     assert (large.trees_.feature >= 0).sum(axis=1).max() > 3  # deeper than depth 2
     mixed = RebelClassifier(50, max_depth=-1, random_state=0).fit(X[:200], y[:200])
     assert mixed.resolved_params_ == {"n_estimators": 50, "max_depth": -1,
-                                      "learning_rate": 1.0, "min_samples_leaf": 1}
+                                      "learning_rate": 1.0, "min_samples_leaf": 1,
+                                      "max_leaves": 31}
     assert RebelClassifier(weak_learner="tree").fit(X[:200], y[:200]).resolved_params_ == {
-        "n_estimators": 100, "max_depth": 2, "learning_rate": 1.0, "min_samples_leaf": 10}
+        "n_estimators": 100, "max_depth": 2, "learning_rate": 1.0, "min_samples_leaf": 10,
+        "max_leaves": 31}
     with pytest.raises(ValueError, match="max_depth=-1"):
         RebelClassifier(weak_learner="tree", max_depth=-1).fit(X[:200], y[:200])
     # folds of 2/3 of 1,001 rows are small, but fit with the final model's parameters
@@ -406,3 +410,23 @@ def test_small_data_defaults_depend_on_the_training_rows_only_where_left_at_none
     folds = seen[1:]
     assert len(folds) == 3
     assert all(p["max_depth"] == -1 and p["learning_rate"] == 0.3 for p in folds)
+
+
+def test_large_data_grows_63_leaves_unless_told():
+    """Above 10,000 training rows 'vector_tree' grows trees of up to 63 leaves (the model of
+    an explicit ``max_leaves=63``); an explicit value stays, and at the threshold it is 31."""
+    from rebelboost.ensemble._size_defaults import LARGE_DATA_ROWS
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(LARGE_DATA_ROWS + 1, 4))
+    y = (X[:, 0] + 0.5 * rng.normal(size=len(X)) > 0).astype(int) + (X[:, 1] > 0.3)
+    large = RebelClassifier(3, random_state=0).fit(X, y)
+    assert large.resolved_params_["max_leaves"] == 63
+    assert (large.trees_.feature >= 0).sum(axis=1).max() > 31
+    explicit = RebelClassifier(3, max_leaves=63, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(large.decision_function(X[:500]),
+                                  explicit.decision_function(X[:500]))
+    at = RebelClassifier(3, random_state=0).fit(X[:LARGE_DATA_ROWS], y[:LARGE_DATA_ROWS])
+    assert at.resolved_params_["max_leaves"] == 31
+    assert RebelClassifier(3, max_leaves=7, random_state=0).fit(
+        X, y).resolved_params_["max_leaves"] == 7

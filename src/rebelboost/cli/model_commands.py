@@ -104,8 +104,9 @@ TARGET_TO_DROP = click.option(
 @click.option("--max-depth", type=click.IntRange(1, 16),
               help="Depth limit of the trees [default: 2 for tree; for vector_tree 2 on at "
               "most 1,000 rows, else none].")
-@click.option("--max-leaves", type=click.IntRange(2, 1 << 16), default=31, show_default=True,
-              help="Leaves per vector_tree (LightGBM's num_leaves).")
+@click.option("--max-leaves", type=click.IntRange(2, 1 << 16),
+              help="Leaves per vector_tree (LightGBM's num_leaves) [default: 31, or 63 above "
+                   "10,000 training rows].")
 @click.option("--learning-rate", type=click.FloatRange(0, min_open=True),
               help="Shrinkage of every step [default: 0.3 for vector_tree (1 on at most "
               "1,000 rows), else 1].")
@@ -134,7 +135,7 @@ TARGET_TO_DROP = click.option(
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
 def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         n_estimators: int | None,
-        max_depth: int | None, max_leaves: int, learning_rate: float | None, max_bins: int,
+        max_depth: int | None, max_leaves: int | None, learning_rate: float | None, max_bins: int,
         cost_matrix: str | None, cost_columns: bool,
         validation_fraction: float | None, n_iter_no_change: int | None,
         categorical: str | None, random_state: int | None, n_jobs: int | None,
@@ -191,6 +192,7 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
 
     predicted = model.predict(X)
     depth = model.resolved_params_["max_depth"]  # (the size-dependent defaults resolved)
+    max_leaves = model.resolved_params_["max_leaves"]
     kind = {"tree": f"depth-{depth} trees", "stump": "stumps",
             "vector_tree": f"vector-leaf trees of up to {max_leaves} leaves"
                            + ("" if depth == -1 else f", depth {depth}"),

@@ -57,8 +57,9 @@ class RebelClassifier(CategoricalInput, BoostedClassifier):
         Depth limit of the trees; -1: no limit (LightGBM's convention; 'vector_tree' only).
         None means 2 for 'tree', and for 'vector_tree' 2 on at most 1,000 training rows,
         else no limit (ignored for stumps and similarities).
-    max_leaves : int, default=31
-        'vector_tree' only: leaves per tree (LightGBM's ``num_leaves``).
+    max_leaves : int or None, default=None
+        'vector_tree' only: leaves per tree (LightGBM's ``num_leaves``). None: 31, or 63
+        above 10,000 training rows (large data, :mod:`._size_defaults`).
     min_samples_leaf : int or None, default=None
         'vector_tree' only: the least sample weight (the number of rows when unweighted) of
         the sampled training rows a leaf may hold (LightGBM's ``min_child_samples``); a
@@ -168,8 +169,8 @@ default='from_dtype'
     vectors_ : ndarray of shape (n_estimators_, n_classes) or None
         Each learner's step vector ``a_t`` (None for 'vector_tree': see ``leaf_scores_``).
     resolved_params_ : dict
-        ``n_estimators``, ``max_depth`` (-1: none), ``learning_rate``, ``min_samples_leaf``
-        in effect: the size-dependent defaults of those left at None.
+        ``n_estimators``, ``max_depth`` (-1: none), ``learning_rate``, ``min_samples_leaf``,
+        ``max_leaves`` in effect: the size-dependent defaults of those left at None.
     init_loss_ : float
         Training loss before the first iteration.
     train_loss_ : ndarray of shape (n_estimators_,)
@@ -194,7 +195,7 @@ default='from_dtype'
         "scaling": [StrOptions({"standard", "minmax"}), None],
         "max_depth": [Interval(numbers.Integral, 1, 16, closed="both"),
                       Options(numbers.Integral, {-1}), None],
-        "max_leaves": [Interval(numbers.Integral, 2, 1 << 16, closed="both")],
+        "max_leaves": [Interval(numbers.Integral, 2, 1 << 16, closed="both"), None],
         "min_samples_leaf": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "leaf_smoothing": [Interval(numbers.Real, 0, None, closed="left")],
@@ -218,7 +219,7 @@ default='from_dtype'
         *,
         weak_learner: str = "vector_tree",
         max_depth: int | None = None,
-        max_leaves: int = 31,
+        max_leaves: int | None = None,
         min_samples_leaf: int | None = None,
         leaf_smoothing: float = 1.0,
         subsample: float = 1.0,
@@ -352,7 +353,7 @@ default='from_dtype'
     def _vector_tree_options(self) -> VectorTreeOptions:
         params, depth = self.resolved_params_, self.resolved_params_["max_depth"]
         return VectorTreeOptions(
-            max_leaves=self.max_leaves, max_depth=None if depth == -1 else depth,
+            max_leaves=params["max_leaves"], max_depth=None if depth == -1 else depth,
             min_samples_leaf=params["min_samples_leaf"], leaf_smoothing=self.leaf_smoothing,
             subsample=self.subsample, sampling=self.sampling,
             colsample_bytree=self.colsample_bytree, histogram_bits=self.histogram_bits)
