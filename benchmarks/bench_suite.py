@@ -95,6 +95,8 @@ METHODS.update({name: ("rebelboost", params) for name, params in CANDIDATES.item
 METHODS["rebel-defaults-v3"] = ("rebelboost", {})
 # The same models, timed again after small fits stopped launching threads (stop 19, 0a31c38):
 METHODS["rebel-defaults-v4"] = ("rebelboost", {})
+# With 63 leaves above 10,000 training rows and the compact leaf histograms (stop 20):
+METHODS["rebel-defaults-v5"] = ("rebelboost", {})
 # An internal choice on small data (issue 28, part 2): up to CV_ROWS training rows, 3-fold
 # stratified cross-validation picks the defaults or the paper's trees (refit on all rows);
 # above it, the defaults.

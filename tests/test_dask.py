@@ -292,10 +292,24 @@ def test_early_stopping_on_an_eval_set_gives_the_local_model(client):
     assert len(dist.round_trips_) == dist.n_estimators_
 
 
+def test_row_sampling_gives_the_local_model(client):
+    """``subsample`` (uniform): each tree's rows drawn on the client as the local fit draws
+    them, the rows outside the sample routed through the tree; the same trees and covers."""
+    X, y = _data(n=1800, d=6, k=3, seed=12)
+    params = dict(n_estimators=6, subsample=0.6, colsample_bytree=0.8, random_state=4)
+    local = RebelClassifier(**params).fit(X, y)
+    dist = DaskRebelClassifier(**params).fit(da.from_array(X, chunks=(500, 6)),
+                                             da.from_array(y, chunks=500))
+    _assert_same_model(local, dist, X)
+    unsampled = RebelClassifier(**{**params, "subsample": 1.0}).fit(X, y)
+    assert not np.array_equal(unsampled.trees_.threshold, local.trees_.threshold)
+
+
 def test_what_the_distributed_fit_lacks_is_refused_up_front(client):
     X, y = _data(n=200, d=3)
     Xd, yd = da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100)
-    for params in (dict(weak_learner="stump"), dict(subsample=0.5), dict(early_stopping=True),
+    for params in (dict(weak_learner="stump"), dict(subsample=0.5, sampling="goss"),
+                   dict(early_stopping=True),
                    dict(early_stopping="auto"),
                    dict(cost_matrix=[[0, 1, 2], [1, 0, 1], [1, 1, 0]]),
                    dict(cost_matrix=[[0, 1, 1, .3], [1, 0, 1, .3], [1, 1, 0, .3]],

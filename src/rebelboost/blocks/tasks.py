@@ -188,6 +188,7 @@ class Partition:
     scores: np.ndarray
     counted: np.ndarray | None = None  # (n, 2K + 1): the weight channels and sample weight
     leaves: dict | None = None
+    sampled: bool = False  # the tree grows on a sample of the rows (the rest are routed)
     covers: tuple = ()  # per tree so far: the sample weight reaching each of its leaves
 
     def rows(self) -> RowArrays:
@@ -225,14 +226,22 @@ def max_exponent(part: Partition) -> float:
     return part.loss.max_exponent(part.scores)
 
 
-def weigh(part: Partition, shift: float) -> tuple[Partition, np.ndarray]:
-    """The partition with its channels at ``shift``, and ``[total weight, root sums]``."""
+def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, np.ndarray]:
+    """The partition with its channels at ``shift``, and ``[total weight, root sums]`` (the
+    total over every row, the root over the next tree's rows). ``sample``: ``(bits, start)``,
+    the tree's rows as a packed mask over all rows, this partition's from row ``start``
+    (None: every row)."""
     channels, total = part.loss.scaled_weights(part.scores, shift)
     counted = np.empty((channels.shape[0], channels.shape[1] + 1))
     counted[:, :-1] = channels
     counted[:, -1] = part.weight
-    part = replace(part, counted=counted, leaves={0: part.all_rows})
-    return part, np.concatenate([[total], part.rows().sums_of(part.all_rows)])
+    rows = part.all_rows
+    if sample is not None:
+        bits, start = sample
+        mask = np.unpackbits(bits, count=start + len(rows))[start:].astype(bool)
+        rows = np.flatnonzero(mask)
+    part = replace(part, counted=counted, leaves={0: rows}, sampled=sample is not None)
+    return part, np.concatenate([[total], part.rows().sums_of(rows)])
 
 
 def split_many(part: Partition, jobs: list[tuple], features: np.ndarray, drop: list[int]
@@ -272,7 +281,7 @@ def step(part: Partition, leaves: list[int], steps: np.ndarray, *tree) -> Partit
     """The partition after the tree (a :class:`BinTree`'s arrays): each row's score plus its
     leaf's step."""
     leaf_of_row = part.rows().leaves_of([part.leaves[h] for h in leaves], BinTree(*tree),
-                                        sampled=False)
+                                        sampled=part.sampled)
     scores = part.scores.copy()
     add_slot_values(scores, leaf_of_row, None, steps)
     cover = np.bincount(leaf_of_row, weights=part.weight, minlength=steps.shape[0])

@@ -20,7 +20,7 @@ import numpy as np
 from ..engine import Stage
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.row_set import BinTree, split_table
-from ..learners.vector_tree import VectorTreeGrower, VectorTreeOptions
+from ..learners.vector_tree import VectorTreeGrower, VectorTreeOptions, sample_rows
 from ..search.leaf_histogram import feature_cells
 from . import tasks as part_fn
 
@@ -208,7 +208,7 @@ class BlockRebelBooster:
 
     def __init__(self, cluster: Executor, parts: list, binner, n_rows: int, n_classes: int,
                  options: VectorTreeOptions, rng: np.random.RandomState, learning_rate: float,
-                 validation_loss=None):
+                 validation_loss=None, block_starts: list[int] | None = None):
         self.cluster = cluster
         self.parts = parts
         self.binner = binner
@@ -219,6 +219,8 @@ class BlockRebelBooster:
         self.round_trips: list[int] = []  # per tree: batches of splits and histograms asked
         self.grower = VectorTreeGrower(binner, n_classes, options, rng)
         self.all_features = np.arange(binner.n_features, dtype=np.intp)
+        # each block's first row among all rows (where its part of a row sample starts)
+        self.block_starts = block_starts or [0] * len(parts)
         logs = cluster.gather(cluster.map(part_fn.log_partial_sums, parts))
         self._initial = float(np.exp(np.logaddexp(*np.logaddexp.reduce(logs, axis=0))))
         self._weigh()
@@ -228,12 +230,22 @@ class BlockRebelBooster:
         returns the loss (the channels' total times their scale)."""
         cluster = self.cluster
         shift = cluster.reduce(max, cluster.map(part_fn.max_exponent, self.parts))
-        self.parts, stats = cluster.unpack(cluster.map(part_fn.weigh, self.parts, shift), 2)
+        samples = [None] * len(self.parts)
+        if self.options.subsample < 1:  # the next tree's rows, drawn as the local fit draws
+            rows, _ = sample_rows(np.empty((self.n_rows, 0)), self.options, self.grower.rng)
+            mask = np.zeros(self.n_rows, dtype=bool)
+            mask[rows] = True
+            bits = np.packbits(mask)
+            samples = [(bits, start) for start in self.block_starts]
+        self.parts, stats = cluster.unpack(
+            [cluster.submit(part_fn.weigh, part, shift, sample)
+             for part, sample in zip(self.parts, samples, strict=True)], 2)
         hists = cluster.map(part_fn.histogram, self.parts, 0, self.all_features)
         shift, stats = cluster.gather([shift, stats])
         self.root_histogram = cluster.reduce_gather(part_fn.add, hists)
         stats = functools.reduce(part_fn.add, stats)
         self.root_sums = stats[1:-1]  # (without the row count)
+        self.root_rows = int(stats[-1])
         with np.errstate(over="ignore"):
             self.scale = float(np.exp(shift))
             return float(np.exp(shift + np.log(stats[0])))
@@ -242,7 +254,7 @@ class BlockRebelBooster:
         return self._initial
 
     def fit_stage(self, iteration: int) -> Stage:
-        rows = BlockRows(self.cluster, self.parts, self.root_sums, self.n_rows,
+        rows = BlockRows(self.cluster, self.parts, self.root_sums, self.root_rows,
                         self.binner.layout, self.root_histogram, self.all_features)
         fit = self.grower.grow(rows)
         self.round_trips.append(rows.round_trips)

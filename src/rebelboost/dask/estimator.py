@@ -47,13 +47,14 @@ class DaskRebelClassifier(RebelClassifier):
     return Dask arrays, computed partition by partition (NumPy input is scored in memory).
 
     The distributed fit grows vector-leaf trees (``weak_learner='vector_tree'``, the
-    default) on all rows (``subsample=1``; ``colsample_bytree`` works), trains under 0-1 costs
-    or on the cost-sensitive loss (``cost_strategy='loss'``, with a ``cost_matrix`` or
-    per-row ``sample_cost``; no ``decisions`` beyond the classes), splits categorical
-    columns as the local fit does (``categorical_features``; each column's values are
-    gathered from every partition first, so codes and bins are those of a local fit on all
-    rows), and stops early on an ``eval_set`` (there is no validation split of the
-    partitions): other settings raise ``NotImplementedError`` before any work is done. A
+    default) on all rows or a uniform sample (``subsample``; the client draws each tree's
+    rows as the local fit draws them and sends a bit mask; ``colsample_bytree`` works),
+    trains under 0-1 costs or on the cost-sensitive loss (``cost_strategy='loss'``, with a
+    ``cost_matrix`` or per-row ``sample_cost``; no ``decisions`` beyond the classes), splits
+    categorical columns as the local fit does (``categorical_features``; each column's
+    values are gathered from every partition first, so codes and bins are those of a local
+    fit on all rows), and stops early on an ``eval_set`` (there is no validation split of
+    the partitions): other settings raise ``NotImplementedError`` before any work is done. A
     tree costs one round trip to the workers per level of splits, not one per split
     (``round_trips_``, per tree; :class:`~rebelboost.blocks.training.BlockRows`).
     """
@@ -167,12 +168,14 @@ class DaskRebelClassifier(RebelClassifier):
             validation = self._validation(
                 [tuple(dask.compute(*pair)) if isinstance(pair, tuple) else pair
                  for pair in pairs], dask.compute(eval_sample_weight)[0])
+        block_rows = [sum(f["n_rows"] for f in facts[a:b]) for a, b in groups]
         booster = BlockRebelBooster(
             cluster, parts, cluster.gather(binner), n_rows, k, self._vector_tree_options(),
             np.random.RandomState(rng.randint(2**31)), self._shrinkage(),
             None if validation is None else RebelLoss(
                 None, validation.codes, validation.sample_weight, self.subcosts,
-                validation.cost_rows))
+                validation.cost_rows),
+            np.cumsum([0] + block_rows[:-1]).tolist())
         target = 1.0 / n_rows if self.target_loss == "auto" else self.target_loss
         try:
             result = boost(booster, self._n_iterations(), d, validation=validation,
@@ -193,8 +196,9 @@ class DaskRebelClassifier(RebelClassifier):
         problems = []
         if self.weak_learner != "vector_tree":
             problems.append(f"weak_learner={self.weak_learner!r} (only 'vector_tree')")
-        if self.subsample < 1:
-            problems.append(f"subsample={self.subsample} (rows are not sampled: 1)")
+        if self.subsample < 1 and self.sampling != "uniform":
+            problems.append(f"sampling={self.sampling!r} (GOSS ranks every row by weight: "
+                            "use 'uniform')")
         if self.early_stopping and eval_set is None:
             problems.append(f"early_stopping={self.early_stopping!r} without an eval_set (no "
                             "validation split of the partitions: pass eval_set=(X_val, y_val))")
