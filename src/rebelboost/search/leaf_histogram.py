@@ -164,10 +164,12 @@ def _fill_defaults_serial(hist, offsets, default_bin, totals):
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _subtract(big, small):
     for i in numba.prange(big.shape[0]):
-        big[i, :] -= small[i, :]
+        for c in range(big.shape[1]):  # (elementwise: a slice expression would allocate)
+            big[i, c] -= small[i, c]
 
 
 @numba.njit(cache=True, nogil=True)
 def _subtract_serial(big, small):
     for i in range(big.shape[0]):
-        big[i, :] -= small[i, :]
+        for c in range(big.shape[1]):
+            big[i, c] -= small[i, c]
