@@ -51,8 +51,9 @@ histograms; on the 40 sets of at most 10,000 training rows its 173 fits gave the
 `rebel-defaults-v4`, the defaults of stop 19 (0a31c38), bit for bit; `rebel-l63` and
 `rebel-l127` are the candidates the rule was chosen from, run on the sets above 10,000 rows
 at stop 19; each run under its own name, v5 takes the defaults' place in the ranks, and the
-per-set table keeps the defaults of stop 17 as "old defaults"). Seeds: 5 up to 2,000 rows (the issue's protocol; seeds
-3-4 were added at stop 19), 3 up to 10,000, 2 up to 30,000, 1 above.
+per-set table keeps the defaults of stop 17 as "old defaults"). Seeds: 5 up to 2,000 rows
+(the issue's protocol; seeds 3-4 were added at stop 19), 3 up to 10,000, 2 up to 30,000, 1
+above.
 
 Methods, each with its library's defaults and 2 threads: rebelboost's defaults
 (`RebelClassifier()`), the paper's learner (500 depth-2 REBEL trees, `weak_learner='tree'`),

@@ -132,6 +132,10 @@ TARGET_TO_DROP = click.option(
                    "split by sets of categories; text columns are categorical anyway.")
 @click.option("--random-state", type=int, help="Seed for the validation split and binning.")
 @click.option("--n-jobs", type=int, help="Threads for the split search (default: all cores).")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="Fit on the Dask cluster of this scheduler (tcp://host:port): its workers "
+                   "read DATA (CSV or Parquet, at a path they can all read, with --target) "
+                   "and keep the rows; the model file is the same as a local fit's.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
 def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         n_estimators: int | None,
@@ -139,7 +143,7 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         cost_matrix: str | None, cost_columns: bool,
         validation_fraction: float | None, n_iter_no_change: int | None,
         categorical: str | None, random_state: int | None, n_jobs: int | None,
-        quiet: bool) -> None:
+        scheduler: str | None, quiet: bool) -> None:
     """Train a REBEL model on DATA and write it to --model-out."""
     import numpy as np
 
@@ -151,6 +155,26 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         raise click.UsageError("--n-iter-no-change needs --validation-fraction (early stopping)")
     if cost_columns and cost_matrix is not None:
         raise click.UsageError("give --cost-matrix or --cost-columns, not both")
+    if scheduler is not None:
+        refused = [name for name, given in (
+            ("--cost-matrix", cost_matrix), ("--cost-columns", cost_columns),
+            ("--validation-fraction", validation_fraction),
+            ("--weak-learner " + weak_learner, weak_learner != "vector_tree")) if given]
+        if refused:
+            raise click.UsageError(f"--scheduler does not take {', '.join(refused)} (the "
+                                   "distributed fit: vector_tree, 0-1 costs, no held-out split)")
+        from .cluster_fit import fit_on_cluster
+
+        params = dict(max_depth=max_depth, max_leaves=max_leaves, learning_rate=learning_rate,
+                      max_bins=max_bins, random_state=random_state, n_jobs=n_jobs)
+        with _replacing(model_out) as temporary:
+            with _library_errors(f"cannot fit {data!r} on {scheduler}"):
+                model = fit_on_cluster(scheduler, data, target, n_estimators, params,
+                                       categorical, quiet)
+            model.save(temporary)
+        if not quiet:
+            click.echo(f"wrote {model_out}")
+        return
     table = read_table(data, FIT_ARRAYS)
     y = labels(table, target)
     sample_cost = None

@@ -1,0 +1,64 @@
+"""``rebelboost fit --scheduler ADDRESS``: the same model fitted on a Dask cluster.
+
+The workers read DATA themselves (``dask.dataframe.read_csv`` / ``read_parquet``: a path every
+worker can read, such as a shared file system or object store), so the rows never pass
+through this process; the model file written is the local estimator's
+(:class:`~rebelboost.dask.DaskRebelClassifier`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from .tables import categorical_columns
+
+
+def fit_on_cluster(address: str, data: str, target: str | None, n_estimators: int | None,
+                   params: dict, categorical: str | None, quiet: bool):
+    """Fit DATA's rows on the cluster at ``address``; returns the fitted estimator (saved by
+    the caller), after echoing a summary unless ``quiet``."""
+    try:
+        import dask.dataframe as dd
+        from distributed import Client
+
+        from ..dask import DaskRebelClassifier
+    except ImportError as exc:
+        raise click.ClickException(f"--scheduler needs the dask extra (pip install "
+                                   f"'rebelboost[dask]'): {exc}") from None
+    lower = data.lower()
+    if lower.endswith((".csv", ".csv.gz", ".txt")):
+        frame = dd.read_csv(data)
+    elif lower.endswith((".parquet", ".pq")) or not lower.rsplit("/", 1)[-1].count("."):
+        frame = dd.read_parquet(data)  # (a file, or a directory of parts)
+    else:
+        raise click.ClickException(f"--scheduler reads CSV or Parquet data, not {data!r}")
+    if target is None or target not in frame.columns:
+        raise click.ClickException(f"--scheduler needs --target naming a column of {data!r} "
+                                   f"(it has {list(frame.columns)})")
+    X, y = frame.drop(columns=[target]), frame[target]
+    params = dict(params, categorical_features=categorical_columns(X, categorical))
+    try:
+        client = Client(address, timeout="30s")
+    except OSError as exc:
+        raise click.ClickException(f"cannot reach the scheduler at {address!r}: {exc}") from None
+    with client:
+        model = DaskRebelClassifier(n_estimators, client=client, **params)
+        start = time.perf_counter()
+        model.fit(X, y)
+        seconds = time.perf_counter() - start
+        if not quiet:
+            n_rows = int(len(frame))
+            local = model.to_local()  # each partition scored where it lives
+            wrong = frame.map_partitions(
+                lambda part: (local.predict(part.drop(columns=[target]))
+                              != part[target].to_numpy()).sum(), meta=(None, "i8"))
+            error = float(wrong.sum().compute()) / n_rows
+            click.echo(f"fitted {model.n_estimators_} iterations on {n_rows} rows x "
+                       f"{model.n_features_in_} features, {len(model.classes_)} classes, on "
+                       f"{len(client.scheduler_info()['workers'])} workers in {seconds:.2f} s "
+                       f"({model.round_trips_.mean():.1f} round trips a tree)")
+            click.echo(f"  training loss    {model.train_loss_[-1]:.6g}")
+            click.echo(f"  training error   {error:.4f}  (all rows of DATA)")
+    return model

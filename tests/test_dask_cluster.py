@@ -1,0 +1,127 @@
+"""A real cluster, started as users start one: ``dask scheduler`` and two ``dask worker``
+processes from the command line (each worker under its nanny). The CLI fits on the scheduler's
+address and writes the local fit's model; a worker killed mid-fit is restarted by its nanny
+and the fit ends with the undisturbed model."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from numpy.testing import assert_array_equal
+
+distributed = pytest.importorskip("distributed")
+import dask.array as da  # noqa: E402
+
+from rebelboost import RebelClassifier, load_model  # noqa: E402
+from rebelboost.cli import main  # noqa: E402
+from rebelboost.dask import DaskRebelClassifier  # noqa: E402
+
+# the dask command line beside this Python (a virtual environment's bin), else on PATH
+DASK = shutil.which("dask", path=str(Path(sys.executable).parent)) or shutil.which("dask")
+TREE_FIELDS = ("feature", "threshold", "missing_left", "left", "right")
+
+
+@pytest.fixture(scope="module")
+def address(tmp_path_factory):
+    assert DASK, "the dask command line (distributed) is not installed"
+    where = tmp_path_factory.mktemp("cluster")
+    info = where / "scheduler.json"
+    common = dict(cwd=where, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    processes = [subprocess.Popen([DASK, "scheduler", "--port", "0", "--no-dashboard",
+                                   "--scheduler-file", str(info)], **common)]
+    try:
+        deadline = time.monotonic() + 60
+        while not info.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert info.exists(), "the scheduler did not start within 60 s"
+        for _ in range(2):
+            processes.append(subprocess.Popen(
+                [DASK, "worker", "--scheduler-file", str(info), "--nthreads", "1",
+                 "--no-dashboard", "--memory-limit", "2GiB"], **common))
+        address = json.loads(info.read_text())["address"]
+        with distributed.Client(address) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _data(n=2400, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.digitize(X[:, 0] + 0.6 * X[:, 1] ** 2 + 0.3 * rng.standard_normal(n), [0.0, 1.0])
+    return X, y
+
+
+def test_the_cli_fits_on_a_scheduler_address(address, tmp_path):
+    X, y = _data()
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    frame["label"] = np.array(["low", "mid", "high"])[y]
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for i, (a, b) in enumerate([(0, 800), (800, 1500), (1500, 2400)]):  # CSV parts
+        frame.iloc[a:b].to_csv(parts / f"part{i}.csv", index=False)
+    runner = CliRunner()
+    result = runner.invoke(main, ["fit", str(parts / "*.csv"), "--target", "label",
+                                  "--n-estimators", "6", "--random-state", "3",
+                                  "--scheduler", address, "-o", str(tmp_path / "dist.json")])
+    assert result.exit_code == 0, result.output
+    assert "on 2 workers" in result.output and "2400 rows" in result.output
+    error = float(result.output.split("training error")[1].split()[0])
+    assert 0 <= error < 0.3, result.output
+    frame.to_csv(tmp_path / "all.csv", index=False)
+    result = runner.invoke(main, ["fit", str(tmp_path / "all.csv"), "--target", "label",
+                                  "--n-estimators", "6", "--random-state", "3", "-q",
+                                  "-o", str(tmp_path / "local.json")])
+    assert result.exit_code == 0, result.output
+    dist, local = load_model(tmp_path / "dist.json"), load_model(tmp_path / "local.json")
+    assert type(dist) is RebelClassifier
+    for name in TREE_FIELDS:
+        assert_array_equal(getattr(dist.trees_, name), getattr(local.trees_, name))
+    features = frame.drop(columns="label")
+    assert_array_equal(dist.predict(features), local.predict(features))
+    bad = runner.invoke(main, ["fit", str(tmp_path / "all.csv"), "--target", "label",
+                               "--scheduler", address, "--validation-fraction", "0.1"])
+    assert bad.exit_code != 0 and "--validation-fraction" in bad.output
+
+
+def test_a_worker_killed_mid_fit_is_restarted_and_the_model_is_the_same(address):
+    X, y = _data(n=3000, seed=1)
+    Xd, yd = da.from_array(X, chunks=(750, 5)), da.from_array(y, chunks=750)
+    params = dict(n_estimators=8, max_leaves=15, random_state=1)
+    with distributed.Client(address) as client:
+        undisturbed = DaskRebelClassifier(client=client, **params).fit(Xd, yd)
+        pids = list(client.run(os.getpid).values())
+        killed = threading.Event()
+
+        def kill_at_iteration_3(info):
+            if info.iteration == 3 and not killed.is_set():
+                os.kill(pids[0], signal.SIGKILL)
+                killed.set()
+
+        disturbed = DaskRebelClassifier(client=client, **params).fit(
+            Xd, yd, callbacks=[kill_at_iteration_3])
+        assert killed.is_set()
+        client.wait_for_workers(2, timeout=60)  # the nanny started a new worker process
+        assert pids[0] not in client.run(os.getpid).values()
+    for name in TREE_FIELDS:
+        assert_array_equal(getattr(disturbed.trees_, name), getattr(undisturbed.trees_, name))
+    assert_array_equal(disturbed.train_loss_, undisturbed.train_loss_)
