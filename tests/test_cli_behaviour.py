@@ -101,8 +101,11 @@ def test_ctrl_c_during_training_through_the_entry_point(data):
     # by itself (at a zero loss) before the signal arrives.
     pd.DataFrame(np.vstack([X, X]), columns=list("abcd")).assign(
         y=np.concatenate([y, (y + 1) % 3])).to_csv(folder / "noisy.csv", index=False)
+    # (as from a terminal: a shell's background job, such as a CI runner's, starts its
+    # children with SIGINT ignored, and Python then installs no KeyboardInterrupt handler)
     fit = _cli("fit", folder / "noisy.csv", "-t", "y", "-o", folder / "long.json",
-               "--n-estimators", "10000000", cwd=folder)
+               "--n-estimators", "10000000", cwd=folder,
+               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     fit.stderr.readline()  # the first progress line: training has started
     fit.send_signal(signal.SIGINT)
     _, err = fit.communicate(timeout=300)

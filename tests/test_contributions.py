@@ -15,6 +15,7 @@ from rebelboost.contributions import ContributionsUnavailable, contributions
 from rebelboost.engine.early_exit import explicit_trees
 from rebelboost.engine.model import AdditiveModel
 from rebelboost.learners.leaf_tree import LeafTreeArrays
+from rebelboost.tree_tables import leaf_covers
 
 
 def _data(n=300, d=5, k=3, seed=0, nan_every=6):
@@ -134,6 +135,9 @@ def test_covers_are_the_training_weight_per_leaf():
     leaves = model.model_.learners.leaves(X)
     np.testing.assert_allclose(model.model_.covers[2, leaves[7, 2]], w[leaves[:, 2]
                                == leaves[7, 2]].sum())
+    # routed in blocks of a few rows (as a wide or long training set is): the same covers
+    blocked = leaf_covers(model.model_.learners, X, w, block_cells=X.shape[1] * 64)
+    np.testing.assert_allclose(blocked, model.model_.covers, rtol=1e-12)
 
 
 def test_models_without_exact_contributions_say_why():

@@ -243,6 +243,33 @@ def test_loss_and_weights_match_the_definition(seed):
     assert_allclose(RebelLoss(cost, y, 7.0 * w).loss(scores), direct, rtol=1e-12)
 
 
+@pytest.mark.parametrize("kind", ["thesis", "paper", "calibrated"])
+def test_class_cost_rows_keep_a_table_and_the_same_weights(kind):
+    """Per-row costs that are their class's row give a K x K table of log subcosts (not two
+    n x K arrays) and the loss and weights of the cost matrix; other per-row costs keep
+    every row."""
+    rng = np.random.default_rng(3)
+    n, k = 200, 4
+    cost = rng.uniform(0.5, 5.0, size=(k, k))
+    np.fill_diagonal(cost, 0.0)
+    y = rng.integers(0, k - 1, size=n)  # class 3 has no row
+    w = rng.uniform(0.1, 2.0, size=n)
+    scores = rng.standard_normal((n, k)) * 2.0
+    by_matrix = RebelLoss(cost, y, w, kind)
+    by_rows = RebelLoss(None, y, w, kind, cost[y])
+    other = cost[y].copy()
+    other[7, 1] += 0.5  # one row differs from its class's: per-row subcosts
+    per_row = RebelLoss(None, y, w, kind, other)
+    assert by_rows._log_plus.shape == (k, k) and per_row._log_plus.shape == (n, k)
+    c_plus, c_minus = subcosts(None, y, kind, other)
+    wn = (w / w.sum())[:, None]
+    direct = float(np.sum(wn * c_plus * np.exp(scores)) + np.sum(wn * c_minus * np.exp(-scores)))
+    assert_allclose(per_row.loss(scores), direct, rtol=1e-12)
+    for a, b in [(by_matrix, by_rows)]:
+        assert_allclose(a.log_loss(scores), b.log_loss(scores), rtol=1e-14)
+        assert_allclose(a.weights(scores)[0], b.weights(scores)[0], rtol=1e-14)
+
+
 @pytest.mark.parametrize("magnitude", [1e3, 1e4, 1e5])
 def test_weights_and_loss_stay_sane_for_huge_scores(magnitude):
     rng = np.random.default_rng(int(magnitude))

@@ -68,6 +68,7 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
                                   rng))
             validation = Validation(X_val, codes_val, w_val, rows_val)
         booster = self._make_booster(X, codes, sample_weight, cost_rows, rng, validation)
+        del cost_rows  # (n, K): the booster's loss holds what it needs
         target = self.target_loss
         if target == "auto":
             target = 1.0 / X.shape[0]

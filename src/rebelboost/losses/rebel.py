@@ -82,7 +82,9 @@ class RebelLoss:
     """The loss of one training set; ``sample_weight`` scales each sample's subcosts.
 
     ``subcosts`` picks the subcosts (module docstring); ``sample_cost`` (n_samples x K), when
-    given, replaces the rows ``cost_matrix[y]``.
+    given, replaces the rows ``cost_matrix[y]``. Rows that are their class's cost row (a cost
+    matrix, or ``sample_cost`` equal to one) keep a K x K table of log subcosts and each row's
+    log weight, not two (n, K) arrays.
     """
 
     def __init__(self, cost_matrix: np.ndarray | None, y: np.ndarray,
@@ -90,20 +92,31 @@ class RebelLoss:
                  sample_cost: np.ndarray | None = None, weight_total: float | None = None):
         """``weight_total`` (default: ``sample_weight.sum()``) normalises the weights; a
         partition of a distributed training set passes the whole set's total."""
-        c_plus, c_minus = _subcosts(cost_matrix, y, subcosts, sample_cost)
+        y = np.asarray(y)
+        rows, self._row_of = _cost_table(cost_matrix, y, sample_cost)
+        onehot = np.arange(len(rows)) if self._row_of is y else y  # (thesis: c- at the class)
+        c_plus, c_minus = _subcosts(None, onehot, subcosts, sample_cost=rows)
         w = sample_weight / (sample_weight.sum() if weight_total is None else weight_total)
         with np.errstate(divide="ignore"):
-            self._log_plus = np.log(c_plus * w[:, None])
-            self._log_minus = np.log(c_minus * w[:, None])
+            self._log_plus = np.log(c_plus)
+            self._log_minus = np.log(c_minus)
+            self._log_w = np.log(np.asarray(w, dtype=np.float64))
+        self._row_of = np.ascontiguousarray(self._row_of, dtype=np.intp)
         self.n_classes = c_plus.shape[1]
+        self._shape = (len(self._log_w), self.n_classes)
+
+    def _tables(self):
+        return self._log_plus, self._log_minus, self._row_of, self._log_w
 
     def log_loss(self, scores: np.ndarray) -> float:
-        """Natural log of the loss, exact for any size of ``scores``."""
-        return float(
-            np.logaddexp(
-                logsumexp(self._log_plus + scores), logsumexp(self._log_minus - scores)
-            )
-        )
+        """Natural log of the loss, exact for any size of ``scores`` (one fused pass: no
+        (n, K) temporaries, which were the peak of memory on sets of many rows)."""
+        scores = self._check_scores(scores)
+        shift = self.max_exponent(scores)
+        if not np.isfinite(shift):  # no weight at all (-inf), or an infinite one
+            return float(shift)
+        total = _fill_weights(*self._tables(), scores, shift, None).sum()
+        return float(shift + np.log(total))
 
     def loss(self, scores: np.ndarray) -> float:
         with np.errstate(over="ignore"):  # a loss beyond the float range is inf
@@ -133,7 +146,7 @@ class RebelLoss:
         """The largest ``log w``: the channels' common scale is its exponential (a
         distributed fit takes the largest over partitions)."""
         scores = self._check_scores(scores)
-        return _max_exponent(self._log_plus, self._log_minus, scores) if len(scores) else -np.inf
+        return _max_exponent(*self._tables(), scores) if len(scores) else -np.inf
 
     def scaled_weights(self, scores: np.ndarray, shift: float, out: np.ndarray | None = None
                        ) -> tuple[np.ndarray, float]:
@@ -145,18 +158,20 @@ class RebelLoss:
         if (channels.shape != shape or channels.dtype != np.float64
                 or not channels.flags.c_contiguous):
             raise ValueError(f"out must be a C-ordered float64 array of shape {shape}")
-        row_sums = _fill_weights(self._log_plus, self._log_minus, scores, shift, channels)
+        row_sums = _fill_weights(*self._tables(), scores, shift, channels)
         return channels, float(row_sums.sum())
 
     def log_partial_sums(self) -> np.ndarray:
         """``log`` of the ``c+`` and ``c-`` totals at ``H = 0`` (a partition's share of the
         initial loss, combined with ``logaddexp``)."""
-        return np.array([logsumexp(self._log_plus), logsumexp(self._log_minus)])
+        log_w = self._log_w[:, None]
+        return np.array([logsumexp(self._log_plus[self._row_of] + log_w),
+                         logsumexp(self._log_minus[self._row_of] + log_w)])
 
     def _check_scores(self, scores: np.ndarray) -> np.ndarray:
         scores = np.ascontiguousarray(scores, dtype=np.float64)
-        if scores.shape != self._log_plus.shape:
-            raise ValueError(f"scores must have shape {self._log_plus.shape}, got {scores.shape}")
+        if scores.shape != self._shape:
+            raise ValueError(f"scores must have shape {self._shape}, got {scores.shape}")
         return scores
 
 
@@ -166,75 +181,109 @@ class RebelLoss:
 PARALLEL_CELLS = 1 << 16
 
 
-def _max_exponent(log_plus, log_minus, scores):
+def _cost_table(cost_matrix, y, sample_cost):
+    """(cost rows, row -> its row in them): ``(cost_matrix, y)``; for ``sample_cost``, its
+    class rows and ``y`` when every row equals its class's first row, else every row and
+    ``arange(n)``."""
+    if sample_cost is None:
+        return np.asarray(cost_matrix, dtype=np.float64), y
+    rows = np.ascontiguousarray(sample_cost, dtype=np.float64)
+    if rows.ndim != 2 or y.shape != (rows.shape[0],) or not len(y) or y.min() < 0:
+        return rows, np.arange(rows.shape[0])
+    first = np.full(max(int(y.max()) + 1, rows.shape[1]), -1, dtype=np.intp)
+    first[y[::-1]] = np.arange(len(y) - 1, -1, -1)  # each class's first row
+    present = first >= 0
+    table = np.empty((len(first), rows.shape[1]))
+    table[present] = rows[first[present]]
+    table[~present] = rows[0]  # (no row reads them)
+    codes = np.ascontiguousarray(y, dtype=np.intp)
+    return (table, y) if _rows_match(rows, table, codes) else (rows, np.arange(rows.shape[0]))
+
+
+@numba.njit(cache=True, nogil=True)
+def _rows_match(rows, table, codes):
+    for r in range(rows.shape[0]):
+        for c in range(rows.shape[1]):
+            if rows[r, c] != table[codes[r], c]:
+                return False
+    return True
+
+
+def _max_exponent(log_plus, log_minus, row_of, log_w, scores):
     """The largest of ``[log+ + H, log- - H]`` (the shift that scales the largest weight to 1;
     fused and parallel with :func:`_fill_weights`: numpy's version made four passes over
-    N x 2K arrays, ~8 ms an iteration on MNIST)."""
+    N x 2K arrays, ~8 ms an iteration on MNIST). Row ``r``'s log subcosts are
+    ``log±[row_of[r]] + log_w[r]``."""
     if scores.size >= PARALLEL_CELLS:
-        return _max_exponent_parallel(log_plus, log_minus, scores)
-    return _max_exponent_serial(log_plus, log_minus, scores)
+        return _max_exponent_parallel(log_plus, log_minus, row_of, log_w, scores)
+    return _max_exponent_serial(log_plus, log_minus, row_of, log_w, scores)
 
 
-def _fill_weights(log_plus, log_minus, scores, shift, channels):
-    """``channels = exp([log+ + H, log- - H] - shift)``; returns each row's channel sum."""
+def _fill_weights(log_plus, log_minus, row_of, log_w, scores, shift, channels):
+    """``channels = exp([log+ + H, log- - H] - shift)`` (None: not written); returns each
+    row's channel sum."""
     fill = _fill_weights_parallel if scores.size >= PARALLEL_CELLS else _fill_weights_serial
-    return fill(log_plus, log_minus, scores, shift, channels)
+    return fill(log_plus, log_minus, row_of, log_w, scores, shift, channels)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _row_max(log_plus, log_minus, scores, r):
+def _row_max(log_plus, log_minus, row_of, log_w, scores, r):
     top = -np.inf
+    j, lw = row_of[r], log_w[r]
     for c in range(scores.shape[1]):
-        top = max(top, log_plus[r, c] + scores[r, c], log_minus[r, c] - scores[r, c])
+        top = max(top, log_plus[j, c] + lw + scores[r, c], log_minus[j, c] + lw - scores[r, c])
     return top
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _row_fill(log_plus, log_minus, scores, shift, channels, r):
+def _row_fill(log_plus, log_minus, row_of, log_w, scores, shift, channels, r):
     k = scores.shape[1]
+    j, lw = row_of[r], log_w[r]
     total = 0.0
     for c in range(k):
-        e = log_plus[r, c]
+        e = log_plus[j, c] + lw
         w = math.exp(e + scores[r, c] - shift) if e > -np.inf else 0.0
-        channels[r, c] = w
+        if channels is not None:  # (None: the total only, for the loss)
+            channels[r, c] = w
         total += w
     for c in range(k):  # a zero subcost (log -inf: w- off the true class) skips its exp
-        e = log_minus[r, c]
+        e = log_minus[j, c] + lw
         w = math.exp(e - scores[r, c] - shift) if e > -np.inf else 0.0
-        channels[r, k + c] = w
+        if channels is not None:
+            channels[r, k + c] = w
         total += w
     return total
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _max_exponent_parallel(log_plus, log_minus, scores):
+def _max_exponent_parallel(log_plus, log_minus, row_of, log_w, scores):
     row_max = np.empty(scores.shape[0])
     for r in numba.prange(scores.shape[0]):
-        row_max[r] = _row_max(log_plus, log_minus, scores, r)
+        row_max[r] = _row_max(log_plus, log_minus, row_of, log_w, scores, r)
     return row_max.max()
 
 
 @numba.njit(cache=True, nogil=True)
-def _max_exponent_serial(log_plus, log_minus, scores):
+def _max_exponent_serial(log_plus, log_minus, row_of, log_w, scores):
     row_max = np.empty(scores.shape[0])
     for r in range(scores.shape[0]):
-        row_max[r] = _row_max(log_plus, log_minus, scores, r)
+        row_max[r] = _row_max(log_plus, log_minus, row_of, log_w, scores, r)
     return row_max.max()
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _fill_weights_parallel(log_plus, log_minus, scores, shift, channels):
+def _fill_weights_parallel(log_plus, log_minus, row_of, log_w, scores, shift, channels):
     row_sums = np.empty(scores.shape[0])
     for r in numba.prange(scores.shape[0]):
-        row_sums[r] = _row_fill(log_plus, log_minus, scores, shift, channels, r)
+        row_sums[r] = _row_fill(log_plus, log_minus, row_of, log_w, scores, shift, channels, r)
     return row_sums
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill_weights_serial(log_plus, log_minus, scores, shift, channels):
+def _fill_weights_serial(log_plus, log_minus, row_of, log_w, scores, shift, channels):
     row_sums = np.empty(scores.shape[0])
     for r in range(scores.shape[0]):
-        row_sums[r] = _row_fill(log_plus, log_minus, scores, shift, channels, r)
+        row_sums[r] = _row_fill(log_plus, log_minus, row_of, log_w, scores, shift, channels, r)
     return row_sums
 
 
