@@ -63,6 +63,23 @@ def category_order(hist_f, n_bins, k, smooth, min_per_category):
 
 
 @numba.njit(cache=True, nogil=True)
+def value_order(hist_f, n_bins):
+    """The value bins that hold weight, in bin order: the categories by value (codes are
+    the sorted values, and bins keep their order), whose prefixes are thresholds."""
+    count = hist_f.shape[1] - 1
+    held = np.empty(n_bins, dtype=np.int64)
+    n = 0
+    for b in range(n_bins):
+        if hist_f[b, count] > 0.0:
+            held[n] = b
+            n += 1
+    return held[:n]
+
+
+_NO_BINS = np.zeros(0, dtype=np.int64)
+
+
+@numba.njit(cache=True, nogil=True)
 def _permuted(hist_f, order, light, missing_bin):
     """The histogram of the ordered bins, then the light bins summed into one (if any), then
     the missing bin: rows ``(len(order) [+ 1], missing)``."""
@@ -96,7 +113,32 @@ def scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_c
     """Best ``(score, which, bin, missing_left)`` of one categorical feature: ``which`` is
     ``class x 2 + direction`` for the order that wins, read from either end, with ``bin`` the
     last position of the prefix going left (past the prefix: every category left); or, for at
-    most ``max_onehot`` categories, ``-1 - i`` for class 0's i-th category alone."""
+    most ``max_onehot`` categories, ``-1 - i`` for class 0's i-th category alone; or
+    ``2K + direction`` for the values' own order (:func:`value_order`), which takes over only
+    when better beyond rounding: a column of ordered levels (a chess file, a day of the week)
+    keeps the thresholds its integer codes would have had, which noise in the class steps can
+    scatter over the K orders."""
+    best, which, last, missing_left = _scan_class_orders(
+        hist_f, n_bins, has_missing, missing_bin, prior, min_count, smooth, min_per_category,
+        max_left, max_onehot)
+    by_value = value_order(hist_f, n_bins)
+    if by_value.shape[0] < 2 and not (has_missing and by_value.shape[0] == 1):
+        return best, which, last, missing_left
+    for direction in range(2):
+        head, rest = _head_and_rest(by_value, _NO_BINS, direction, max_left)
+        n_value = head.shape[0] + (1 if rest.shape[0] > 0 else 0)
+        perm = _permuted(hist_f, head, rest, missing_bin)
+        score, b, ml = scan_feature(perm, n_value, has_missing, perm.shape[0] - 1, VECTOR_LEAF,
+                                    prior, min_count, True)
+        if _better(score, best):
+            best, which, last, missing_left = score, 2 * prior.shape[0] + direction, b, ml
+    return best, which, last, missing_left
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_class_orders(hist_f, n_bins, has_missing, missing_bin, prior, min_count, smooth,
+                       min_per_category, max_left, max_onehot):
+    """:func:`scan_category_feature` over the class orders (or one against the rest)."""
     k_classes = prior.shape[0]
     best = np.inf
     best_k = 0
@@ -178,8 +220,11 @@ def best_category_split(hist: np.ndarray, features: np.ndarray, layout: BinLayou
         rest = np.concatenate((order[:i], order[i + 1:], light))
     else:
         k, direction = divmod(int(which[split.feature]), 2)
-        order, light = category_order(hist_f, int(n_value_bins[f]), k, smooth,
-                                      min_per_category)
+        if k == len(prior):  # the values' order
+            order, light = value_order(hist_f, int(n_value_bins[f])), _NO_BINS
+        else:
+            order, light = category_order(hist_f, int(n_value_bins[f]), k, smooth,
+                                          min_per_category)
         head, rest = _head_and_rest(order, light, direction, max_left)
     left_bins[head[:split.bin + 1]] = True
     if split.bin >= len(head):  # every category left (missing values right)
