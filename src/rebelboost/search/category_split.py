@@ -122,9 +122,13 @@ def scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_c
         hist_f, n_bins, has_missing, missing_bin, prior, min_count, smooth, min_per_category,
         max_left, max_onehot)
     by_value = value_order(hist_f, n_bins)
-    if by_value.shape[0] < 2 and not (has_missing and by_value.shape[0] == 1):
+    n_held = by_value.shape[0]
+    # nothing new: a single category (the class orders scan it), or at most three that were
+    # split one against the rest (every split of three categories is one)
+    if n_held < 2 or (n_held <= 3 and n_held <= max_onehot):
         return best, which, last, missing_left
-    for direction in range(2):
+    # read from the far end too only where the cap on categories going left hides splits
+    for direction in range(1 if n_held - 1 <= max_left else 2):
         head, rest = _head_and_rest(by_value, _NO_BINS, direction, max_left)
         n_value = head.shape[0] + (1 if rest.shape[0] > 0 else 0)
         perm = _permuted(hist_f, head, rest, missing_bin)
