@@ -80,6 +80,15 @@ _NO_BINS = np.zeros(0, dtype=np.int64)
 
 
 @numba.njit(cache=True, nogil=True)
+def _all_heavy(hist_f, bins, min_per_category):
+    count = hist_f.shape[1] - 1
+    for b in bins:
+        if hist_f[b, count] < min_per_category:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
 def _permuted(hist_f, order, light, missing_bin):
     """The histogram of the ordered bins, then the light bins summed into one (if any), then
     the missing bin: rows ``(len(order) [+ 1], missing)``."""
@@ -123,9 +132,12 @@ def scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_c
         max_left, max_onehot)
     by_value = value_order(hist_f, n_bins)
     n_held = by_value.shape[0]
-    # nothing new: a single category (the class orders scan it), or at most three that were
-    # split one against the rest (every split of three categories is one)
-    if n_held < 2 or (n_held <= 3 and n_held <= max_onehot):
+    # nothing new: no category, or one without missing values, or at most three that were
+    # each split from the rest (every split of three categories is one; a light category is
+    # never split alone)
+    if (n_held < 2 and not (has_missing and n_held == 1)) or (
+            2 <= n_held <= min(3, max_onehot)
+            and _all_heavy(hist_f, by_value, min_per_category)):
         return best, which, last, missing_left
     # read from the far end too only where the cap on categories going left hides splits
     for direction in range(1 if n_held - 1 <= max_left else 2):
