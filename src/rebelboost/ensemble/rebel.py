@@ -127,8 +127,9 @@ default='from_dtype'
         ``object`` and ``string`` columns (and text columns of a numpy array). A category is
         known by its value, never by a pandas code: ``categories_`` holds each column's
         sorted training values. A missing value or a category unseen in training goes where
-        the split sends missing values. The ``max_bins`` most frequent categories of a column
-        get their own bins; rarer ones are split as missing values (LightGBM's ``max_bin``).
+        the split sends missing values. Up to ``max_bins`` categories each get a bin; beyond
+        that, categories of alike class mixes share one. Splits send a set of categories
+        left: prefixes of each class's order of the categories and of the values' own order.
     max_bins : int, default=255
         Value bins per feature for the split search (plus one bin for missing values).
     similarity_mode : {'two-point', 'one-point'}, default='two-point'

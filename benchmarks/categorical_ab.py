@@ -1,0 +1,46 @@
+"""Native categorical fits of two checkouts side by side: fit CPU seconds and test error.
+
+Times one fit per set (after a warm-up fit of the same rows, so numba compiles outside the
+timing) with the source tree given, on seed 0's split of ``bench_categorical``. Run it for the
+two trees in alternation and compare the same set's times, e.g. before and after a change to
+the category search::
+
+    git worktree add /tmp/before <commit>
+    for i in 1 2; do for tree in /tmp/before .; do
+        python benchmarks/categorical_ab.py $tree allbp allhypo dermatology splice; done; done
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def main() -> None:
+    tree, sets = Path(sys.argv[1]).resolve(), sys.argv[2:]
+    sys.path.insert(0, str(tree / "src"))
+    sys.path.insert(0, str(Path(__file__).parent))
+    import rebelboost
+
+    if not Path(rebelboost.__file__).resolve().is_relative_to(tree):
+        raise SystemExit(f"rebelboost came from {rebelboost.__file__}, not {tree}")
+    from bench_categorical import inputs, make, nominal_set, split
+
+    for name in sets:
+        X, y, nominal = nominal_set(name)
+        X_tr, X_te, y_tr, y_te = split(X.astype(np.float64), y, 0)
+        classes, codes = np.unique(y_tr, return_inverse=True)
+        train, test = inputs("rebel-native", X_tr, X_te, nominal)
+        make("rebel-native", 0).fit(train, codes)
+        start = time.process_time()
+        est = make("rebel-native", 0).fit(train, codes)
+        cpu = time.process_time() - start
+        error = np.mean(classes[np.asarray(est.predict(test)).astype(np.int64)] != y_te)
+        print(f"{tree.name or tree} {name} fit_cpu_s={cpu:.3f} error={error:.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
