@@ -60,9 +60,23 @@ def worker_transfer_total(client) -> int:
                .values())
 
 
+def _worker_memory(reset: bool = False) -> dict:
+    """This process's resident and peak memory (MiB); ``reset`` restarts the peak (Linux)."""
+    if reset:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    status = Path("/proc/self/status").read_text()
+    return {key: int(status.split(f"{key}:")[1].split()[0]) / 1024 for key in ("VmRSS", "VmHWM")}
+
+
 def time_dask_rebel(client, X, y, n_iter, params):
     from rebelboost.dask import DaskRebelClassifier
 
+    # each worker compiles its kernels on a slice first; then its peak restarts from what it
+    # holds at rest, so the peak above it is the fit's (partitions included, as they are
+    # generated or loaded during the fit)
+    DaskRebelClassifier(2, **params).fit(X[:4000], y[:4000])
+    rest = client.run(_worker_memory, True)
     stamps, loopback = [], []
 
     def record(info):
@@ -73,9 +87,16 @@ def time_dask_rebel(client, X, y, n_iter, params):
     start = time.perf_counter()
     model = DaskRebelClassifier(n_iter, **params).fit(X, y, callbacks=[record])
     total = time.perf_counter() - start
+    peak = client.run(_worker_memory)
     lo1, tr1 = loopback_bytes(), worker_transfer_total(client)
     steps = np.diff([start] + stamps)
+    share = (X.nbytes + y.nbytes) / len(peak) / 2**20
     return {"fit_s": total, "per_iteration_s": float(np.median(steps[1:])),
+            # peak resident memory of each worker during the fit over its memory at rest,
+            # against an even share of the data (X and y as the cluster holds them)
+            "worker_peak_over_rest_mib": [peak[w]["VmHWM"] - rest[w]["VmRSS"] for w in peak],
+            "worker_rest_mib": [rest[w]["VmRSS"] for w in peak],
+            "data_share_per_worker_mib": share,
             "setup_and_first_iteration_s": float(steps[0]),
             # after the first iteration (the data's upload and binning excluded)
             "loopback_bytes_per_iteration": float(np.median(np.diff(loopback))),
@@ -131,7 +152,8 @@ def run(name, args):
 
     params = dict(random_state=0)
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"})
+                           dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"},
+                           memory_limit=args.memory_limit or "auto")
     client = Client(cluster)
     if name == "kddcup":
         import dask.array as da
@@ -150,7 +172,7 @@ def run(name, args):
         X, y = synthetic(args.synthetic_rows, 50, chunk)
         n_iter = args.synthetic_iterations
     result = {"rows": int(X.shape[0]), "features": int(X.shape[1]), "iterations": n_iter,
-              "partitions": int(X.numblocks[0])}
+              "partitions": int(X.numblocks[0]), "worker_memory_limit": args.memory_limit}
     print(f"{name}: {result}", flush=True)
     if "rebel_dask" in args.methods:
         result["rebel_dask"] = time_dask_rebel(client, X, y, n_iter, params)
@@ -183,15 +205,19 @@ def main():
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--methods", nargs="+", default=["rebel_dask", "lightgbm_dask",
                                                          "rebel_local"])
+    parser.add_argument("--memory-limit", help="each worker's Dask memory limit (e.g. 600MB; "
+                        "default: Dask's, the machine's memory shared)")
+    parser.add_argument("--results", default="dask.json",
+                        help="file name under benchmarks/results")
     parser.add_argument("--add", action="store_true",
-                        help="update results/dask.json instead of replacing it")
+                        help="update the results file instead of replacing it")
     args = parser.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     out = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "commit": commit,
            "load_average": os.getloadavg()[0], "datasets": {}}
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / "dask.json"
+    path = RESULTS / args.results
     if args.add and path.exists():
         out["datasets"] = json.loads(path.read_text())["datasets"]
     for name in args.datasets:
