@@ -186,20 +186,14 @@ class Partition:
     weight: np.ndarray
     all_rows: np.ndarray
     scores: np.ndarray
-    counted: np.ndarray | None = None  # (n, 2K + 1): the weight channels and sample weight
+    counted: np.ndarray | None = None  # (n, 2K + 2): weight channels, sample weight, 1
     leaves: dict | None = None
     sampled: bool = False  # the tree grows on a sample of the rows (the rest are routed)
     covers: tuple = ()  # per tree so far: the sample weight reaching each of its leaves
 
     def rows(self) -> RowArrays:
         """The rows as the grower reads them; sums and histograms end with the row count."""
-        return RowArrays(self.data, self.counted, None, self.ones)
-
-    @property
-    def ones(self) -> np.ndarray:
-        """A read-only vector of ones, one per row, without allocating it."""
-        return np.lib.stride_tricks.as_strided(np.ones(1), (len(self.all_rows),), (0,),
-                                               writeable=False)
+        return RowArrays.packed(self.data, self.counted)
 
 
 def make_partition(raw: RawPartition, binner: Binner, classes: np.ndarray,
@@ -231,10 +225,11 @@ def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, np.nda
     total over every row, the root over the next tree's rows). ``sample``: ``(bits, start)``,
     the tree's rows as a packed mask over all rows, this partition's from row ``start``
     (None: every row)."""
-    channels, total = part.loss.scaled_weights(part.scores, shift)
-    counted = np.empty((channels.shape[0], channels.shape[1] + 1))
-    counted[:, :-1] = channels
-    counted[:, -1] = part.weight
+    k2 = 2 * part.scores.shape[1]
+    counted = np.empty((part.scores.shape[0], k2 + 2))  # channels written in place
+    _, total = part.loss.scaled_weights(part.scores, shift, counted[:, :k2])
+    counted[:, k2] = part.weight
+    counted[:, k2 + 1] = 1.0  # the row count
     rows = part.all_rows
     if sample is not None:
         bits, start = sample
@@ -272,7 +267,7 @@ def histogram(part: Partition, leaf: int, features: np.ndarray) -> np.ndarray:
 
 def _histogram(part: Partition, rows: np.ndarray, features: np.ndarray) -> np.ndarray:
     rowset = part.rows()
-    out = np.empty((int(part.data.cell_offsets[-1]), part.counted.shape[1] + 1))
+    out = np.empty((int(part.data.cell_offsets[-1]), part.counted.shape[1]))
     rowset.histogram_of(rows, rowset.sums_of(rows), features, out)
     return out[feature_cells(part.data.cell_offsets, features)]
 

@@ -92,7 +92,10 @@ class RowArrays:
     ``channels`` are the rows' 2K REBEL weights (or any channels to sum), ``amplify`` their
     sampling factors (None: 1) and ``row_weight`` the sample weights ``min_samples_leaf``
     counts (None: 1). Every method is pure (Dask's partitions use it as is);
-    :class:`LocalRows` partitions one index array in place instead."""
+    :class:`LocalRows` partitions one index array in place instead.
+
+    :meth:`packed` takes the channels and the row weight as one (n, C + 1) float64 array, so
+    that a histogram of every row reads it in place instead of gathering a copy of it."""
 
     def __init__(self, data: BinnedData, channels: np.ndarray,
                  amplify: np.ndarray | None = None, row_weight: np.ndarray | None = None):
@@ -104,6 +107,20 @@ class RowArrays:
         self.amplify = amplify
         self.row_weight = (np.ones(n) if row_weight is None
                            else np.ascontiguousarray(row_weight, dtype=np.float64))
+        self._packed: np.ndarray | None = None
+
+    @classmethod
+    def packed(cls, data: BinnedData, packed: np.ndarray) -> RowArrays:
+        """Rows whose channels are ``packed[:, :-1]`` and row weights ``packed[:, -1]`` (views
+        of one C-ordered float64 array: nothing is copied)."""
+        if (packed.dtype != np.float64 or not packed.flags.c_contiguous or packed.ndim != 2
+                or packed.shape[0] != data.n_samples):
+            raise ValueError(f"packed must be a C-ordered float64 array of {data.n_samples} "
+                             f"rows, got {packed.dtype} {packed.shape}")
+        rows = cls.__new__(cls)
+        rows.data, rows.amplify, rows._packed = data, None, packed
+        rows.channels, rows.row_weight = packed[:, :-1], packed[:, -1]
+        return rows
 
     def sums_of(self, rows: np.ndarray) -> np.ndarray:
         """Channel sums (amplified) and sample weight of ``rows``, in row order."""
@@ -135,7 +152,10 @@ class RowArrays:
                      out: np.ndarray) -> np.ndarray:
         """Writes the histogram of ``rows`` (channel sums ``sums``) over ``features`` into
         the cells of ``out`` (a compact leaf histogram, n_cells x (2K + 1))."""
-        row_channels = _gather(self.channels, rows, self.amplify, self.row_weight)
+        if self._packed is not None and len(rows) == self.data.n_samples:
+            row_channels = self._packed  # every row, in order (rows increase): as they are
+        else:
+            row_channels = _gather(self.channels, rows, self.amplify, self.row_weight)
         return build_leaf_histogram(self.data, row_channels, rows, sums, features, out)
 
     def leaves_of(self, leaves: list[np.ndarray], tree: BinTree, sampled: bool) -> np.ndarray:

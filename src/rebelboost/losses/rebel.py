@@ -150,14 +150,16 @@ class RebelLoss:
 
     def scaled_weights(self, scores: np.ndarray, shift: float, out: np.ndarray | None = None
                        ) -> tuple[np.ndarray, float]:
-        """Channels ``exp([log+ + H, log- - H] - shift)`` (into ``out`` if given) and their
-        total."""
+        """Channels ``exp([log+ + H, log- - H] - shift)`` (into ``out`` if given: a float64
+        array of that shape whose rows are contiguous, such as the first columns of a wider
+        array) and their total."""
         scores = self._check_scores(scores)
         shape = (scores.shape[0], 2 * self.n_classes)
         channels = np.empty(shape) if out is None else out
         if (channels.shape != shape or channels.dtype != np.float64
-                or not channels.flags.c_contiguous):
-            raise ValueError(f"out must be a C-ordered float64 array of shape {shape}")
+                or (channels.shape[0] > 0 and channels.strides[1] != 8)):
+            raise ValueError(f"out must be a float64 array of shape {shape} with contiguous "
+                             "rows")
         row_sums = _fill_weights(*self._tables(), scores, shift, channels)
         return channels, float(row_sums.sum())
 
