@@ -143,8 +143,10 @@ def test_a_list_backend_answering_in_shuffled_order_trains_the_local_model(seed)
            for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True))]
     draws = np.random.RandomState(seed)  # drawn from as the local fit draws
     binner = BinnedData.fit(X, None, local.max_bins, draws.randint(2**31)).binner
-    parts = [tasks.make_partition(r, binner, local.classes_, local.cost_matrix_,
-                                  local.subcosts, float(n)) for r in raw]
+    # (the last block binned from two partitions, as a worker's block of several is)
+    blocks = [raw[:1], raw[1:2], raw[2:3], raw[3:]]
+    parts = [tasks.make_partition(b, binner, local.classes_, local.cost_matrix_,
+                                  local.subcosts, float(n)) for b in blocks]
     executor = ShuffledListExecutor(seed)
     booster = BlockRebelBooster(executor, parts, binner, n, k, local._vector_tree_options(),
                                 np.random.RandomState(draws.randint(2**31)),

@@ -62,7 +62,7 @@ def check_partition(X, y, weight, n_features: int, index: int, cost=None,
         X = as_float(X)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}X is not numeric ({exc})") from None
-    if np.isinf(X).any():
+    if any(np.isinf(X[a:b]).any() for a, b in _row_blocks(X)):
         raise ValueError(f"{where}X contains infinity (NaN is allowed: a missing value)")
     y = _array(y)
     if y.ndim == 2 and y.shape[1] == 1:
@@ -91,29 +91,29 @@ def check_partition(X, y, weight, n_features: int, index: int, cost=None,
     return RawPartition(X, y, weight, cost, index)
 
 
-def concatenate(*raws: RawPartition) -> RawPartition:
-    """Consecutive partitions as one block (their rows in order)."""
-    if len(raws) == 1:
-        return raws[0]
-    costs = [r.cost for r in raws]
-    return RawPartition(np.concatenate([r.X for r in raws]),
-                        np.concatenate([r.y for r in raws]),
-                        np.concatenate([r.weight for r in raws]),
-                        None if costs[0] is None else np.concatenate(costs), raws[0].index)
+def _row_blocks(X: np.ndarray, cells: int = 1 << 22):
+    """``[start, stop)`` ranges of about ``cells`` values of X: a check over X in these
+    allocates a few MiB, not an array the size of X."""
+    step = max(1, cells // max(1, X.shape[1]))
+    return [(a, min(a + step, X.shape[0])) for a in range(0, X.shape[0], step)]
 
 
 def facts(raw: RawPartition) -> dict:
-    """What the client needs to know of a partition before binning (all small; the facts of
-    consecutive partitions combine into their block's)."""
+    """What the client needs to know of a partition before binning (all small)."""
     positive = raw.weight > 0
-    nan = np.isnan(raw.X[positive])
+    d = raw.X.shape[1]
+    has_missing, has_values = np.zeros(d, bool), np.zeros(d, bool)
+    for a, b in _row_blocks(raw.X):
+        nan = np.isnan(raw.X[a:b][positive[a:b]])
+        has_missing |= nan.any(axis=0)
+        has_values |= ~nan.all(axis=0)
     return {
         "n_rows": raw.X.shape[0],
         "labels": np.unique(raw.y),
         "label_kind": raw.y.dtype.kind if raw.y.size else None,
         "n_positive": int(positive.sum()),
-        "has_missing": nan.any(axis=0),
-        "has_values": ~nan.all(axis=0),
+        "has_missing": has_missing,
+        "has_values": has_values,
         "weight_total": float(raw.weight.sum()),
     }
 
@@ -141,9 +141,11 @@ def sample_summary(raw: RawPartition, rows: np.ndarray | None,
     """Each numeric feature's :func:`~rebelboost.binning.value_counts` over this partition's
     share of the binner's sample (``rows`` index its positive-weight rows; None: all of
     them); a categorical feature's codes are counted by :func:`code_summary` instead."""
-    X = raw.X[raw.weight > 0]
-    if rows is not None:
-        X = X[rows]
+    positive = raw.weight > 0
+    if rows is not None:  # (only the sampled rows are copied)
+        X = raw.X[np.flatnonzero(positive)[rows]]
+    else:
+        X = raw.X if positive.all() else raw.X[positive]
     return [NO_VALUES if categorical is not None and categorical[j] else value_counts(X[:, j])
             for j in range(X.shape[1])]
 
@@ -196,18 +198,28 @@ class Partition:
         return RowArrays.packed(self.data, self.counted)
 
 
-def make_partition(raw: RawPartition, binner: Binner, classes: np.ndarray,
+def make_partition(raws: list[RawPartition], binner: Binner, classes: np.ndarray,
                    cost_matrix: np.ndarray, subcosts: str, weight_total: float) -> Partition:
-    """Bins and REBEL's loss of one partition (the raw rows are dropped)."""
-    if raw.cost is None:
-        codes = np.searchsorted(classes, raw.y).astype(np.intp)
-        cost_rows = cost_matrix[codes]
-    else:
-        codes, cost_rows = _costs(raw, classes)
-    data = BinnedData(binner, binner.transform(raw.X), row_layout=True)
-    loss = RebelLoss(None, codes, raw.weight, subcosts, cost_rows, weight_total)
-    n, k = raw.X.shape[0], len(classes)
-    return Partition(data, loss, raw.weight, np.arange(n, dtype=np.intp), np.zeros((n, k)))
+    """Bins and REBEL's loss of consecutive partitions as one block (each binned apart: the
+    raw rows are never copied into one array, and are dropped)."""
+    bins, codes, weight, costs = [], [], [], []
+    for raw in raws:
+        bins.append(binner.transform(raw.X))
+        if raw.cost is None:
+            codes.append(np.searchsorted(classes, raw.y).astype(np.intp))
+        else:
+            c, cost = _costs(raw, classes)
+            codes.append(c)
+            costs.append(cost)
+        weight.append(raw.weight)
+    bins, codes, weight = (np.concatenate(a) for a in (bins, codes, weight))
+    data = BinnedData(binner, bins, row_layout=True)
+    if costs:
+        loss = RebelLoss(None, codes, weight, subcosts, np.concatenate(costs), weight_total)
+    else:  # (a class table: no (n, K) cost rows)
+        loss = RebelLoss(cost_matrix, codes, weight, subcosts, None, weight_total)
+    n, k = len(codes), len(classes)
+    return Partition(data, loss, weight, np.arange(n, dtype=np.intp), np.zeros((n, k)))
 
 
 def log_partial_sums(part: Partition) -> np.ndarray:

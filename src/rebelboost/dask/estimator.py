@@ -118,7 +118,7 @@ class DaskRebelClassifier(RebelClassifier):
         self._set_categorical(columns)
         facts = client.gather(cluster.map(part_fn.facts, raw))
         classes = _classes(facts)
-        raw, groups = _blocks_per_worker(cluster, raw, BLOCKS_PER_WORKER)
+        groups, placement = _blocks_per_worker(cluster, len(raw), BLOCKS_PER_WORKER)
         n_rows = sum(f["n_rows"] for f in facts)
         if n_rows < 2:
             raise ValueError(f"the training set has {n_rows} row(s); at least 2 are needed")
@@ -152,12 +152,13 @@ class DaskRebelClassifier(RebelClassifier):
         self.cost_strategy_, self.temperature_, self.route_costs_ = "loss", 1.0, {}
         self._resolve_size(n_rows)
         rng = _rng(self.random_state)  # drawn from as the local fit draws
-        n_positive = [sum(f["n_positive"] for f in facts[a:b]) for a, b in groups]
+        n_positive = [f["n_positive"] for f in facts]
         binner = _fit_binner(cluster, raw, facts, n_positive, self.max_bins,
                              rng.randint(2**31), None if columns is None else columns.mask,
                              classes)
-        parts = cluster.map(part_fn.make_partition, raw, binner, classes, self.cost_matrix_,
-                            self.subcosts, weight_total)
+        parts = [cluster.submit(part_fn.make_partition, raw[a:b], binner, classes,
+                                self.cost_matrix_, self.subcosts, weight_total, worker=worker)
+                 for (a, b), worker in zip(groups, placement, strict=True)]
         wait(parts)
         del raw  # the raw rows are dropped: each worker keeps its binned partitions
         validation = None
@@ -352,19 +353,18 @@ def _partition_inputs(X, y, sample_weight, sample_cost):
     return parts[0], parts[1], parts[2], parts[3], names
 
 
-def _blocks_per_worker(cluster: Cluster, raw: list, per_worker: int | None
-                       ) -> tuple[list, list[tuple[int, int]]]:
-    """The partitions as ``per_worker`` blocks of consecutive partitions per worker, block i
-    placed on worker i (in address order) while it lives; and each block's partitions
-    ``[a, b)``."""
+def _blocks_per_worker(cluster: Cluster, n_parts: int, per_worker: int | None
+                       ) -> tuple[list[tuple[int, int]], list[str | None]]:
+    """Blocks of consecutive partitions, ``per_worker`` per worker: each block's partitions
+    ``[a, b)`` and the worker it is placed on while that worker lives (block i on worker i,
+    in address order; None: anywhere, one partition a block)."""
     workers = sorted(cluster.client.scheduler_info()["workers"])
-    if per_worker is None or len(raw) <= per_worker * len(workers):
-        return raw, [(i, i + 1) for i in range(len(raw))]
+    if per_worker is None or n_parts <= per_worker * len(workers):
+        return [(i, i + 1) for i in range(n_parts)], [None] * n_parts
     n_blocks = per_worker * len(workers)
-    edges = np.linspace(0, len(raw), n_blocks + 1).round().astype(int)
+    edges = np.linspace(0, n_parts, n_blocks + 1).round().astype(int)
     groups = list(zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True))
-    return [cluster.submit(part_fn.concatenate, *raw[a:b], worker=workers[i % len(workers)])
-            for i, (a, b) in enumerate(groups)], groups
+    return groups, [workers[i % len(workers)] for i in range(len(groups))]
 
 
 def _classes(facts: list[dict]) -> np.ndarray:
@@ -383,7 +383,7 @@ def _classes(facts: list[dict]) -> np.ndarray:
 def _fit_binner(cluster: Cluster, raw: list, facts: list[dict], n_positive: list[int],
                 max_bins: int, seed: int, categorical: np.ndarray | None, classes: np.ndarray):
     """The binner of the local fit, from the value counts of the same sampled rows (drawn by
-    their index among all rows of positive weight; ``n_positive`` per block) and the
+    their index among all rows of positive weight; ``n_positive`` per partition) and the
     ``categorical`` features' rows per code and class, each merged in a tree; a future."""
     rows = Binner(max_bins, random_state=seed).sample_rows(int(sum(n_positive)))
     offsets = np.concatenate([[0], np.cumsum(n_positive)])
