@@ -159,3 +159,25 @@ def test_a_list_backend_answering_in_shuffled_order_trains_the_local_model(seed)
     assert_allclose(result.model.values, local.model_.values, rtol=1e-9, atol=1e-12)
     assert_allclose(result.train_loss, local.train_loss_, rtol=1e-9)
     assert executor.tasks > 0
+
+
+def test_partition_checks_over_row_blocks_see_every_row(monkeypatch):
+    """The infinity and missing-value checks run over blocks of rows (no (n, d) copies): a
+    block boundary must not hide a value, and rows of zero weight do not count."""
+    X = np.ones((10, 3))
+    X[9, 0] = np.nan  # the last block's last row
+    X[:, 1] = np.nan
+    X[4, 1] = 2.0  # feature 1 has one value, in a middle block
+    X[5, 2] = np.nan  # on a row of zero weight: not missing where it counts
+    weight = np.ones(10)
+    weight[5] = 0.0
+    blocks = tasks._row_blocks
+    monkeypatch.setattr(tasks, "_row_blocks", lambda X: blocks(X, cells=3 * X.shape[1]))
+    raw = tasks.check_partition(X, np.arange(10) % 2, weight, 3, 0)
+    facts = tasks.facts(raw)
+    assert_array_equal(facts["has_missing"], [True, True, False])
+    assert_array_equal(facts["has_values"], [True, True, True])
+    assert facts["n_positive"] == 9
+    X[7, 2] = np.inf
+    with pytest.raises(ValueError, match="partition 0: X contains infinity"):
+        tasks.check_partition(X, np.arange(10) % 2, weight, 3, 0)
