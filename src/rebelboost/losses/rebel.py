@@ -92,10 +92,8 @@ class RebelLoss:
                  sample_cost: np.ndarray | None = None, weight_total: float | None = None):
         """``weight_total`` (default: ``sample_weight.sum()``) normalises the weights; a
         partition of a distributed training set passes the whole set's total."""
-        y = np.asarray(y)
-        rows, self._row_of = _cost_table(cost_matrix, y, sample_cost)
-        onehot = np.arange(len(rows)) if self._row_of is y else y  # (thesis: c- at the class)
-        c_plus, c_minus = _subcosts(None, onehot, subcosts, sample_cost=rows)
+        rows, self._row_of, row_class = _cost_table(cost_matrix, np.asarray(y), sample_cost)
+        c_plus, c_minus = _subcosts(None, row_class, subcosts, sample_cost=rows)
         w = sample_weight / (sample_weight.sum() if weight_total is None else weight_total)
         with np.errstate(divide="ignore"):
             self._log_plus = np.log(c_plus)
@@ -184,22 +182,23 @@ PARALLEL_CELLS = 1 << 16
 
 
 def _cost_table(cost_matrix, y, sample_cost):
-    """(cost rows, row -> its row in them): ``(cost_matrix, y)``; for ``sample_cost``, its
-    class rows and ``y`` when every row equals its class's first row, else every row and
-    ``arange(n)``."""
+    """(cost rows, each sample's row among them, each row's class): the cost matrix's class
+    rows; for ``sample_cost``, one row per class when every sample's row is its class's,
+    else every sample's own row."""
     if sample_cost is None:
-        return np.asarray(cost_matrix, dtype=np.float64), y
+        table = np.asarray(cost_matrix, dtype=np.float64)
+        return table, y, np.arange(len(table))
     rows = np.ascontiguousarray(sample_cost, dtype=np.float64)
+    per_sample = rows, np.arange(rows.shape[0]), y
     if rows.ndim != 2 or y.shape != (rows.shape[0],) or not len(y) or y.min() < 0:
-        return rows, np.arange(rows.shape[0])
-    first = np.full(max(int(y.max()) + 1, rows.shape[1]), -1, dtype=np.intp)
-    first[y[::-1]] = np.arange(len(y) - 1, -1, -1)  # each class's first row
-    present = first >= 0
-    table = np.empty((len(first), rows.shape[1]))
-    table[present] = rows[first[present]]
-    table[~present] = rows[0]  # (no row reads them)
+        return per_sample
+    classes, first = np.unique(y, return_index=True)
+    table = np.repeat(rows[first[:1]], max(int(classes[-1]) + 1, rows.shape[1]), axis=0)
+    table[classes] = rows[first]  # (the rows of classes without samples are never read)
     codes = np.ascontiguousarray(y, dtype=np.intp)
-    return (table, y) if _rows_match(rows, table, codes) else (rows, np.arange(rows.shape[0]))
+    if not _rows_match(rows, table, codes):
+        return per_sample
+    return table, y, np.arange(len(table))
 
 
 @numba.njit(cache=True, nogil=True)
