@@ -1,9 +1,13 @@
-"""The engine refactor (issue 17) against the code before it: fit and predict time per estimator.
+"""The engine against an earlier commit: fit and predict time, and fit memory, per estimator.
 
 Each (code version, estimator) pair fits in a fresh subprocess, with the version's ``src`` first
 on ``PYTHONPATH``: a warm-up fit on a small slice (numba compilation is not timed), then the
 timed fit and ``predict`` on the test set. Versions are interleaved and repeated; the table gives
-the median over repeats of the new/old time ratio (the 2-core machine's timings move by ~1.5x).
+the median over repeats of the new/old time ratio (the 2-core machine's timings move by ~1.5x),
+and the peak RSS during the fit over the RSS just before it (median over repeats).
+
+The ``vtree`` cases pin every parameter a default would decide (31 leaves, 20-row leaves, rate
+0.3: the defaults before the suite changed them), so that both versions fit the same model.
 
     python benchmarks/bench_engine.py --base b1ea3a4            # writes BENCHMARKS.md
     python benchmarks/bench_engine.py --base b1ea3a4 --repeats 1 --no-write
@@ -25,8 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 SECTION = "## Engine refactor (issue 17): time per iteration before and after"
 
+_VTREE = "max_leaves=31, min_samples_leaf=20, learning_rate=0.3"
 CASES = {  # name: (estimator expression, data set, training rows)
     "rebel-default letter": ("RebelClassifier(100, random_state=0)", "letter", 16000),
+    "rebel-vtree letter": (f"RebelClassifier(100, {_VTREE}, random_state=0)", "letter", 16000),
+    "rebel-vtree mnist": (f"RebelClassifier(100, {_VTREE}, random_state=0)", "mnist", 60000),
     "rebel-tree2 mnist": ("RebelClassifier(30, weak_learner='tree', max_depth=2, random_state=0)",
                           "mnist", 60000),
     "rebel-stump letter": ("RebelClassifier(200, weak_learner='stump', random_state=0)",
@@ -40,19 +47,26 @@ CASES = {  # name: (estimator expression, data set, training rows)
 }
 
 WORKER = r"""
-import json, sys, time
+import json, re, sys, time
 import numpy as np
 from rebelboost import *
+def rss(key):
+    with open("/proc/self/status") as f:
+        return int(re.search(key + r":\s+(\d+)", f.read()).group(1)) / 1024
 expr, path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 d = np.load(path)
 X, y = d["X_train"][:n].astype(np.float64), d["y_train"][:n]
 Xt = d["X_test"].astype(np.float64)
 eval(expr).set_params(n_estimators=3).fit(X[:2000], y[:2000]).predict(Xt[:100])
 model = eval(expr)
+rest = rss("VmRSS")
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # the peak (VmHWM) restarts from here
 t0 = time.perf_counter(); model.fit(X, y); fit = time.perf_counter() - t0
+peak = rss("VmHWM") - rest
 t0 = time.perf_counter(); pred = model.predict(Xt); predict = time.perf_counter() - t0
 print(json.dumps({"fit": fit, "predict": predict, "iterations": int(model.n_estimators_),
-                  "error": float(np.mean(pred != d["y_test"]))}))
+                  "peak_mib": peak, "error": float(np.mean(pred != d["y_test"]))}))
 """
 
 
@@ -91,6 +105,8 @@ def main(argv=None) -> None:
                     f"{1e3 * np.median([r['fit'] for r in runs['old']]) / old['iterations']:.1f}"
                     f" | {1e3 * np.median([r['fit'] for r in runs['new']]) / new['iterations']:.1f}"
                     f" | {ratio['fit']:.2f} | {ratio['predict']:.2f} | "
+                    f"{np.median([r['peak_mib'] for r in runs['old']]):.0f} / "
+                    f"{np.median([r['peak_mib'] for r in runs['new']]):.0f} | "
                     f"{old['error']:.4f} / {new['error']:.4f} |")
                 print(rows[-1], flush=True)
         finally:
@@ -102,7 +118,8 @@ def main(argv=None) -> None:
             f"{args.repeats}` at {head} ({time.strftime('%Y-%m-%d')}), 2 threads, medians of "
             f"{args.repeats} interleaved runs.\n\n"
             "| case | iterations | old ms/iteration | new ms/iteration | fit new/old | "
-            "predict new/old | test error old / new |\n|---|---|---|---|---|---|---|\n"
+            "predict new/old | fit peak MiB old / new | test error old / new |\n"
+            "|---|---|---|---|---|---|---|---|\n"
             + "\n".join(rows) + "\n")
     print(body)
     if not args.no_write:
