@@ -24,7 +24,7 @@ resident-set counter, and fits the full training set:
 * peak memory: peak RSS during ``fit`` minus the RSS just before it (``/proc/self/clear_refs``
   resets the peak; where that is not allowed, ``ru_maxrss`` minus the RSS after imports).
 
-``--kernel`` times the histogram kernel alone (``rebelboost.search.histogram.build_histogram``)
+``--kernel`` times the histogram kernel alone (``rebelboost.search.histograms.build_histogram``)
 against the pre-optimisation kernel kept below as a reference, on the full training bins with
 REBEL's 2K channels.
 
@@ -464,7 +464,7 @@ def run_kernel(args) -> None:
 
     from rebelboost.binning import Binner
     from rebelboost.losses.rebel import RebelLoss
-    from rebelboost.search.histogram import build_histogram
+    from rebelboost.search.histograms import build_histogram
     from rebelboost.validation import check_cost_matrix
 
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))

@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from stratified import subsample
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -60,18 +61,6 @@ def load(name: str, n_train: int, n_test: int, rng: np.random.Generator):
             X_test, y_test = X_all[:n_test], y_all[:n_test]
     keep = subsample(y, n_train, rng)
     return (X[keep].astype(np.float64), y[keep], X_test.astype(np.float64), y_test, len(y))
-
-
-def subsample(y: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    """About n rows, each class in proportion but with at least min(its count, 10) rows."""
-    if n >= len(y):
-        return np.arange(len(y))
-    keep = []
-    for c in np.unique(y):
-        rows = np.flatnonzero(y == c)
-        take = max(int(round(n * len(rows) / len(y))), min(len(rows), 10))
-        keep.append(rng.choice(rows, size=take, replace=False))
-    return np.sort(np.concatenate(keep))
 
 
 def cost_matrices(rng: np.random.Generator, priors: np.ndarray, n_random: int):

@@ -38,6 +38,10 @@ CASES = {  # name: (estimator expression, data set, training rows)
                           "mnist", 60000),
     "rebel-stump letter": ("RebelClassifier(200, weak_learner='stump', random_state=0)",
                            "letter", 16000),
+    "rebel-stump-qb letter": ("RebelClassifier(200, weak_learner='stump', quickboost=True, "
+                              "random_state=0)", "letter", 16000),
+    "rebel-tree2-qb mnist": ("RebelClassifier(30, weak_learner='tree', max_depth=2, "
+                             "quickboost=True, random_state=0)", "mnist", 60000),
     "rebel-similarity pendigits": ("RebelClassifier(300, weak_learner='similarity')",
                                    "pendigits", 7494),
     "mh-tree2 letter": ("AdaBoostMHClassifier(100, weak_learner='tree')", "letter", 16000),

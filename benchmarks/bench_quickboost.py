@@ -139,7 +139,7 @@ def pruning_potential(dataset: str, iterations: list[int], threads: int, quick: 
     from rebelboost import RebelClassifier
     from rebelboost.binning import Binner
     from rebelboost.losses.rebel import RebelLoss
-    from rebelboost.search.columns import bin_columns, column_histograms
+    from rebelboost.search.histograms import bin_columns, column_histograms
     from rebelboost.search.quickboost import bound_feature, prunable, rounding_slack
     from rebelboost.search.scores import rebel_score
     from rebelboost.search.splits import best_split_per_feature

@@ -3,7 +3,7 @@ and the kernel's effective bandwidth as a fraction of it, on 1 and 2 threads.
 
 Bandwidth: a STREAM-like copy (``b[:] = a``: 16 bytes a float64) and sum (8 bytes) over
 256 MiB arrays, numba-parallel, best of 5. The kernel: one root histogram of the vector-leaf
-grower (``search.leaf_histogram.build_leaf_histogram``, every row, every feature, 2K + 1
+grower (``search.histograms.build_leaf_histogram``, every row, every feature, 2K + 1
 channels) on a dense synthetic set (60,000 x 784 bins, K = 10) and on MNIST's training rows
 (sparse path: the zero pixels are each feature's default bin). Its *effective* traffic is the
 least it must move: the bins (1 byte a cell), the rows' channels once (8 (2K + 1) bytes a row;
@@ -28,9 +28,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from rebelboost.search import leaf_histogram  # noqa: E402
 from rebelboost.search.binned import BinnedData  # noqa: E402
-from rebelboost.search.leaf_histogram import TILE_BYTES, build_leaf_histogram  # noqa: E402
+from rebelboost.search.histograms import build_leaf_histogram  # noqa: E402
+from rebelboost.search.histograms import dense as dense_kernel  # noqa: E402
+from rebelboost.search.histograms.dense import TILE_BYTES  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "roofline.json"
 REPEATS = 5
@@ -104,7 +105,7 @@ def main() -> None:
             for tiled in ((True, False) if data.sparse is None else (True,)):
                 # untiled: every feature of a thread's block in one pass (the kernel before
                 # feature tiles), measured beside the tiled one
-                leaf_histogram.TILE_BYTES = TILE_BYTES if tiled else 1 << 40
+                dense_kernel.TILE_BYTES = TILE_BYTES if tiled else 1 << 40
                 got = kernel(data, 10)
                 got["fraction_of_copy"] = got["effective_GBps"] / bw["copy_GBps"]
                 label = name + ("" if tiled else ", untiled")
@@ -113,7 +114,7 @@ def main() -> None:
                       f"{got['effective_GBps']:.2f} GB/s = {got['fraction_of_copy']:.1%} of "
                       f"copy ({bw['copy_GBps']:.1f} GB/s; sum {bw['sum_GBps']:.1f} GB/s), "
                       f"{got['adds_per_s'] / 1e9:.2f} G channel additions/s", flush=True)
-            leaf_histogram.TILE_BYTES = TILE_BYTES
+            dense_kernel.TILE_BYTES = TILE_BYTES
     RESULTS.write_text(json.dumps(report, indent=1) + "\n")
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rebelboost.binning import Binner
-from rebelboost.search.columns import (
+from rebelboost.search.histograms import (
     HistogramPool,
     bin_columns,
     column_histograms,

@@ -28,7 +28,7 @@ from rebelboost.search import (
     rebel_score,
     sign_cost_score,
 )
-from rebelboost.search.columns import column_histograms
+from rebelboost.search.histograms import column_histograms
 from rebelboost.search.splits import Split
 
 FAST = settings(max_examples=40, deadline=None)
@@ -211,8 +211,9 @@ def test_bounds_belong_to_their_scores():
 
 # ------------------------------------------------------------------------- cached kernels
 
-_KERNEL_MODULES = ("rebelboost.binning", "rebelboost.search.columns",
-                   "rebelboost.search.histogram", "rebelboost.search.quickboost",
+_KERNEL_MODULES = ("rebelboost.binning", "rebelboost.search.histograms.layer",
+                   "rebelboost.search.histograms.sparse", "rebelboost.search.histograms.dense",
+                   "rebelboost.search.histograms.leaf", "rebelboost.search.quickboost",
                    "rebelboost.search.scores", "rebelboost.search.splits",
                    "rebelboost.learners.grower", "rebelboost.learners.tree")
 

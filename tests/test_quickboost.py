@@ -16,8 +16,12 @@ from rebelboost.search import (
     rebel_score,
     sign_cost_score,
 )
-from rebelboost.search.columns import HistogramPool, bin_columns, column_histograms
-from rebelboost.search.histogram import sparse_bins
+from rebelboost.search.histograms import (
+    HistogramPool,
+    bin_columns,
+    column_histograms,
+    sparse_bins,
+)
 from rebelboost.search.quickboost import (
     heaviest_first,
     prefix_schedule,

@@ -16,8 +16,8 @@ from rebelboost.search import (
     rebel_score,
     sign_cost_score,
 )
-from rebelboost.search.columns import HistogramPool
-from rebelboost.search.histogram import (
+from rebelboost.search.histograms import (
+    HistogramPool,
     accumulate_histogram,
     fill_default_bins,
     row_totals,

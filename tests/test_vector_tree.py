@@ -20,8 +20,9 @@ from rebelboost.learners.vector_tree import (
     sample_rows,
 )
 from rebelboost.losses.rebel import RebelLoss
-from rebelboost.search import leaf_histogram, vector_leaf
+from rebelboost.search import vector_leaf
 from rebelboost.search.binned import BinnedData
+from rebelboost.search.histograms import leaf as leaf_histogram
 
 
 def _data(n=400, d=5, k=4, seed=0, nan_rate=0.0):
@@ -280,9 +281,9 @@ def test_dense_histogram_adds_each_cell_in_row_order(threads, monkeypatch):
     for bit (each cell sums its rows in row order), on a feature subset with a tile of 3."""
     import numba
 
-    from rebelboost.search import leaf_histogram
+    from rebelboost.search.histograms import dense, leaf
 
-    monkeypatch.setattr(leaf_histogram, "PARALLEL_ADDS", 1)
+    monkeypatch.setattr(leaf, "PARALLEL_ADDS", 1)
     rng = np.random.default_rng(6)
     X = rng.normal(size=(700, 11))
     X[rng.random(X.shape) < 0.1] = np.nan
@@ -290,15 +291,15 @@ def test_dense_histogram_adds_each_cell_in_row_order(threads, monkeypatch):
                      np.ones(700)]
     data = BinnedData.fit(X, None, 255, 0)
     offsets = data.cell_offsets
-    monkeypatch.setattr(leaf_histogram, "TILE_BYTES", 3 * offsets[-1] / 11 * 7 * 8)  # 3 a tile
+    monkeypatch.setattr(dense, "TILE_BYTES", 3 * offsets[-1] / 11 * 7 * 8)  # 3 a tile
     rows = np.flatnonzero(rng.random(700) < 0.6)
     features = np.array([0, 2, 3, 5, 6, 7, 9, 10], dtype=np.intp)
     out = np.full((offsets[-1], 7), np.nan)
     before = numba.get_num_threads()
     numba.set_num_threads(threads)
     try:
-        leaf_histogram.build_leaf_histogram(data, channels[rows], rows, channels[rows].sum(0),
-                                            features, out)
+        leaf.build_leaf_histogram(data, channels[rows], rows, channels[rows].sum(0), features,
+                                  out)
     finally:
         numba.set_num_threads(before)
     for f in features:

@@ -30,7 +30,7 @@ class BinLayout(NamedTuple):
     def cell_offsets(self) -> np.ndarray:
         """(n_features + 1,) intp: feature f's cells in a compact leaf histogram are rows
         ``offsets[f]:offsets[f + 1]``, its value bins then its missing bin
-        (:mod:`rebelboost.search.leaf_histogram`)."""
+        (:mod:`rebelboost.search.histograms.leaf`)."""
         offsets = np.zeros(len(self.n_value_bins) + 1, dtype=np.intp)
         np.cumsum(np.asarray(self.n_value_bins, dtype=np.intp) + 1, out=offsets[1:])
         return offsets

@@ -25,7 +25,7 @@ from ..costs import check_sample_cost
 from ..learners.row_set import BinTree, RowArrays
 from ..losses.rebel import RebelLoss, add_slot_values
 from ..search.binned import BinnedData
-from ..search.leaf_histogram import feature_cells
+from ..search.histograms import feature_cells
 from ..validation import normalize_labels
 
 

@@ -21,7 +21,7 @@ from ..engine import Stage
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.row_set import BinTree, split_table
 from ..learners.vector_tree import VectorTreeGrower, VectorTreeOptions, sample_rows
-from ..search.leaf_histogram import feature_cells
+from ..search.histograms import feature_cells
 from . import tasks as part_fn
 
 

@@ -4,7 +4,7 @@ A tree of depth D is grown layer by layer in the complete heap layout of
 :class:`~rebelboost.learners.tree.TreeArrays` (node ``j``'s children ``2j+1``, ``2j+2``; a node
 that does not split sends its rows left). Every row carries the heap index of its node
 (``node_of_row``); a layer's node histograms come from one pass over the feature-major bins
-(:func:`~rebelboost.search.columns.column_histograms`) and pass through
+(:func:`~rebelboost.search.histograms.column_histograms`) and pass through
 :func:`reduce_histograms`, the one point where a distributed fit would sum the histograms of
 several machines.
 
@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from ..search.binned import BinnedData
-from ..search.columns import HistogramPool, column_histograms, node_totals, split_node
+from ..search.histograms import HistogramPool, column_histograms, node_totals, split_node
 from ..search.quickboost import quickboost_split, visiting_order
 from ..search.scores import SplitScore
 from ..search.splits import Split, best_split, is_better

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..search.binned import BinnedData
-from ..search.columns import HistogramPool
+from ..search.histograms import HistogramPool
 from ..search.splits import is_better
 from .contract import LearnerFit
 from .leaf_tree import LeafTreeArrays

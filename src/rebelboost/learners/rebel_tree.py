@@ -22,7 +22,7 @@ import numpy as np
 
 from ..losses.rebel import binary_sums, step_loss, step_vector
 from ..search.binned import BinnedData
-from ..search.columns import HistogramPool
+from ..search.histograms import HistogramPool
 from ..search.scores import rebel_score, sign_cost_score
 from ..search.splits import is_better
 from .grower import LayerGrower

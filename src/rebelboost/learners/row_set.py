@@ -14,7 +14,8 @@ import numba
 import numpy as np
 
 from ..search.binned import BinnedData
-from ..search.leaf_histogram import PARALLEL_ADDS, build_leaf_histogram
+from ..search.histograms import build_leaf_histogram
+from ..search.histograms.dense import PARALLEL_ADDS
 from ..search.quantize import (
     build_quantized_histogram,
     dequantize,
@@ -66,7 +67,7 @@ class RowSet(Protocol):
                   out: np.ndarray) -> np.ndarray:
         """``leaf``'s histogram over ``features`` (channel sums ``sums``) written into the
         cells of ``out``, a compact leaf histogram (n_cells, 2K + 1;
-        :mod:`rebelboost.search.leaf_histogram`)."""
+        :mod:`rebelboost.search.histograms.leaf`)."""
 
     def assign(self, leaves: list, tree: BinTree):
         """The tree is grown, ``leaves`` in its numbering: the leaf of every training row

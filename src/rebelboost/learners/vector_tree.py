@@ -23,7 +23,7 @@ of one index array partitioned in place; :mod:`rebelboost.blocks` keeps them on 
 sums their counts, channel sums and histograms), so a distributed fit takes the same
 decisions from the same sums. The leaves' closed forms are in
 :mod:`rebelboost.search.vector_leaf`, the split scan (shared by every learner) in
-:mod:`rebelboost.search.splits`, the histogram kernels in :mod:`rebelboost.search.leaf_histogram`.
+:mod:`rebelboost.search.splits`, the histogram kernels in :mod:`rebelboost.search.histograms`.
 
 Sampling (per iteration, seeded by the caller's generator): rows uniformly (``subsample``), or
 by weight as in GOSS (``'goss'``: the heaviest rows plus a uniform draw of the rest scaled up
@@ -40,7 +40,7 @@ import numpy as np
 
 from ..binning import Binner
 from ..search.category_split import best_category_split
-from ..search.leaf_histogram import big_histograms, subtract_histogram
+from ..search.histograms import big_histograms, subtract_histogram
 from ..search.splits import best_vector_split, is_better
 from ..search.vector_leaf import leaf_loss, leaf_vector
 from .category_sets import category_bitsets

@@ -2,8 +2,8 @@
 
 :class:`BinnedData` holds the fitted :class:`~rebelboost.binning.Binner` (its thresholds turn
 bins back into raw split values), the row-major bins, their feature-major copy for the layer
-histograms (:class:`~.columns.BinColumns`), optionally the row-wise sparse layout QuickBoost's
-prefixes read (:class:`~.histogram.SparseBins`), and the bin metadata every split search needs
+histograms (:class:`~.histograms.BinColumns`), optionally the row-wise sparse layout QuickBoost's
+prefixes read (:class:`~.histograms.SparseBins`), and the bin metadata every split search needs
 (:class:`~rebelboost.binning.BinLayout`). Other data (a validation set) is binned with the same
 thresholds by :meth:`BinnedData.bin`.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..binning import BinLayout, Binner, as_float
-from .columns import BinColumns, bin_columns
-from .histogram import SparseBins, sparse_bins
+from .histograms.layer import BinColumns, bin_columns
+from .histograms.sparse import SparseBins, sparse_bins
 
 
 class BinnedData:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .leaf_histogram import dense_histogram
+from .histograms.dense import add_rows
 
 BITS_RANGE = (2, 16)
 _PARALLEL_ROWS = 1 << 14
@@ -79,8 +79,7 @@ def build_quantized_histogram(bins: np.ndarray, quantized: np.ndarray, rows: np.
     """Integer histogram of ``rows`` (dense bins) over ``features`` into the cells of ``out``
     a search reads; ``quantized[r]`` are row ``r``'s channels. The float histograms' dense
     kernel on the leaf's rows' channels (integer sums: exact in any order)."""
-    dense_histogram(bins, quantized[rows], rows, features, out, n_value_bins, offsets,
-                    parallel)
+    add_rows(bins, quantized[rows], rows, features, out, n_value_bins, offsets, parallel)
 
 
 def dequantize(hist: np.ndarray, scales: np.ndarray, features: np.ndarray,

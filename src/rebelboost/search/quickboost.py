@@ -33,8 +33,7 @@ import numba
 import numpy as np
 
 from ..binning import BinLayout
-from .columns import HistogramPool
-from .histogram import SparseBins, accumulate_histogram, fill_default_bins
+from .histograms import HistogramPool, SparseBins, accumulate_histogram, fill_default_bins
 from .scores import SplitScore
 from .splits import (
     _NO_PRIOR,
@@ -174,11 +173,11 @@ def quickboost_split(
 
     ``full_histogram(features)`` returns a (n_features, n_bins_total, C) histogram of the node
     whose listed features are exact (the others may hold anything); it is called for the few
-    features that reach the end (:func:`~rebelboost.search.columns.column_histograms` builds
+    features that reach the end (:func:`~rebelboost.search.histograms.column_histograms` builds
     each feature the same way whichever others come along). The bounds come from prefixes of
     ``rows`` accumulated here: pass the rows and prefix ``ends`` of :func:`visiting_order`
     (without ``ends`` the schedule is cut from the given order, which should then be heaviest
-    first). ``sparse`` (:func:`~rebelboost.search.histogram.sparse_bins` of ``bins``) speeds up
+    first). ``sparse`` (:func:`~rebelboost.search.histograms.sparse_bins` of ``bins``) speeds up
     the prefixes of sparse data; ``pool`` lends their buffer.
     """
     rows = np.ascontiguousarray(rows, dtype=np.intp)
@@ -275,31 +274,12 @@ def prunable(bound, features, incumbent: float, incumbent_f: int, slack: float) 
 
 
 def _accumulate_range(k, bins, rows, ch, r0, r1, features, hist, sparse) -> None:
-    """Add sorted rows ``r0:r1`` (channels ``ch[r]`` of row ``rows[r]``) to ``features``' bins.
-
-    Row order is kept per (feature, bin), exactly like ``build_histogram``: the shared parallel
-    kernel for big nodes, a plain loop on one thread for small ones. With ``sparse``, rows in a
-    feature's default bin are left out (``fill_default_bins`` sets that bin).
-    """
-    if k is _SERIAL:
-        skip = np.full(bins.shape[1], -1, np.intp) if sparse is None else sparse.default_bin
-        _serial_accumulate(bins, rows, ch, r0, r1, features, hist, skip)
-    else:
-        accumulate_histogram(bins, rows, ch, r0, r1, features, hist, sparse)
-
-
-@numba.njit(cache=True, nogil=True)
-def _serial_accumulate(bins, rows, ch, r0, r1, features, hist, skip):
-    n_channels = ch.shape[1]
-    for r in range(r0, r1):
-        i = rows[r]
-        for j in range(features.shape[0]):
-            f = features[j]
-            b = bins[i, f]
-            if b == skip[f]:
-                continue
-            for c in range(n_channels):
-                hist[f, b, c] += ch[r, c]
+    """Add sorted rows ``r0:r1`` (channels ``ch[r]`` of row ``rows[r]``) to ``features``' bins,
+    in row order per (feature, bin) as every histogram is; on the calling thread for small
+    nodes. With ``sparse``, rows in a feature's default bin are left out
+    (``fill_default_bins`` sets that bin)."""
+    accumulate_histogram(bins, rows, ch, int(r0), int(r1), features, hist, sparse,
+                         parallel=False if k is _SERIAL else None)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

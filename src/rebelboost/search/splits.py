@@ -157,7 +157,7 @@ def scan_features_serial(hist, features, n_value_bins, has_missing, missing_bin,
 def _scan_vector_features(hist, features, n_value_bins, has_missing, offsets, prior,
                           min_count):
     """:func:`scan_features` under the vector-leaf loss with its leaf limits, over a compact
-    leaf histogram (:mod:`.leaf_histogram`: a feature's missing bin follows its value bins)."""
+    leaf histogram (:mod:`.histograms.leaf`: a feature's missing bin follows its value bins)."""
     n = features.shape[0]
     best_score = np.full(n, np.inf)
     best_bin = np.zeros(n, dtype=np.int32)

@@ -29,14 +29,14 @@ import numba
 import numpy as np
 
 from ._intrinsics import add_row, prefetch
+from .dense import PARALLEL_ADDS
+from .pool import HistogramPool
 
 # A feature is stored sparse when at most this fraction of its rows lie outside its default bin:
 # a sparse entry costs 5 bytes and a gathered read of the row's channels, a dense one 1 byte.
 _SPARSE_MAX_DENSITY = 0.5
 # Bins are uint8 codes: a scratch with this many bin rows takes any of them.
 _SCRATCH_BINS = 256
-# Below this many additions (entries x channels) the kernel runs on the calling thread.
-_PARALLEL_MIN_ADDS = 1 << 20
 # From this many additions a histogram is worth a kernel compiled for its channel count.
 _SPECIALIZE_MIN_ADDS = 1 << 20
 _SPECIALIZE_MAX_CHANNELS = 64
@@ -69,32 +69,6 @@ class BinColumns(NamedTuple):
     def cost(self) -> np.ndarray:
         """Rows each feature's pass visits (entries, or every row for a dense feature)."""
         return np.where(self.default_bin >= 0, np.diff(self.indptr), self.n_samples)
-
-
-class HistogramPool:
-    """Histogram buffers reused from one search to the next.
-
-    A fresh large array costs a page fault per 4 KiB page on first touch: on MNIST that made a
-    20-channel histogram (32 MB) take 50-100 ms in a fit against 30-35 ms into a reused buffer.
-    Each shape has one buffer, so a caller holds at most one histogram of a shape at a time.
-    """
-
-    def __init__(self) -> None:
-        self._buffers: dict[tuple[int, ...], np.ndarray] = {}
-
-    def zeros(self, shape: tuple[int, ...]) -> np.ndarray:
-        """The buffer of this shape, filled with zeros."""
-        buffer = self.empty(shape)
-        buffer.fill(0.0)
-        return buffer
-
-    def empty(self, shape: tuple[int, ...]) -> np.ndarray:
-        """The buffer of this shape, holding whatever its last user left there."""
-        shape = tuple(int(s) for s in shape)
-        buffer = self._buffers.get(shape)
-        if buffer is None:
-            buffer = self._buffers[shape] = np.zeros(shape)
-        return buffer
 
 
 def bin_columns(bins: np.ndarray, max_density: float = _SPARSE_MAX_DENSITY) -> BinColumns:
@@ -173,7 +147,7 @@ def column_histograms(
         return hist, totals
     cost = columns.cost()[features]
     adds = int(cost.sum()) * n_channels
-    n_tasks = 1 if adds < _PARALLEL_MIN_ADDS else numba.get_num_threads()
+    n_tasks = 1 if adds < PARALLEL_ADDS else numba.get_num_threads()
     starts = _balanced_starts(cost, n_tasks)
     specialize = adds >= _SPECIALIZE_MIN_ADDS and n_channels <= _SPECIALIZE_MAX_CHANNELS
     width = (0,) * n_channels if specialize else ()

@@ -1,0 +1,104 @@
+"""Leaf histograms of the vector-leaf grower: per (feature, bin) sums of the rows' channels
+over one leaf's rows, built directly or by subtraction from the parent's.
+
+A leaf histogram is compact, ``(n_cells, C)``: feature ``f`` owns rows
+``offsets[f]:offsets[f + 1]`` (:meth:`~rebelboost.binning.BinLayout.cell_offsets`), its
+value bins then its missing bin, so it holds only the cells a split search reads (MNIST:
+63,795 cells instead of 784 x 256) and whole-histogram passes (clearing, subtraction) run
+over contiguous memory. Bin ``b`` of feature ``f`` is cell ``offsets[f] + min(b,
+n_value_bins[f])`` (the missing bin's code is at least every value bin count). Dense bins:
+the dense kernel (:func:`.dense.add_rows`) adds the leaf's rows in the given order; sparse
+bins (:class:`.sparse.SparseBins`): the entries outside each feature's default bin are added
+by :func:`.sparse.add_entries` and the default bin is the leaf's totals minus its other bins.
+Threads split the features, never the rows, so every sum is accumulated in row order whatever
+the thread count.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numba
+import numpy as np
+
+from .dense import PARALLEL_ADDS, add_rows
+from .sparse import add_entries
+
+if TYPE_CHECKING:
+    from ..binned import BinnedData
+
+
+def feature_cells(offsets: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """The rows of a leaf histogram that hold ``features``' cells, feature by feature."""
+    cells = [np.arange(offsets[f], offsets[f + 1]) for f in features]
+    return np.concatenate(cells) if cells else np.empty(0, dtype=np.intp)
+
+
+def big_histograms(n_value_bins: np.ndarray, n_classes: int) -> bool:
+    """Whether histograms are large enough for the multi-threaded scan and subtraction."""
+    n_features = len(n_value_bins)
+    return (int(np.sum(n_value_bins)) + n_features) * (2 * n_classes + 1) >= PARALLEL_ADDS // 4
+
+
+def build_leaf_histogram(data: BinnedData, row_channels: np.ndarray, rows: np.ndarray,
+                         totals: np.ndarray, features: np.ndarray, out: np.ndarray
+                         ) -> np.ndarray:
+    """Writes the histogram of ``rows`` over ``features`` into the cells of ``out``
+    (n_cells, C); ``row_channels[i]`` are row ``rows[i]``'s channels and ``totals`` their sums
+    (a sparse feature's default bin is the rest). Sparse bins fill every feature's cells."""
+    sparse = data.sparse
+    n_value_bins = np.ascontiguousarray(data.layout.n_value_bins, dtype=np.int32)
+    offsets = data.cell_offsets
+    parallel = len(rows) * out.shape[1] * max(1, len(features)) >= PARALLEL_ADDS
+    if sparse is None:
+        add_rows(data.bins, row_channels, rows, features, out, n_value_bins, offsets, parallel)
+    else:
+        out[:] = 0
+        add_entries(sparse, row_channels, rows, out, offsets, n_value_bins, parallel)
+        fill = _fill_defaults if parallel else _fill_defaults_serial
+        fill(out, offsets, sparse.default_bin, totals)
+    return out
+
+
+def subtract_histogram(big: np.ndarray, small: np.ndarray, parallel: bool) -> None:
+    """``big -= small`` (a parent's histogram becomes its larger child's)."""
+    (_subtract if parallel else _subtract_serial)(big, small)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _fill_default(hist, f, offsets, default_bin, totals):
+    """A sparse feature's default bin: the rows' totals minus its other cells."""
+    start, stop = offsets[f], offsets[f + 1]
+    d = start + min(default_bin[f], stop - 1 - start)
+    for c in range(hist.shape[1]):
+        rest = hist[stop - 1, c] if d != stop - 1 else 0.0  # the missing bin, then the values
+        for cell in range(start, stop - 1):
+            if cell != d:
+                rest += hist[cell, c]
+        hist[d, c] = totals[c] - rest
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _fill_defaults(hist, offsets, default_bin, totals):
+    for f in numba.prange(offsets.shape[0] - 1):
+        _fill_default(hist, f, offsets, default_bin, totals)
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_defaults_serial(hist, offsets, default_bin, totals):
+    for f in range(offsets.shape[0] - 1):
+        _fill_default(hist, f, offsets, default_bin, totals)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _subtract(big, small):
+    for i in numba.prange(big.shape[0]):
+        for c in range(big.shape[1]):  # (elementwise: a slice expression would allocate)
+            big[i, c] -= small[i, c]
+
+
+@numba.njit(cache=True, nogil=True)
+def _subtract_serial(big, small):
+    for i in range(big.shape[0]):
+        for c in range(big.shape[1]):
+            big[i, c] -= small[i, c]

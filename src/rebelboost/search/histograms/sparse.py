@@ -1,0 +1,218 @@
+"""The row-wise sparse layout of the bins, and its kernel: only the entries outside each
+feature's most frequent ("default") bin are added row by row.
+
+Most MNIST pixels are 0: a histogram need not add those rows one by one, since the default
+bin's sums are the node's totals minus the other bins (LightGBM's sparse optimisation).
+:class:`SparseBins` lists each row's other entries; :func:`add_entries` adds them to a
+histogram's cells (:mod:`.dense` describes the cell layout) and the caller sets the default
+bins from the totals: :func:`fill_default_bins` on a full grid, or the leaf histograms' own
+fill (:mod:`.leaf`). The two fills round in different orders, each fixed: the grid's is the
+layer histograms' (:mod:`.layer`), which QuickBoost must match bit for bit.
+
+Exactness: every cell adds its rows in the order given; threads split feature blocks, never
+rows, so the result does not depend on the number of threads or the block count.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from ._intrinsics import add_row, prefetch
+from .dense import PARALLEL_ADDS
+
+# Bins are uint8 codes: a count per code.
+_N_CODES = 256
+# Sparse layout only when at most this fraction of the entries lies outside the default bins:
+# an entry costs 4 bytes and an indirect read there, against 1 byte read in the dense layout.
+_SPARSE_MAX_DENSITY = 0.5
+# Additions from which the kernel is compiled for its channel count (a one-time compile of a
+# few seconds, cached on disk): the generic inner loop costs 1.5-2x (measured on MNIST).
+_SPECIALIZE_MIN_ADDS = 1 << 20
+# Channel counts up to this get a specialised kernel (its inner add is unrolled C/4 times).
+_SPECIALIZE_MAX_CHANNELS = 64
+# The kernel prefetches the entries of the row this many rows ahead.
+_PREFETCH_ROWS = 8
+
+
+class SparseBins(NamedTuple):
+    """The entries of a binned matrix outside each feature's most frequent ("default") bin.
+
+    Most MNIST pixels are 0: a histogram need not add those rows one by one, since the default
+    bin's sums are the node's totals minus the other bins (LightGBM's sparse optimisation).
+    Row ``i``'s other entries in feature block ``b`` are ``entry_feature[e], entry_bin[e]`` for
+    ``e`` in ``indptr[b, i]:indptr[b, i + 1]``, features increasing; one block per thread, cut
+    so that the blocks hold about equal numbers of entries. Feature and bin are packed in one
+    ``uint32`` (one memory stream for the kernel: it is bound by memory latency).
+    """
+
+    default_bin: np.ndarray  # (n_features,) intp
+    indptr: np.ndarray  # (n_blocks, n_samples + 1) int64
+    entries: np.ndarray  # (n_entries,) uint32: feature << 8 | bin
+    max_bin: int  # the largest bin code among the entries (checked against each histogram)
+
+    @property
+    def entry_feature(self) -> np.ndarray:
+        return (self.entries >> 8).astype(np.intp)
+
+    @property
+    def entry_bin(self) -> np.ndarray:
+        return (self.entries & 0xFF).astype(np.uint8)
+
+
+def sparse_bins(
+    bins: np.ndarray, n_blocks: int | None = None, max_density: float = _SPARSE_MAX_DENSITY
+) -> SparseBins | None:
+    """:class:`SparseBins` of ``bins`` (``n_blocks`` feature blocks: default one per thread).
+
+    None when more than ``max_density`` of the entries lie outside the default bins: there the
+    dense layout is cheaper.
+
+    Histograms with it give the default bins by subtraction (rounded differently from a
+    row-by-row sum, but the same bits every time, for every search that uses it).
+    """
+    bins = np.ascontiguousarray(bins)
+    if bins.dtype != np.uint8 or bins.ndim != 2:
+        raise TypeError(f"bins must be a 2-d uint8 array, got {bins.dtype} with {bins.ndim} dims")
+    n, d = bins.shape
+    if n == 0 or d == 0 or d >= 1 << 24:  # the packed entries hold 24-bit feature indices
+        return None
+    counts = np.stack([np.bincount(bins[:, f], minlength=_N_CODES) for f in range(d)])
+    default_bin = counts.argmax(axis=1).astype(np.intp)
+    off_default = n - counts.max(axis=1)  # per feature
+    if off_default.sum() > max_density * n * d:
+        return None
+    n_blocks = max(1, min(d, n_blocks or numba.get_num_threads()))
+    cum = np.cumsum(off_default)
+    cuts = np.searchsorted(cum, cum[-1] * np.arange(1, n_blocks) / n_blocks, side="left") + 1
+    edges = np.unique(np.concatenate([[0], np.minimum(cuts, d), [d]]))
+    indptr = np.zeros((len(edges) - 1, n + 1), dtype=np.int64)
+    packed = []
+    offset = 0
+    for b, (f0, f1) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
+        block = bins[:, f0:f1]
+        rows, cols = np.nonzero(block != default_bin[f0:f1])  # row-major: features increase
+        indptr[b, 1:] = offset + np.cumsum(np.bincount(rows, minlength=n))
+        indptr[b, 0] = offset
+        packed.append(((cols + f0).astype(np.uint32) << 8) | block[rows, cols])
+        offset += len(rows)
+    entries = np.concatenate(packed)
+    return SparseBins(default_bin, indptr, entries, int((entries & 0xFF).max(initial=0)))
+
+
+def add_entries(sparse: SparseBins, row_channels: np.ndarray, rows: np.ndarray,
+                hist: np.ndarray, offsets: np.ndarray, caps: np.ndarray,
+                parallel: bool | None = None, r0: int = 0, r1: int | None = None) -> None:
+    """Add the entries of ``rows[r0:r1]`` outside their features' default bins to the cells of
+    ``hist`` (n_cells, C; bin ``b`` of feature ``f`` is cell ``offsets[f] + min(b, caps[f])``),
+    in place; ``row_channels[r]`` belongs to ``rows[r]``. The default bins are left to the
+    caller. ``parallel`` None: on every thread from ``PARALLEL_ADDS`` expected additions."""
+    row_channels = np.ascontiguousarray(row_channels, dtype=np.float64)
+    rows = np.ascontiguousarray(rows, dtype=np.intp)
+    r1 = len(rows) if r1 is None else r1
+    n_channels = row_channels.shape[1]
+    if n_channels == 0 or r1 <= r0:
+        return
+    n_entries = len(sparse.entries) * (r1 - r0) / max(1, sparse.indptr.shape[1] - 1)
+    adds = n_entries * n_channels  # expected
+    serial = adds < PARALLEL_ADDS if parallel is None else not parallel
+    specialize = adds >= _SPECIALIZE_MIN_ADDS and n_channels <= _SPECIALIZE_MAX_CHANNELS
+    width = (0,) * n_channels if specialize else ()
+    kernel = _sparse_serial if serial else _sparse_parallel
+    kernel(sparse.indptr, sparse.entries, row_channels.reshape(-1), n_channels, rows, r0, r1,
+           hist, offsets, np.ascontiguousarray(caps, dtype=np.intp), width)
+
+
+def row_totals(row_channels: np.ndarray) -> np.ndarray:
+    """Channel totals of a node's rows, summed in row order (one definition for every search)."""
+    return _column_sums(np.ascontiguousarray(row_channels, dtype=np.float64))
+
+
+def fill_default_bins(
+    hist: np.ndarray, features: np.ndarray, default_bin: np.ndarray, totals: np.ndarray
+) -> None:
+    """Set each listed feature's default bin of the (n_features, n_bins_total, C) grid ``hist``
+    to ``totals`` minus its other bins (subtracted in bin order, as the layer histograms do),
+    in place."""
+    totals = np.ascontiguousarray(totals, dtype=np.float64)
+    if totals.shape != (hist.shape[2],):
+        raise ValueError("totals do not match the histogram's channels")
+    _fill_default_bins(hist, np.ascontiguousarray(features, dtype=np.intp), default_bin, totals)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist, offsets,
+                  caps, width):
+    """Block ``blk``'s entries of rows ``r0:r1`` added to ``hist`` in place, row by row
+    (``channels`` flat: row ``rows[r]``'s start at ``r * n_channels``).
+
+    The rows' entries lie anywhere in memory, so the next rows' are prefetched. (A private
+    scratch of the features' cells measured no faster here: the entries skip the one busy
+    bin, and the rest spread over the bins.)
+    """
+    if len(width) > 0:
+        n_channels = len(width)
+    flat = hist.reshape(-1)
+    for r in range(r0, r1):
+        if r + _PREFETCH_ROWS < r1:
+            ahead = rows[r + _PREFETCH_ROWS]
+            prefetch(entries, indptr[blk, ahead])
+            prefetch(channels, (r + _PREFETCH_ROWS) * n_channels)
+        i = rows[r]
+        src = r * n_channels
+        for e in range(indptr[blk, i], indptr[blk, i + 1]):
+            code = entries[e]
+            f = np.intp(code >> 8)
+            at = (offsets[f] + min(np.intp(code & 0xFF), caps[f])) * n_channels
+            if len(width) == 0:
+                for c in range(n_channels):
+                    flat[at + c] += channels[src + c]
+            else:
+                add_row(flat, at, channels, src, width)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _sparse_parallel(indptr, entries, channels, n_channels, rows, r0, r1, hist, offsets,
+                     caps, width):
+    """:func:`_sparse_block` over the feature blocks, in parallel (they own disjoint cells)."""
+    for blk in numba.prange(indptr.shape[0]):
+        _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist,
+                      offsets, caps, width)
+
+
+@numba.njit(cache=True, nogil=True)
+def _sparse_serial(indptr, entries, channels, n_channels, rows, r0, r1, hist, offsets, caps,
+                   width):
+    """:func:`_sparse_block` over the feature blocks, on the calling thread."""
+    for blk in range(indptr.shape[0]):
+        _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist,
+                      offsets, caps, width)
+
+
+@numba.njit(cache=True, nogil=True)
+def _column_sums(row_channels):
+    n_rows, n_channels = row_channels.shape
+    total = np.zeros(n_channels)
+    for r in range(n_rows):
+        for c in range(n_channels):
+            total[c] += row_channels[r, c]
+    return total
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _fill_default_bins(hist, features, default_bin, totals):
+    n_bins_total, n_channels = hist.shape[1], hist.shape[2]
+    for j in numba.prange(features.shape[0]):
+        f = features[j]
+        d = default_bin[f]
+        if d < 0 or d >= n_bins_total:
+            continue
+        rest = totals.copy()
+        for b in range(n_bins_total):
+            if b != d:
+                for c in range(n_channels):
+                    rest[c] -= hist[f, b, c]
+        for c in range(n_channels):
+            hist[f, d, c] = rest[c]
