@@ -3,7 +3,8 @@
 Each (code version, estimator) pair fits in a fresh subprocess, with the version's ``src`` first
 on ``PYTHONPATH``: a warm-up fit on a small slice (numba compilation is not timed), then the
 timed fit and ``predict`` on the test set. Versions are interleaved and repeated; the table gives
-the median over repeats of the new/old time ratio (the 2-core machine's timings move by ~1.5x),
+the median over repeats of the new/old time ratio (the 2-core machine's timings move by ~1.5x;
+each process keeps its fastest fit of ``--fits`` and its fastest of 10 predicts),
 and the peak RSS during the fit over the RSS just before it (median over repeats).
 
 The ``vtree`` cases pin every parameter a default would decide (31 leaves, 20-row leaves, rate
@@ -71,9 +72,10 @@ fit = predict = float("inf")
 for _ in range(fits):  # the fastest of several: the least disturbed by other processes
     model = eval(expr)
     t0 = time.perf_counter(); model.fit(X, y); fit = min(fit, time.perf_counter() - t0)
+peak = rss("VmHWM") - rest
+for _ in range(10):  # predict takes milliseconds: the fastest of 10 calls
     t0 = time.perf_counter(); pred = model.predict(Xt)
     predict = min(predict, time.perf_counter() - t0)
-peak = rss("VmHWM") - rest
 print(json.dumps({"fit": fit, "predict": predict, "iterations": int(model.n_estimators_),
                   "peak_mib": peak, "error": float(np.mean(pred != d["y_test"]))}))
 """
