@@ -47,11 +47,12 @@ def check_predict_input(estimator, X) -> np.ndarray:
         raise
 
 
-def check_eval_set(estimator, eval_set, eval_sample_weight=None):
+def check_eval_set(estimator, eval_set, eval_sample_weight=None, encode=None):
     """Validated ``(X_val, codes_val, w_val)`` of a ``fit``'s ``eval_set``: one ``(X, y)``
     pair (or a list holding one, as LightGBM and XGBoost take it) of the fitted features,
-    its categorical columns encoded as the training set's, and labels among ``classes_``.
-    Called during ``fit``, once ``classes_`` and the encoding are set."""
+    its categorical columns encoded by ``encode`` (the estimator's encoding of the training
+    set; None: none), and labels among ``classes_``. Called during ``fit``, once
+    ``classes_`` and the encoding are set."""
     if isinstance(eval_set, list):
         if len(eval_set) != 1:
             raise ValueError(f"eval_set holds one (X, y) pair, got a list of {len(eval_set)}")
@@ -62,7 +63,7 @@ def check_eval_set(estimator, eval_set, eval_sample_weight=None):
         raise ValueError("eval_set must be an (X, y) pair (a tuple), or a list holding one")
     X_val, y_val = eval_set
     try:
-        X_val = check_predict_input(estimator, estimator._encode(X_val))
+        X_val = check_predict_input(estimator, X_val if encode is None else encode(X_val))
     except ValueError as exc:
         raise ValueError(f"eval_set: {exc}") from None
     y_val = normalize_labels(y_val)

@@ -85,7 +85,8 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
 
     def _validation(self, eval_set, eval_sample_weight) -> Validation:
         """An ``eval_set`` (validated, encoded as the training set) to score every iteration."""
-        X_val, codes_val, w_val = check_eval_set(self, eval_set, eval_sample_weight)
+        X_val, codes_val, w_val = check_eval_set(self, eval_set, eval_sample_weight,
+                                                 self._encode)
         return Validation(X_val, codes_val, w_val, self._trained_costs(codes_val))
 
     def _early_stopping(self, validated: bool) -> EarlyStopping | None:

@@ -23,7 +23,7 @@ from sklearn.base import clone
 
 from ..calibration import CalibrationMap, fit_calibration
 from ..costs import binary_threshold, certain_codes, min_risk_codes, row_costs
-from ..parallel import resolve_n_jobs
+from ..parallel import numba_threads, resolve_n_jobs
 
 # A rule must beat the one kept by this many standard errors. Chosen on all 480 cases of the
 # 16 smallest suite sets x 6 cost matrices x 5 seeds (benchmarks/cost_guard_sweep.py, which
@@ -85,7 +85,7 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
         train = folds != f
         # the final model's size-dependent parameters, not the fold's (fewer rows)
         fold_model = clone(model).set_params(**{**model.resolved_params_, **params})
-        mask = model._categorical_mask() if hasattr(model, "_categorical_mask") else None
+        mask = getattr(model, "is_categorical_", None)
         if mask is not None:  # X holds category codes already: the folds split them as sets
             fold_model.set_params(categorical_features=mask)
         if workers > 1:
@@ -96,7 +96,9 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
             fold_model.set_params(min_samples_leaf=max(1, round(leaf * share)))
         kwargs = {} if sample_cost is None else {"sample_cost": sample_cost[train]}
         fold_model.fit(X[train], codes[train], sample_weight[train], **kwargs)
-        return np.unique(codes[train]), fold_model._scores(X[folds == f])
+        with numba_threads(threads, blas_threads=None):
+            got = fold_model.model_.scores(fold_model.encode(X[folds == f]))
+        return np.unique(codes[train]), got
 
     fitted = Parallel(n_jobs=workers, prefer="threads")(delayed(fit_fold)(f)
                                                          for f in fold_ids)

@@ -245,7 +245,7 @@ def _learners_needed(model, X) -> str:
         return ('<p class="note">Exact early exit applies to tree models that predict the '
                 "class of largest score; this model evaluates every one of its "
                 f"{n_learners} learners for every row.</p>")
-    X = model._check_X(X)
+    X = model.encode(X)
     _, used = model.model_.predict_codes(X, early_exit="exact")
     share = used / max(n_learners, 1)
     rows = [[name, _num(float(value))] for name, value in (
