@@ -1,6 +1,6 @@
-"""Distributed training on a LocalCluster of 2 workers (issue 18): time and bytes moved per
-iteration of ``DaskRebelClassifier`` against the local ``RebelClassifier`` and
-``lightgbm.dask.DaskLGBMClassifier`` on the same cluster.
+"""Distributed training on a LocalCluster (2 workers unless ``--workers``; issue 18): time
+and bytes moved per iteration of ``DaskRebelClassifier`` against the local
+``RebelClassifier`` and ``lightgbm.dask.DaskLGBMClassifier`` on the same cluster.
 
     python benchmarks/bench_dask.py                       # kddcup and 20M x 50 synthetic
     python benchmarks/bench_dask.py --datasets kddcup --iterations 20
@@ -151,7 +151,11 @@ def run(name, args):
     from distributed import Client, LocalCluster
 
     params = dict(random_state=0)
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+    if args.no_spill:  # the limit is a hard cap: no spilling to disk, no pausing
+        dask.config.set({"distributed.worker.memory.target": False,
+                         "distributed.worker.memory.spill": False,
+                         "distributed.worker.memory.pause": False})
+    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                            dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"},
                            memory_limit=args.memory_limit or "auto")
     client = Client(cluster)
@@ -172,7 +176,8 @@ def run(name, args):
         X, y = synthetic(args.synthetic_rows, 50, chunk)
         n_iter = args.synthetic_iterations
     result = {"rows": int(X.shape[0]), "features": int(X.shape[1]), "iterations": n_iter,
-              "partitions": int(X.numblocks[0]), "worker_memory_limit": args.memory_limit}
+              "partitions": int(X.numblocks[0]), "worker_memory_limit": args.memory_limit,
+              "workers": args.workers, "spill": not args.no_spill}
     print(f"{name}: {result}", flush=True)
     if "rebel_dask" in args.methods:
         result["rebel_dask"] = time_dask_rebel(client, X, y, n_iter, params)
@@ -207,6 +212,10 @@ def main():
                                                          "rebel_local"])
     parser.add_argument("--memory-limit", help="each worker's Dask memory limit (e.g. 600MB; "
                         "default: Dask's, the machine's memory shared)")
+    parser.add_argument("--workers", type=int, default=2, help="workers of one thread each")
+    parser.add_argument("--no-spill", action="store_true",
+                        help="no spilling or pausing: a worker past 95%% of its limit is "
+                        "killed (the limit is a hard cap)")
     parser.add_argument("--results", default="dask.json",
                         help="file name under benchmarks/results")
     parser.add_argument("--add", action="store_true",
