@@ -69,22 +69,14 @@ def _worker_memory(reset: bool = False) -> dict:
     return {key: int(status.split(f"{key}:")[1].split()[0]) / 1024 for key in ("VmRSS", "VmHWM")}
 
 
-def time_dask_rebel(client, X, y, n_iter, params, persist=False):
-    from distributed import wait
-
+def time_dask_rebel(client, X, y, n_iter, params):
     from rebelboost.dask import DaskRebelClassifier
 
     # each worker compiles its kernels on a slice first; then its peak restarts from what it
     # holds at rest, so the peak above it is the fit's (partitions included, as they are
-    # generated or loaded during the fit). ``persist``: the partitions are made and held
-    # first and the peak restarts after that, so the generator's own temporaries are not
-    # counted (the peak over rest still includes the partitions' data)
+    # generated or loaded during the fit)
     DaskRebelClassifier(2, **params).fit(X[:4000], y[:4000])
     rest = client.run(_worker_memory, True)
-    if persist:
-        X, y = client.persist([X, y])
-        wait([X, y])
-        client.run(_worker_memory, True)
     stamps, loopback = [], []
 
     def record(info):
@@ -185,10 +177,10 @@ def run(name, args):
         n_iter = args.synthetic_iterations
     result = {"rows": int(X.shape[0]), "features": int(X.shape[1]), "iterations": n_iter,
               "partitions": int(X.numblocks[0]), "worker_memory_limit": args.memory_limit,
-              "workers": args.workers, "spill": not args.no_spill, "persisted": args.persist}
+              "workers": args.workers, "spill": not args.no_spill}
     print(f"{name}: {result}", flush=True)
     if "rebel_dask" in args.methods:
-        result["rebel_dask"] = time_dask_rebel(client, X, y, n_iter, params, args.persist)
+        result["rebel_dask"] = time_dask_rebel(client, X, y, n_iter, params)
         print("  rebel dask", {k: v for k, v in result["rebel_dask"].items()
                                if k != "train_loss"}, flush=True)
     if "lightgbm_dask" in args.methods:
@@ -224,9 +216,6 @@ def main():
     parser.add_argument("--no-spill", action="store_true",
                         help="no spilling or pausing: a worker past 95%% of its limit is "
                         "killed (the limit is a hard cap)")
-    parser.add_argument("--persist", action="store_true",
-                        help="make and hold the partitions before the fit (the generator's "
-                        "temporaries out of the peak)")
     parser.add_argument("--results", default="dask.json",
                         help="file name under benchmarks/results")
     parser.add_argument("--add", action="store_true",
