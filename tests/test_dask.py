@@ -195,6 +195,8 @@ def test_clone_keeps_the_client_and_pickles_leave_it_out(client):
     ("misaligned", "partitioned alike"),
     ("numpy", "dask array or DataFrame"),
     ("negative weight", "non-negative"),
+    ("text in one partition", "partition 0: column 'b' holds numbers, but in partition 1"),
+    ("columns of one partition", "partition 1: X has 4 columns, partition 0 has 3"),
 ])
 def test_bad_input_gets_a_clear_error(client, case, message):
     X, y = _data(n=200, d=3)
@@ -216,6 +218,18 @@ def test_bad_input_gets_a_clear_error(client, case, message):
         Xd = X
     if case == "negative weight":
         kwargs["sample_weight"] = da.from_array(-np.ones(200), chunks=100)
+    if case in ("text in one partition", "columns of one partition"):
+        # a DataFrame whose second partition breaks the promise of its metadata
+        import dask
+        import pandas as pd
+
+        first, second = (pd.DataFrame(X[a:a + 100], columns=list("abc")) for a in (0, 100))
+        if case == "text in one partition":
+            second["b"] = second["b"].map(lambda v: f"v{v:.3f}")
+        else:
+            second["d"] = 1.0
+        Xd = dd.from_delayed([dask.delayed(first), dask.delayed(second)], meta=first.iloc[:0],
+                             verify_meta=False)
     with pytest.raises((ValueError, TypeError), match=message):
         DaskRebelClassifier(n_estimators=2).fit(Xd, yd, **kwargs)
 

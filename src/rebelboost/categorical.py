@@ -63,8 +63,23 @@ class CategoricalColumns:
               ) -> CategoricalColumns | None:
         """The categorical columns of a training X held in parts (a distributed fit's
         partitions), from each part's :func:`part_levels`: the same as :meth:`fit` on all
-        rows at once (a column is categorical if any part's rows make it so)."""
-        mask = np.logical_or.reduce([m for m, _ in parts])
+        rows at once). Every part must hold the same columns, each of the same kind (a
+        column categorical in one part and numeric in another is an error naming both)."""
+        masks = [np.asarray(m, dtype=bool) for m, _ in parts]
+        for i, m in enumerate(masks):
+            if len(m) != len(masks[0]):
+                raise ValueError(f"partition {i}: X has {len(m)} columns, partition 0 has "
+                                 f"{len(masks[0])}: every partition must hold the same columns")
+        mask = np.logical_or.reduce(masks)
+        mixed = np.flatnonzero(mask & ~np.logical_and.reduce(masks))
+        if len(mixed):
+            j = mixed[0]
+            numeric = next(i for i, m in enumerate(masks) if not m[j])
+            categorical = next(i for i, m in enumerate(masks) if m[j])
+            raise ValueError(f"partition {numeric}: column {_name(names, j)} holds numbers, "
+                             f"but in partition {categorical} it is categorical (text or a "
+                             "category dtype): every partition must hold the same kinds of "
+                             "values")
         if not mask.any():
             return None
         categories: list[np.ndarray | None] = [None] * len(mask)
