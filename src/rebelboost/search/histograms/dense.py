@@ -19,6 +19,13 @@ import numpy as np
 
 # Histogram additions (rows x features x channels) from which the kernels use every thread.
 PARALLEL_ADDS = 1 << 20
+# Bins are uint8 codes: a feature has at most this many bins.
+N_CODES = 256
+# Additions from which the sparse and layer kernels are compiled for their channel count (a
+# one-time compile of a few seconds, cached on disk): their generic inner loop costs 1.5-2x
+# (measured on MNIST). Up to 64 channels (the unrolled add is C/4 vector adds).
+_SPECIALIZE_MIN_ADDS = 1 << 20
+_SPECIALIZE_MAX_CHANNELS = 64
 
 # Bytes of histogram cells one pass over the rows fills: the features of a tile have their
 # cells (n_bins x (2K + 1) channels x 8 bytes: 43 KB at K = 10 and 256 bins) in the core's
@@ -32,6 +39,14 @@ TILE_BYTES = 1 << 18
 def feature_tile(cells_per_feature: float, n_channels: int) -> int:
     """Features per tile of the dense kernel (at least one; 8-byte cells assumed)."""
     return max(1, int(TILE_BYTES // (max(cells_per_feature, 1.0) * n_channels * 8)))
+
+
+def simd_width(adds: float, n_channels: int) -> tuple:
+    """The ``width`` argument of the sparse and layer kernels: a tuple as long as the channel
+    count (numba compiles a kernel with constant strides and unrolled SIMD adds for it) where
+    the work pays for that compile, else empty (the generic kernel)."""
+    specialize = adds >= _SPECIALIZE_MIN_ADDS and n_channels <= _SPECIALIZE_MAX_CHANNELS
+    return (0,) * n_channels if specialize else ()
 
 
 def add_rows(bins: np.ndarray, row_channels: np.ndarray, rows: np.ndarray,

@@ -13,12 +13,9 @@ import functools
 
 import numpy as np
 
-from .dense import PARALLEL_ADDS, add_rows
+from .dense import N_CODES, PARALLEL_ADDS, add_rows
 from .pool import HistogramPool
 from .sparse import SparseBins, add_entries, fill_default_bins, row_totals
-
-# Bins are uint8 codes: a grid has at most this many bins per feature.
-_N_CODES = 256
 
 
 def build_histogram(
@@ -114,8 +111,8 @@ def _grid_cells(n_features: int, n_bins_total: int) -> tuple[np.ndarray, np.ndar
 def _check(bins, channels, rows, n_bins_total, by_position=False):
     if bins.dtype != np.uint8 or bins.ndim != 2:
         raise TypeError(f"bins must be a 2-d uint8 array, got {bins.dtype} with {bins.ndim} dims")
-    if not 1 <= n_bins_total <= _N_CODES:
-        raise ValueError(f"n_bins_total must be in [1, {_N_CODES}], got {n_bins_total}")
+    if not 1 <= n_bins_total <= N_CODES:
+        raise ValueError(f"n_bins_total must be in [1, {N_CODES}], got {n_bins_total}")
     rows = np.ascontiguousarray(rows, dtype=np.intp)
     channels = np.ascontiguousarray(channels, dtype=np.float64)
     if channels.ndim != 2 or (channels.shape[0] != (len(rows) if by_position else bins.shape[0])):

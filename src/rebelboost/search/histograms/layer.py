@@ -29,17 +29,12 @@ import numba
 import numpy as np
 
 from ._intrinsics import add_row, prefetch
-from .dense import PARALLEL_ADDS
+from .dense import N_CODES, PARALLEL_ADDS, simd_width
 from .pool import HistogramPool
 
 # A feature is stored sparse when at most this fraction of its rows lie outside its default bin:
 # a sparse entry costs 5 bytes and a gathered read of the row's channels, a dense one 1 byte.
 _SPARSE_MAX_DENSITY = 0.5
-# Bins are uint8 codes: a scratch with this many bin rows takes any of them.
-_SCRATCH_BINS = 256
-# From this many additions a histogram is worth a kernel compiled for its channel count.
-_SPECIALIZE_MIN_ADDS = 1 << 20
-_SPECIALIZE_MAX_CHANNELS = 64
 # Sparse features prefetch the channels of the row this many entries ahead.
 _PREFETCH_ENTRIES = 16
 
@@ -90,7 +85,7 @@ def bin_columns(bins: np.ndarray, max_density: float = _SPARSE_MAX_DENSITY) -> B
     rows, codes, dense = [], [], []
     for f in range(d):
         column = by_feature[f]
-        counts = np.bincount(column, minlength=_SCRATCH_BINS)
+        counts = np.bincount(column, minlength=N_CODES)
         common = int(counts.argmax()) if n else 0
         if n and n - counts[common] <= max_density * n:
             default_bin[f] = common
@@ -127,8 +122,8 @@ def column_histograms(
     the nodes' channel sums by increasing row (:func:`node_totals`).
     """
     n_bins_total = int(n_bins_total)
-    if not 1 <= n_bins_total <= _SCRATCH_BINS:
-        raise ValueError(f"n_bins_total must be in [1, {_SCRATCH_BINS}], got {n_bins_total}")
+    if not 1 <= n_bins_total <= N_CODES:
+        raise ValueError(f"n_bins_total must be in [1, {N_CODES}], got {n_bins_total}")
     if columns.max_bin >= n_bins_total:
         raise ValueError("the bins hold codes beyond n_bins_total")
     channels = np.ascontiguousarray(channels, dtype=np.float64)
@@ -149,8 +144,7 @@ def column_histograms(
     adds = int(cost.sum()) * n_channels
     n_tasks = 1 if adds < PARALLEL_ADDS else numba.get_num_threads()
     starts = _balanced_starts(cost, n_tasks)
-    specialize = adds >= _SPECIALIZE_MIN_ADDS and n_channels <= _SPECIALIZE_MAX_CHANNELS
-    width = (0,) * n_channels if specialize else ()
+    width = simd_width(adds, n_channels)
     kernel = _columns_serial if n_tasks == 1 else _columns_parallel
     kernel(columns.default_bin, columns.indptr, columns.entry_row, columns.entry_bin,
            columns.dense_slot, columns.dense, channels.reshape(-1), n_channels, node_of_row,
@@ -201,7 +195,7 @@ def _columns_task(default_bin, indptr, entry_row, entry_bin, dense_slot, dense, 
     if len(width) > 0:
         n_channels = len(width)  # a compile-time constant: constant strides below
     n_nodes, n_features, n_bins_total = hist.shape[0], hist.shape[1], hist.shape[2]
-    node_stride = _SCRATCH_BINS * n_channels
+    node_stride = N_CODES * n_channels
     cell = n_bins_total * n_channels
     flat = hist.reshape(-1)
     scratch = np.zeros(n_nodes * node_stride)

@@ -21,18 +21,11 @@ import numba
 import numpy as np
 
 from ._intrinsics import add_row, prefetch
-from .dense import PARALLEL_ADDS
+from .dense import N_CODES, PARALLEL_ADDS, simd_width
 
-# Bins are uint8 codes: a count per code.
-_N_CODES = 256
 # Sparse layout only when at most this fraction of the entries lies outside the default bins:
 # an entry costs 4 bytes and an indirect read there, against 1 byte read in the dense layout.
 _SPARSE_MAX_DENSITY = 0.5
-# Additions from which the kernel is compiled for its channel count (a one-time compile of a
-# few seconds, cached on disk): the generic inner loop costs 1.5-2x (measured on MNIST).
-_SPECIALIZE_MIN_ADDS = 1 << 20
-# Channel counts up to this get a specialised kernel (its inner add is unrolled C/4 times).
-_SPECIALIZE_MAX_CHANNELS = 64
 # The kernel prefetches the entries of the row this many rows ahead.
 _PREFETCH_ROWS = 8
 
@@ -79,7 +72,7 @@ def sparse_bins(
     n, d = bins.shape
     if n == 0 or d == 0 or d >= 1 << 24:  # the packed entries hold 24-bit feature indices
         return None
-    counts = np.stack([np.bincount(bins[:, f], minlength=_N_CODES) for f in range(d)])
+    counts = np.stack([np.bincount(bins[:, f], minlength=N_CODES) for f in range(d)])
     default_bin = counts.argmax(axis=1).astype(np.intp)
     off_default = n - counts.max(axis=1)  # per feature
     if off_default.sum() > max_density * n * d:
@@ -118,8 +111,7 @@ def add_entries(sparse: SparseBins, row_channels: np.ndarray, rows: np.ndarray,
     n_entries = len(sparse.entries) * (r1 - r0) / max(1, sparse.indptr.shape[1] - 1)
     adds = n_entries * n_channels  # expected
     serial = adds < PARALLEL_ADDS if parallel is None else not parallel
-    specialize = adds >= _SPECIALIZE_MIN_ADDS and n_channels <= _SPECIALIZE_MAX_CHANNELS
-    width = (0,) * n_channels if specialize else ()
+    width = simd_width(adds, n_channels)
     kernel = _sparse_serial if serial else _sparse_parallel
     kernel(sparse.indptr, sparse.entries, row_channels.reshape(-1), n_channels, rows, r0, r1,
            hist, offsets, np.ascontiguousarray(caps, dtype=np.intp), width)
