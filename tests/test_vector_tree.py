@@ -275,15 +275,18 @@ def test_sampling_and_quickboost_are_refused_where_they_do_not_apply():
         RebelClassifier(3, weak_learner="vector_tree", quickboost=True).fit(X, y)
 
 
+@pytest.mark.parametrize("simd", [False, True])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_dense_histogram_adds_each_cell_in_row_order(threads, monkeypatch):
-    """The dense kernel, in feature tiles and tasks, equals numpy's sequential np.add.at bit
-    for bit (each cell sums its rows in row order), on a feature subset with a tile of 3."""
+def test_dense_histogram_adds_each_cell_in_row_order(threads, simd, monkeypatch):
+    """The dense kernel, in feature tiles and tasks, with or without the SIMD adds compiled
+    for the channel count, equals numpy's sequential np.add.at bit for bit (each cell sums
+    its rows in row order), on a feature subset with a tile of 3."""
     import numba
 
     from rebelboost.search.histograms import dense, leaf
 
     monkeypatch.setattr(leaf, "PARALLEL_ADDS", 1)
+    monkeypatch.setattr(dense, "_SPECIALIZE_MIN_ADDS", 0 if simd else 1 << 62)
     rng = np.random.default_rng(6)
     X = rng.normal(size=(700, 11))
     X[rng.random(X.shape) < 0.1] = np.nan
