@@ -23,6 +23,40 @@ def _bins(n, d=3, seed=0, missing_bin=255):
     return bins
 
 
+@pytest.mark.parametrize("n", [300, 40_000])
+def test_a_leafs_gathered_rows_serve_its_own_histogram_only(n):
+    """``sums`` gathers a leaf's rows once and keeps them for that leaf's histogram: the
+    sums equal the row-order sums bit for bit (serial and threaded gathers), a histogram of
+    another leaf, or of a leaf after a split moved rows, is built from its own rows."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(n, 4))
+    channels = rng.random((n, 5))
+    data = BinnedData.fit(X, None, 255, 0)
+    features = np.arange(4, dtype=np.intp)
+    shape = (int(data.cell_offsets[-1]), 6)
+
+    def direct(rows):
+        sums = row_set._row_sums(channels, rows, None, np.ones(n))
+        return LocalRows(data, channels).histogram_of(rows, sums, features, np.empty(shape))
+
+    local = LocalRows(data, channels)
+    root = local.root()
+    assert_array_equal(local.sums(root), row_set._row_sums(channels, local.rows_of(root),
+                                                           None, np.ones(n)))
+    left, right = local.split(root, 0, 100, False)
+    local.sums(left)  # kept for ``left``; ``right`` asks next
+    right_sums = local.sums(right)
+    left_sums = local.sums(left)
+    assert_array_equal(local.histogram(right, right_sums, features, np.empty(shape)),
+                       direct(local.rows_of(right)))
+    local.sums(left)
+    a, b = local.split(left, 1, 120, True)  # rows of ``left`` move: its copy is stale
+    assert_array_equal(local.histogram(a, local.sums(a), features, np.empty(shape)),
+                       direct(local.rows_of(a)))
+    assert_array_equal(left_sums, row_set._row_sums(channels, np.sort(np.r_[local.rows_of(a),
+                       local.rows_of(b)]), None, np.ones(n)))
+
+
 @pytest.mark.parametrize("kernel", ["_partition_in_place", "_partition_in_place_serial"])
 @pytest.mark.parametrize("missing_left", [False, True, "set"])
 def test_in_place_partition_is_the_stable_copying_partition(kernel, missing_left):
