@@ -291,3 +291,37 @@ def test_rebel_score_is_half_the_step_loss():
     s_plus, s_minus = binary_sums(right, left, 3)  # the left side emits -1
     assert rebel_score(left, right) == pytest.approx(np.sum(np.sqrt(s_plus * s_minus)))
     assert rebel_score(left, right) == pytest.approx(rebel_score(right, left))  # polarity free
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 6), n_bins=st.integers(0, 40),
+       scale=st.sampled_from([1.0, 1e-160, 1e-300]), min_count=st.sampled_from([0.0, 1.0, 4.0]),
+       has_missing=st.booleans(), parallel=st.booleans())
+def test_vector_scan_equals_the_one_scan_bit_for_bit(seed, k, n_bins, scale, min_count,
+                                                     has_missing, parallel):
+    """The vector-leaf scan with its losses in SIMD lanes picks the split, and the score to
+    the last bit, that the one scalar scan (``scan_feature``) does: bins without weight,
+    light sides, a missing bin, weights whose products underflow (``scale``), a prior."""
+    from rebelboost.search import vector_scan
+    from rebelboost.search.scores import VECTOR_LEAF
+    from rebelboost.search.splits import scan_feature
+
+    rng = np.random.default_rng(seed)
+    n_features = 3
+    n_value_bins = np.full(n_features, n_bins, dtype=np.int32)
+    n_value_bins[0] = max(0, n_bins - 3)
+    offsets = np.r_[0, np.cumsum(n_value_bins + 1)].astype(np.intp)
+    hist = rng.exponential(size=(offsets[-1], 2 * k + 1)) * scale
+    hist[rng.random(hist.shape) < 0.3] = 0.0
+    hist[:, -1] = rng.integers(0, 4, size=offsets[-1])  # sample weight: some bins empty
+    prior = rng.exponential(size=k) * scale * (rng.random() < 0.7)
+    features = np.array([2, 0, 1], dtype=np.intp)
+    missing = np.full(n_features, has_missing)
+    got = (vector_scan._scan_vector_features if parallel
+           else vector_scan._scan_vector_features_serial)(
+        hist, features, n_value_bins, missing, offsets, prior, min_count, 2)
+    for j, f in enumerate(features):
+        want = scan_feature(hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing,
+                            n_value_bins[f], VECTOR_LEAF, prior, min_count, True)
+        assert (got[0][j], got[1][j], got[2][j]) == want or (
+            np.isinf(want[0]) and np.isinf(got[0][j]))

@@ -41,8 +41,9 @@ import numpy as np
 from ..binning import Binner
 from ..search.category_split import best_category_split
 from ..search.histograms import big_histograms, subtract_histogram
-from ..search.splits import best_vector_split, is_better
+from ..search.splits import is_better
 from ..search.vector_leaf import leaf_loss, leaf_vector
+from ..search.vector_scan import best_vector_split
 from .category_sets import category_bitsets
 from .leaf_tree import LeafTreeArrays, constant_leaf_tree
 from .row_set import BinTree, RowSet, split_table

@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from ..binning import BinLayout
-from .scores import VECTOR_LEAF, SplitScore, bound_value, score_value
+from .scores import SplitScore, bound_value, score_value
 from .vector_leaf import pair_loss
 
 # Scores within this relative distance are ties (summation-order rounding is ~1e-16).
@@ -153,39 +153,6 @@ def scan_features_serial(hist, features, n_value_bins, has_missing, missing_bin,
     return best_score, best_bin, best_missing_left
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _scan_vector_features(hist, features, n_value_bins, has_missing, offsets, prior,
-                          min_count):
-    """:func:`scan_features` under the vector-leaf loss with its leaf limits, over a compact
-    leaf histogram (:mod:`.histograms.leaf`: a feature's missing bin follows its value bins)."""
-    n = features.shape[0]
-    best_score = np.full(n, np.inf)
-    best_bin = np.zeros(n, dtype=np.int32)
-    best_missing_left = np.zeros(n, dtype=np.bool_)
-    for j in numba.prange(n):
-        f = features[j]
-        best_score[j], best_bin[j], best_missing_left[j] = scan_feature(
-            hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f], n_value_bins[f],
-            VECTOR_LEAF, prior, min_count, True)
-    return best_score, best_bin, best_missing_left
-
-
-@numba.njit(cache=True, nogil=True)
-def _scan_vector_features_serial(hist, features, n_value_bins, has_missing, offsets, prior,
-                                 min_count):
-    """:func:`_scan_vector_features` on the calling thread."""
-    n = features.shape[0]
-    best_score = np.full(n, np.inf)
-    best_bin = np.zeros(n, dtype=np.int32)
-    best_missing_left = np.zeros(n, dtype=np.bool_)
-    for j in range(n):
-        f = features[j]
-        best_score[j], best_bin[j], best_missing_left[j] = scan_feature(
-            hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f], n_value_bins[f],
-            VECTOR_LEAF, prior, min_count, True)
-    return best_score, best_bin, best_missing_left
-
-
 _NO_PRIOR = np.zeros(0)  # a scalar score reads no class prior
 
 
@@ -209,17 +176,6 @@ def best_split_per_feature(hist: np.ndarray, layout: BinLayout, score: SplitScor
 def best_split(hist: np.ndarray, layout: BinLayout, score: SplitScore) -> Split | None:
     """The best split over all features, or None when no feature can split the node."""
     return pick_split(*best_split_per_feature(hist, layout, score))
-
-
-def best_vector_split(hist: np.ndarray, features: np.ndarray, n_value_bins: np.ndarray,
-                      has_missing: np.ndarray, offsets: np.ndarray, prior: np.ndarray,
-                      min_count: float, parallel: bool) -> Split | None:
-    """A vector-leaf tree's best split of a compact leaf histogram (``offsets``:
-    :meth:`~rebelboost.binning.BinLayout.cell_offsets`) over ``features`` (``feature``
-    indexes ``features``), or None; ``parallel`` scans the features on every thread."""
-    scan = _scan_vector_features if parallel else _scan_vector_features_serial
-    return pick_split(*scan(hist, features, n_value_bins, has_missing, offsets, prior,
-                            min_count))
 
 
 def pick_split(scores, bins, missing_left) -> Split | None:

@@ -1,0 +1,198 @@
+"""The vector-leaf tree's split scan, with the candidates' losses computed in SIMD lanes.
+
+A candidate's loss (:func:`.vector_leaf.pair_loss`) takes a square root and a division per
+class and side, so scanning a leaf histogram is mostly that arithmetic. Here a feature's
+prefix sums are laid out channel by channel first, the losses of all its bins are then
+computed class by class in loops over the bins that the compiler vectorises (numpy's error
+model: no division checks in the loop), and the candidates are compared last, in the scan's
+order. Every value is the one :func:`.splits.scan_feature` computes (the same operations in
+the same order: IEEE square roots and divisions are exact in any lane), so both pick the same
+split, bit for bit (checked in the tests on random histograms).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ..losses.rebel import STEP_EPS
+from .splits import Split, _better, pick_split
+from .vector_leaf import pair_loss
+
+_TINY = 2.2250738585072014e-308  # the least normal double, as in vector_leaf._class_loss
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _side_losses(p_row, m_row, q, n, out):
+    """``out[b] = _class_loss(p_row[b], m_row[b], q)`` for ``b < n``; True where the product
+    underflowed (the caller takes the scalar form there)."""
+    underflow = False
+    for b in range(n):
+        p = max(p_row[b], 0.0)
+        m = max(m_row[b], 0.0)
+        eps = max(STEP_EPS * (p + m), _TINY)
+        big_p = p + q + eps
+        big_m = m + q + eps
+        root = math.sqrt(big_p * big_m)
+        value = (p * big_m + m * big_p) / root
+        underflow |= (root <= 0.0) & (p + m > 0.0)
+        out[b] = value if p + m > 0.0 else 0.0
+    return underflow
+
+
+@numba.njit(cache=True, nogil=True)
+def _scalar_loss(p, m, q):
+    """:func:`.vector_leaf._class_loss` where the product underflows."""
+    p = max(p, 0.0)
+    m = max(m, 0.0)
+    if p + m <= 0.0:
+        return 0.0
+    eps = max(STEP_EPS * (p + m), _TINY)
+    big_p, big_m = p + q + eps, m + q + eps
+    root = math.sqrt(big_p * big_m)
+    if root > 0.0:
+        return (p * big_m + m * big_p) / root
+    root_p, root_m = math.sqrt(big_p), math.sqrt(big_m)
+    return p * (root_m / root_p) + m * (root_p / root_m)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _pair_losses(left, right, prior, k, n, side, out):
+    """``out[b]``: the summed class losses of the split ``left[:, b]`` | ``right[:, b]``,
+    classes in order, left then right within a class (the sum :func:`pair_loss` takes)."""
+    out[:n] = 0.0
+    for c in range(k):
+        for rows in (left, right):
+            if _side_losses(rows[c], rows[k + c], prior[c], n, side):
+                for b in range(n):
+                    side[b] = _scalar_loss(rows[c, b], rows[k + c, b], prior[c])
+            for b in range(n):
+                out[b] += side[b]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def scan_vector_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_count, work,
+                        candidates):
+    """Best ``(score, bin, missing_left)`` of one feature under the vector-leaf loss: the
+    result of :func:`.splits.scan_feature` with ``vector_leaf=True``. ``work``: scratch of
+    shape (4 * C + 3, n_bins); ``candidates``: of ``n_bins`` integers."""
+    n_channels = hist_f.shape[1]
+    k = (n_channels - 1) // 2
+    count = n_channels - 1
+    total = np.zeros(n_channels)
+    for b in range(n_bins):
+        for c in range(n_channels):
+            total[c] += hist_f[b, c]
+    missing = hist_f[missing_bin].copy()
+    total += missing
+    left = work[:n_channels]
+    right = work[n_channels:2 * n_channels]
+    left_m = work[2 * n_channels:3 * n_channels]
+    right_m = work[3 * n_channels:4 * n_channels]
+    scores = work[4 * n_channels]
+    scores_m = work[4 * n_channels + 1]
+    side = work[4 * n_channels + 2]
+    # the bins the scan scores (the rest it skips), their prefix sums channel by channel
+    n = 0
+    running = np.zeros(n_channels)
+    for b in range(n_bins - 1):
+        for c in range(n_channels):
+            running[c] += hist_f[b, c]
+        if total[count] - running[count] < min_count:  # (the right side only gets lighter)
+            break
+        if running[count] + missing[count] < min_count:  # too light either way
+            continue
+        if hist_f[b, count] == 0.0 and b > 0:  # no weight in the bin: the last split again
+            continue
+        for c in range(n_channels):
+            left[c, n] = running[c]
+            right[c, n] = total[c] - running[c]
+        candidates[n] = b
+        n += 1
+    _pair_losses(left, right, prior, k, n, side, scores)
+    if has_missing:
+        for c in range(n_channels):
+            for i in range(n):
+                left_m[c, i] = left[c, i] + missing[c]
+                right_m[c, i] = right[c, i] - missing[c]
+        _pair_losses(left_m, right_m, prior, k, n, side, scores_m)
+    fbest = np.inf
+    fbin = 0
+    fml = False
+    for i in range(n):
+        s = np.inf if left[count, i] < min_count or right[count, i] < min_count else scores[i]
+        if _better(s, fbest):
+            fbest, fbin, fml = s, candidates[i], False
+        if has_missing:
+            s = (np.inf if left_m[count, i] < min_count or right_m[count, i] < min_count
+                 else scores_m[i])
+            if _better(s, fbest):
+                fbest, fbin, fml = s, candidates[i], True
+    if has_missing and n_bins >= 1:
+        for c in range(n_channels):
+            running[c] = total[c] - missing[c]
+        s = pair_loss(running, missing, prior, k, min_count)
+        if _better(s, fbest):
+            fbest, fbin, fml = s, n_bins - 1, False
+    return fbest, fbin, fml
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count, j0, j1,
+                best_score, best_bin, best_missing_left):
+    n_channels = hist.shape[1]
+    most = 1
+    for j in range(j0, j1):
+        most = max(most, n_value_bins[features[j]])
+    work = np.empty((4 * n_channels + 3, most))
+    candidates = np.empty(most, dtype=np.intp)
+    for j in range(j0, j1):
+        f = features[j]
+        best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
+            hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f], n_value_bins[f],
+            prior, min_count, work, candidates)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _scan_vector_features(hist, features, n_value_bins, has_missing, offsets, prior,
+                          min_count, n_tasks):
+    """Each feature's best split under the vector-leaf loss with its leaf limits, over a
+    compact leaf histogram (:mod:`.histograms.leaf`: a feature's missing bin follows its value
+    bins), in ``n_tasks`` blocks of features on every thread: arrays (score, bin,
+    missing_left) in the order of ``features``."""
+    n = features.shape[0]
+    best_score = np.full(n, np.inf)
+    best_bin = np.zeros(n, dtype=np.int32)
+    best_missing_left = np.zeros(n, dtype=np.bool_)
+    n_tasks = max(1, min(n, n_tasks))
+    for t in numba.prange(n_tasks):
+        _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count,
+                    t * n // n_tasks, (t + 1) * n // n_tasks, best_score, best_bin,
+                    best_missing_left)
+    return best_score, best_bin, best_missing_left
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_vector_features_serial(hist, features, n_value_bins, has_missing, offsets, prior,
+                                 min_count, n_tasks=1):
+    """:func:`_scan_vector_features` on the calling thread."""
+    n = features.shape[0]
+    best_score = np.full(n, np.inf)
+    best_bin = np.zeros(n, dtype=np.int32)
+    best_missing_left = np.zeros(n, dtype=np.bool_)
+    _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count, 0, n,
+                best_score, best_bin, best_missing_left)
+    return best_score, best_bin, best_missing_left
+
+
+def best_vector_split(hist: np.ndarray, features: np.ndarray, n_value_bins: np.ndarray,
+                      has_missing: np.ndarray, offsets: np.ndarray, prior: np.ndarray,
+                      min_count: float, parallel: bool) -> Split | None:
+    """A vector-leaf tree's best split of a compact leaf histogram (``offsets``:
+    :meth:`~rebelboost.binning.BinLayout.cell_offsets`) over ``features`` (``feature``
+    indexes ``features``), or None; ``parallel`` scans the features on every thread."""
+    scan = _scan_vector_features if parallel else _scan_vector_features_serial
+    return pick_split(*scan(hist, features, n_value_bins, has_missing, offsets, prior,
+                            min_count, 4 * numba.get_num_threads()))
