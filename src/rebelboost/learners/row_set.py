@@ -15,7 +15,7 @@ import numpy as np
 
 from ..search.binned import BinnedData
 from ..search.histograms import build_leaf_histogram
-from ..search.histograms._intrinsics import prefetch
+from ..search.histograms._intrinsics import prefetch_ahead
 from ..search.histograms.dense import PARALLEL_ADDS
 from ..search.quantize import (
     build_quantized_histogram,
@@ -299,17 +299,6 @@ _walk_bin_sets = tree_walk(bin_set_goes_left)
 _PARALLEL_HISTOGRAM = PARALLEL_ADDS
 # Rows from which a partition uses every thread.
 _PARALLEL_PARTITION = 1 << 15
-# A leaf's rows are scattered over the arrays, so the loops over them prefetch the row this
-# many rows ahead (a hint: the results do not depend on it).
-_AHEAD = 16
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _prefetch_row(array, rows, i, stop, column):
-    """Hint the cache to fetch ``array[rows[i + _AHEAD], column]``."""
-    if i + _AHEAD < stop:
-        prefetch(array, np.intp(rows[i + _AHEAD]) * (array.strides[0] // array.itemsize)
-                 + column)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -320,7 +309,7 @@ def _row_sums(channels, rows, amplify, row_weight):
     out = np.zeros(c + 1)
     n = rows.shape[0]
     for i in range(n):
-        _prefetch_row(channels, rows, i, n, 0)
+        prefetch_ahead(channels, rows, i, n, 0)
         r = rows[i]
         s = 1.0 if amplify is None else amplify[r]
         for j in range(c):
@@ -333,7 +322,7 @@ def _row_sums(channels, rows, amplify, row_weight):
 def _gather_into(out, channels, rows, amplify, row_weight, i0, i1):
     c = channels.shape[1]
     for i in range(i0, i1):
-        _prefetch_row(channels, rows, i, i1, 0)
+        prefetch_ahead(channels, rows, i, i1, 0)
         r = rows[i]
         s = 1.0 if amplify is None else amplify[r]
         for j in range(c):
@@ -401,7 +390,7 @@ def _partition_in_place_serial(bins, order, scratch, start, stop, feature, left_
     ``scratch``."""
     n_left = n_right = 0
     for i in range(start, stop):
-        _prefetch_row(bins, order, i, stop, feature)
+        prefetch_ahead(bins, order, i, stop, feature)
         r = order[i]
         if _goes_left(bins, r, feature, left_bins):
             order[start + n_left] = r
@@ -426,7 +415,7 @@ def _partition_in_place(bins, order, scratch, start, stop, feature, left_bins, n
     for t in numba.prange(n_tasks):
         c = 0
         for i in range(bounds[t], bounds[t + 1]):
-            _prefetch_row(bins, order, i, bounds[t + 1], feature)
+            prefetch_ahead(bins, order, i, bounds[t + 1], feature)
             if _goes_left(bins, order[i], feature, left_bins):
                 c += 1
         lefts[t] = c
@@ -443,7 +432,7 @@ def _partition_in_place(bins, order, scratch, start, stop, feature, left_bins, n
     for t in numba.prange(n_tasks):
         a, b = left_at[t], right_at[t]
         for i in range(bounds[t], bounds[t + 1]):
-            _prefetch_row(bins, order, i, bounds[t + 1], feature)
+            prefetch_ahead(bins, order, i, bounds[t + 1], feature)
             r = order[i]
             if _goes_left(bins, r, feature, left_bins):
                 scratch[a] = r

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import numba
+import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, errors, types
 from numba.extending import intrinsic
+
+# Loops over a node's rows, which lie scattered in the row-major arrays, hint the row this many
+# rows ahead, where the array is larger than a core's share of cache: on 1,000,000 x 50 bins
+# a leaf holding a sixteenth of the rows was filled in 0.34x the time (with SIMD adds); on
+# arrays that stay in cache the hint only costs instructions (connect4's partitions: 1.5x).
+AHEAD_ROWS = 16
+AHEAD_MIN_BYTES = 1 << 23
 
 
 @intrinsic
@@ -57,3 +66,12 @@ def prefetch(typingctx, array, index):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def prefetch_ahead(array, rows, i, stop, column):
+    """Hint ``array[rows[i + AHEAD_ROWS], column]`` (a 2-d array, rows first) when the array is
+    large enough to miss the cache."""
+    if i + AHEAD_ROWS < stop and array.size * array.itemsize >= AHEAD_MIN_BYTES:
+        prefetch(array, np.intp(rows[i + AHEAD_ROWS]) * (array.strides[0] // array.itemsize)
+                 + column)

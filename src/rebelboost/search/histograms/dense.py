@@ -17,7 +17,7 @@ import functools
 import numba
 import numpy as np
 
-from ._intrinsics import add_row, prefetch
+from ._intrinsics import add_row, prefetch_ahead
 
 # Histogram additions (rows x features x channels) from which the kernels use every thread.
 PARALLEL_ADDS = 1 << 20
@@ -36,10 +36,6 @@ _SPECIALIZE_MAX_CHANNELS = 64
 # root histogram at K = 10 took 1.87 s on one thread, 0.36-0.66 s in tiles of 4-8 features
 # (benchmarks/bench_roofline.py).
 TILE_BYTES = 1 << 18
-# A node's rows are scattered over the bins' rows, so the kernel prefetches the bins of the
-# row this many rows ahead: on a 1,000,000 x 50 set a leaf holding a sixteenth of the rows
-# was filled in 0.34x the time of the kernel without the hint and without SIMD adds.
-_PREFETCH_ROWS = 16
 
 
 def feature_tile(cells_per_feature: float, n_channels: int) -> int:
@@ -94,7 +90,6 @@ def _task(bins, row_channels, rows, r0, r1, features, j0, j1, hist, caps, offset
         n_channels = len(width)
         flat_hist = hist.reshape(-1)
         flat_channels = row_channels.reshape(-1)
-    n_bins_row = bins.shape[1]
     if fresh:
         for j in range(j0, j1):
             f = features[j]
@@ -104,8 +99,7 @@ def _task(bins, row_channels, rows, r0, r1, features, j0, j1, hist, caps, offset
         first = features[t0]
         for i in range(r0, r1):  # (each cell still adds its rows in row order)
             r = rows[i]
-            if i + _PREFETCH_ROWS < r1:
-                prefetch(bins, np.intp(rows[i + _PREFETCH_ROWS]) * n_bins_row + first)
+            prefetch_ahead(bins, rows, i, r1, first)
             for j in range(t0, t1):
                 f = features[j]
                 b = np.intp(bins[r, f])
