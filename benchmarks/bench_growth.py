@@ -10,6 +10,8 @@ features, K classes from the argmax of a random linear score plus noise.
 
     python benchmarks/bench_growth.py                  # the three sweeps, plot + BENCHMARKS.md
     python benchmarks/bench_growth.py --quick          # smaller sweeps, prints only
+    python benchmarks/bench_growth.py --point 20000000 50 3 --methods rebelboost lightgbm
+                                                       # one configuration, prints only
 """
 
 from __future__ import annotations
@@ -76,16 +78,19 @@ def sweeps(quick: bool) -> dict[str, list[dict]]:
             "features": [{"n": base, "d": d, "k": 3} for d in (10, 50, 200)]}
 
 
-def run(quick: bool) -> list[dict]:
+def run(quick: bool, point: tuple[int, int, int] | None = None,
+        methods: tuple[str, ...] = METHODS) -> list[dict]:
     X, y = synthetic(2000, 20, 3)
-    for method in METHODS:  # compile and start threads outside the timings
+    for method in methods:  # compile and start threads outside the timings
         estimator(method, 2).fit(X, y)
     out = []
-    for axis, cases in sweeps(quick).items():
+    chosen = sweeps(quick) if point is None else {
+        "point": [dict(zip(("n", "d", "k"), point, strict=True))]}
+    for axis, cases in chosen.items():
         for case in cases:
             X, y = synthetic(case["n"], case["d"], case["k"])
             a, b = (2, 6) if case["n"] >= 1_000_000 else (5, 25)
-            for method in METHODS:
+            for method in methods:
                 row = {"axis": axis, **case, "method": method, "iterations": [a, b],
                        "seconds_per_iteration": per_iteration(method, X, y, a, b)}
                 out.append(row)
@@ -139,8 +144,15 @@ def table(results: list[dict]) -> str:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="smaller sweeps; prints only")
+    p.add_argument("--point", nargs=3, type=int, metavar=("ROWS", "FEATURES", "K"),
+                   help="time one configuration only; prints only")
+    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     args = p.parse_args(argv)
-    results = run(args.quick)
+    results = run(args.quick, args.point, tuple(args.methods))
+    if args.point:
+        for r in results:
+            print(f"{r['method']}: {1e3 * r['seconds_per_iteration']:.1f} ms an iteration")
+        return
     print(table(results))
     if args.quick:
         return
