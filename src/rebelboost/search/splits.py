@@ -64,6 +64,20 @@ def _keep(bound, score, incumbent):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def feature_totals(hist_f, n_bins, missing_bin):
+    """A feature's channel totals (its value bins in order, then its missing bin) and its
+    missing bin's channels: where every scan of the feature starts."""
+    n_channels = hist_f.shape[1]
+    total = np.zeros(n_channels)
+    for b in range(n_bins):
+        for c in range(n_channels):
+            total[c] += hist_f[b, c]
+    missing = hist_f[missing_bin].copy()
+    total += missing
+    return total, missing
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def scan_feature(hist_f, n_bins, has_missing, missing_bin, code, prior, min_count,
                  vector_leaf=False, bound=False, unseen=_NO_UNSEEN):
     """Best ``(score, bin, missing_left)`` of one feature from its ``(n_bins_total, C)`` histogram.
@@ -80,12 +94,7 @@ def scan_feature(hist_f, n_bins, has_missing, missing_bin, code, prior, min_coun
     limited = vector_leaf
     n_channels = hist_f.shape[1]
     count = n_channels - 1
-    total = np.zeros(n_channels)
-    for b in range(n_bins):
-        for c in range(n_channels):
-            total[c] += hist_f[b, c]
-    missing = hist_f[missing_bin].copy()
-    total += missing
+    total, missing = feature_totals(hist_f, n_bins, missing_bin)
     left = np.zeros(n_channels)
     left_m = np.empty(n_channels)
     right = np.empty(n_channels)

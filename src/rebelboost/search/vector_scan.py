@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from ..losses.rebel import STEP_EPS
-from .splits import Split, _better, pick_split
+from .splits import Split, _better, feature_totals, pick_split
 from .vector_leaf import _class_loss, pair_loss
 
 _TINY = 2.2250738585072014e-308  # the least normal double, as in vector_leaf._class_loss
@@ -97,12 +97,7 @@ def scan_vector_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_cou
     n_channels = hist_f.shape[1]
     k = (n_channels - 1) // 2
     count = n_channels - 1
-    total = np.zeros(n_channels)
-    for b in range(n_bins):
-        for c in range(n_channels):
-            total[c] += hist_f[b, c]
-    missing = hist_f[missing_bin].copy()
-    total += missing
+    total, missing = feature_totals(hist_f, n_bins, missing_bin)
     left = work[:n_channels]
     right = work[n_channels:2 * n_channels]
     left_m = work[2 * n_channels:3 * n_channels]
