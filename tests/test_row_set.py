@@ -11,7 +11,7 @@ from rebelboost import RebelClassifier
 from rebelboost.blocks import tasks
 from rebelboost.blocks.training import BlockRebelBooster, nbytes
 from rebelboost.engine import boost
-from rebelboost.learners import row_set
+from rebelboost.learners import row_channels, row_set
 from rebelboost.learners.row_set import LocalRows
 from rebelboost.search.binned import BinnedData
 
@@ -36,12 +36,12 @@ def test_a_leafs_gathered_rows_serve_its_own_histogram_only(n):
     shape = (int(data.cell_offsets[-1]), 6)
 
     def direct(rows):
-        sums = row_set._row_sums(channels, rows, None, np.ones(n))
+        sums = row_channels.row_sums(channels, rows, None, np.ones(n))
         return LocalRows(data, channels).histogram_of(rows, sums, features, np.empty(shape))
 
     local = LocalRows(data, channels)
     root = local.root()
-    assert_array_equal(local.sums(root), row_set._row_sums(channels, local.rows_of(root),
+    assert_array_equal(local.sums(root), row_channels.row_sums(channels, local.rows_of(root),
                                                            None, np.ones(n)))
     left, right = local.split(root, 0, 100, False)
     local.sums(left)  # kept for ``left``; ``right`` asks next
@@ -53,7 +53,7 @@ def test_a_leafs_gathered_rows_serve_its_own_histogram_only(n):
     a, b = local.split(left, 1, 120, True)  # rows of ``left`` move: its copy is stale
     assert_array_equal(local.histogram(a, local.sums(a), features, np.empty(shape)),
                        direct(local.rows_of(a)))
-    assert_array_equal(left_sums, row_set._row_sums(channels, np.sort(np.r_[local.rows_of(a),
+    assert_array_equal(left_sums, row_channels.row_sums(channels, np.sort(np.r_[local.rows_of(a),
                        local.rows_of(b)]), None, np.ones(n)))
 
 

@@ -11,7 +11,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import minimize
 
 from rebelboost import RebelClassifier
-from rebelboost.learners import row_set, vector_tree
+from rebelboost.learners import row_channels, vector_tree
 from rebelboost.learners.leaf_tree import LeafTreeArrays, constant_leaf_tree
 from rebelboost.learners.row_set import LocalRows
 from rebelboost.learners.vector_tree import (
@@ -132,12 +132,12 @@ def test_histogram_subtraction_builds_the_same_tree_as_direct_histograms(monkeyp
     data = BinnedData.fit(X, None, 255, 0, row_layout=True)
     rows = np.arange(len(y))
     ones = np.ones(len(y))
-    sums = row_set._row_sums(channels, rows, None, ones)
+    sums = row_channels.row_sums(channels, rows, None, ones)
     left = rows[rows % 3 == 0]
     parent = _histogram(data, channels, rows, sums)
-    small = _histogram(data, channels, left, row_set._row_sums(channels, left, None, ones))
+    small = _histogram(data, channels, left, row_channels.row_sums(channels, left, None, ones))
     right = rows[rows % 3 != 0]
-    big = _histogram(data, channels, right, row_set._row_sums(channels, right, None, ones))
+    big = _histogram(data, channels, right, row_channels.row_sums(channels, right, None, ones))
     leaf_histogram.subtract_histogram(parent, small, parallel=True)
     assert_allclose(parent, big, rtol=1e-9, atol=1e-12)
 
@@ -164,7 +164,7 @@ def test_sparse_and_dense_histograms_agree():
     data = BinnedData.fit(X, None, 255, 0, row_layout=True)
     assert data.sparse is not None
     rows = np.flatnonzero(rng.random(500) < 0.4)
-    sums = row_set._row_sums(channels, rows, None, np.ones(len(channels)))
+    sums = row_channels.row_sums(channels, rows, None, np.ones(len(channels)))
     sparse_hist = _histogram(data, channels, rows, sums)
     data.sparse = None
     dense_hist = _histogram(data, channels, rows, sums)
@@ -214,7 +214,7 @@ def test_goss_sums_are_unbiased():
     for _ in range(400):
         rows, amplify = sample_rows(channels, options, rng)
         assert np.all(np.diff(rows) > 0)
-        draws.append(row_set._row_sums(channels, rows, amplify, np.ones(300))[:2 * k])
+        draws.append(row_channels.row_sums(channels, rows, amplify, np.ones(300))[:2 * k])
     assert_allclose(np.mean(draws, axis=0), channels.sum(axis=0), rtol=0.03)
 
 

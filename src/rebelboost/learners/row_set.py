@@ -14,7 +14,7 @@ import numba
 import numpy as np
 
 from ..search.binned import BinnedData
-from ..search.histograms import build_leaf_histogram
+from ..search.histograms import build_leaf_histogram, row_totals
 from ..search.histograms._intrinsics import prefetch_ahead
 from ..search.histograms.dense import PARALLEL_ADDS
 from ..search.quantize import (
@@ -23,6 +23,7 @@ from ..search.quantize import (
     histogram_dtype,
     quantize_channels,
 )
+from .row_channels import gather, row_sums
 from .walk import bin_goes_left, bin_set_goes_left, tree_walk
 
 
@@ -126,7 +127,7 @@ class RowArrays:
 
     def sums_of(self, rows: np.ndarray) -> np.ndarray:
         """Channel sums (amplified) and sample weight of ``rows``, in row order."""
-        return _row_sums(self.channels, rows, self.amplify, self.row_weight)
+        return row_sums(self.channels, rows, self.amplify, self.row_weight)
 
     batches_splits = False  # (rows in this process answer at once: nothing to prepare)
 
@@ -224,7 +225,7 @@ class LocalRows(RowArrays):
             return self.sums_of(rows)
         gathered = gather(self.channels, rows, self.amplify, self.row_weight)
         self._gathered = (leaf, gathered)
-        return _column_sums(gathered)
+        return row_totals(gathered)
 
     def split(self, leaf: tuple[int, int], feature: int, split_bin: int, missing_left: bool,
               left_bins: np.ndarray | None = None) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -299,72 +300,6 @@ _walk_bin_sets = tree_walk(bin_set_goes_left)
 _PARALLEL_HISTOGRAM = PARALLEL_ADDS
 # Rows from which a partition uses every thread.
 _PARALLEL_PARTITION = 1 << 15
-
-
-@numba.njit(cache=True, nogil=True)
-def _row_sums(channels, rows, amplify, row_weight):
-    """Channel sums (times ``amplify``; None: 1) and the sample weight of ``rows``, in row
-    order."""
-    c = channels.shape[1]
-    out = np.zeros(c + 1)
-    n = rows.shape[0]
-    for i in range(n):
-        prefetch_ahead(channels, rows, i, n, 0)
-        r = rows[i]
-        s = 1.0 if amplify is None else amplify[r]
-        for j in range(c):
-            out[j] += channels[r, j] * s
-        out[c] += row_weight[r]
-    return out
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _gather_into(out, channels, rows, amplify, row_weight, i0, i1):
-    c = channels.shape[1]
-    for i in range(i0, i1):
-        prefetch_ahead(channels, rows, i, i1, 0)
-        r = rows[i]
-        s = 1.0 if amplify is None else amplify[r]
-        for j in range(c):
-            out[i, j] = channels[r, j] * s
-        out[i, c] = row_weight[r]
-
-
-@numba.njit(cache=True, nogil=True)
-def _gather(channels, rows, amplify, row_weight):
-    """The histogram channels of ``rows`` (their weights, amplified, and sample weight)."""
-    out = np.empty((rows.shape[0], channels.shape[1] + 1))
-    _gather_into(out, channels, rows, amplify, row_weight, 0, rows.shape[0])
-    return out
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _gather_parallel(channels, rows, amplify, row_weight, n_tasks):
-    """:func:`_gather` in ``n_tasks`` blocks of rows on every thread."""
-    n = rows.shape[0]
-    out = np.empty((n, channels.shape[1] + 1))
-    bounds = np.linspace(0, n, n_tasks + 1).astype(np.intp)
-    for t in numba.prange(n_tasks):
-        _gather_into(out, channels, rows, amplify, row_weight, bounds[t], bounds[t + 1])
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _column_sums(gathered):
-    """Sums of the gathered channels in row order (the bits of :func:`_row_sums`)."""
-    sums = np.zeros(gathered.shape[1])
-    for i in range(gathered.shape[0]):
-        for j in range(gathered.shape[1]):
-            sums[j] += gathered[i, j]
-    return sums
-
-
-def gather(channels, rows, amplify, row_weight) -> np.ndarray:
-    """:func:`_gather`, on every thread for many rows."""
-    if len(rows) >= _PARALLEL_PARTITION:
-        n_tasks = min(4 * numba.get_num_threads(), len(rows) // 4096)
-        return _gather_parallel(channels, rows, amplify, row_weight, n_tasks)
-    return _gather(channels, rows, amplify, row_weight)
 
 
 @numba.njit(cache=True, nogil=True)
