@@ -152,10 +152,13 @@ class RowArrays:
         return split_table(split_bin, missing_left, layout.n_bins_total, layout.missing_bin)
 
     def histogram_of(self, rows: np.ndarray, sums: np.ndarray, features: np.ndarray,
-                     out: np.ndarray) -> np.ndarray:
+                     out: np.ndarray, gathered: np.ndarray | None = None) -> np.ndarray:
         """Writes the histogram of ``rows`` (channel sums ``sums``) over ``features`` into
-        the cells of ``out`` (a compact leaf histogram, n_cells x (2K + 1))."""
-        if self._packed is not None and len(rows) == self.data.n_samples:
+        the cells of ``out`` (a compact leaf histogram, n_cells x (2K + 1)); ``gathered``:
+        the rows' channels already gathered."""
+        if gathered is not None:
+            row_channels = gathered
+        elif self._packed is not None and len(rows) == self.data.n_samples:
             row_channels = self._packed  # every row, in order (rows increase): as they are
         else:
             row_channels = gather(self.channels, rows, self.amplify, self.row_weight)
@@ -220,8 +223,7 @@ class LocalRows(RowArrays):
         """The leaf's channel sums; a float histogram's rows are gathered once for both: the
         copy is kept for :meth:`histogram` of the same leaf, which the grower asks for next."""
         rows = self.rows_of(leaf)
-        if self.quantized is not None or (self._packed is not None
-                                          and len(rows) == self.data.n_samples):
+        if self.quantized is not None:
             return self.sums_of(rows)
         gathered = gather(self.channels, rows, self.amplify, self.row_weight)
         self._gathered = (leaf, gathered)
@@ -249,9 +251,8 @@ class LocalRows(RowArrays):
         rows = self.rows_of(leaf)
         if self.quantized is None:
             kept, self._gathered = self._gathered, None
-            if kept is not None and kept[0] == leaf:
-                return build_leaf_histogram(self.data, kept[1], rows, sums, features, out)
-            return self.histogram_of(rows, sums, features, out)
+            gathered = kept[1] if kept is not None and kept[0] == leaf else None
+            return self.histogram_of(rows, sums, features, out, gathered)
         data = self.data
         if data.sparse is not None:  # integers in float64 cells: exact below 2^53
             q = self.quantized[rows].astype(np.float64)

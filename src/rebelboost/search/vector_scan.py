@@ -47,22 +47,6 @@ def _side_losses(p_row, m_row, q, n, out):
     return underflow
 
 
-@numba.njit(cache=True, nogil=True)
-def _scalar_loss(p, m, q):
-    """:func:`.vector_leaf._class_loss` where the product underflows."""
-    p = max(p, 0.0)
-    m = max(m, 0.0)
-    if p + m <= 0.0:
-        return 0.0
-    eps = max(STEP_EPS * (p + m), _TINY)
-    big_p, big_m = p + q + eps, m + q + eps
-    root = math.sqrt(big_p * big_m)
-    if root > 0.0:
-        return (p * big_m + m * big_p) / root
-    root_p, root_m = math.sqrt(big_p), math.sqrt(big_m)
-    return p * (root_m / root_p) + m * (root_p / root_m)
-
-
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _pair_losses(left, right, prior, k, n, side, out):
     """``out[b]``: the summed class losses of the split ``left[:, b]`` | ``right[:, b]``,
@@ -72,7 +56,7 @@ def _pair_losses(left, right, prior, k, n, side, out):
         for rows in (left, right):
             if _side_losses(rows[c], rows[k + c], prior[c], n, side):
                 for b in range(n):
-                    side[b] = _scalar_loss(rows[c, b], rows[k + c, b], prior[c])
+                    side[b] = _class_loss(rows[c, b], rows[k + c, b], prior[c])
             for b in range(n):
                 out[b] += side[b]
 

@@ -23,9 +23,10 @@ from ._intrinsics import add_row, prefetch_ahead
 PARALLEL_ADDS = 1 << 20
 # Bins are uint8 codes: a feature has at most this many bins.
 N_CODES = 256
-# Additions from which the sparse and layer kernels are compiled for their channel count (a
-# one-time compile of a few seconds, cached on disk): their generic inner loop costs 1.5-2x
-# (measured on MNIST). Up to 64 channels (the unrolled add is C/4 vector adds).
+# Additions from which the kernels (dense, sparse, layer) are compiled for their channel count
+# (a one-time compile of a few seconds, cached on disk): the sparse and layer kernels' generic
+# inner loop cost 1.5-2x (measured on MNIST). Up to 64 channels (the unrolled add is C/4
+# vector adds).
 _SPECIALIZE_MIN_ADDS = 1 << 20
 _SPECIALIZE_MAX_CHANNELS = 64
 
@@ -44,7 +45,7 @@ def feature_tile(cells_per_feature: float, n_channels: int) -> int:
 
 
 def simd_width(adds: float, n_channels: int) -> tuple:
-    """The ``width`` argument of the sparse and layer kernels: a tuple as long as the channel
+    """The ``width`` argument of the histogram kernels: a tuple as long as the channel
     count (numba compiles a kernel with constant strides and unrolled SIMD adds for it) where
     the work pays for that compile, else empty (the generic kernel)."""
     specialize = adds >= _SPECIALIZE_MIN_ADDS and n_channels <= _SPECIALIZE_MAX_CHANNELS
