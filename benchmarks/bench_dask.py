@@ -16,6 +16,7 @@ estimator gets the same rows, computed in this process after the cluster is clos
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -107,7 +108,7 @@ def time_dask_rebel(client, X, y, n_iter, params):
             # round trips to the workers per tree (one per level of splits; older versions
             # one per split and have no round_trips_)
             "round_trips_per_tree": getattr(model, "round_trips_", np.zeros(0)).tolist(),
-            "train_loss": model.train_loss_.tolist()}
+            "train_loss": model.train_loss_.tolist(), "model_file_sha256": model_digest(model)}
 
 
 def time_dask_lightgbm(client, X, y, n_iter):
@@ -143,14 +144,22 @@ def time_local(X, y, n_iter, params):
     steps = np.diff([start] + stamps)
     return {"fit_s": total, "per_iteration_s": float(np.median(steps[1:])),
             "setup_and_first_iteration_s": float(steps[0]),
-            "train_loss": model.train_loss_.tolist()}
+            "train_loss": model.train_loss_.tolist(), "model_file_sha256": model_digest(model)}
+
+
+def model_digest(model) -> str:
+    """SHA-256 of the model file's text, without the thread count (a setting, not the
+    model): equal digests, the same file byte for byte."""
+    data = model.to_dict()
+    data["params"].pop("n_jobs", None)
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
 def run(name, args):
     import dask
     from distributed import Client, LocalCluster
 
-    params = dict(random_state=0)
+    params = dict(random_state=0, histogram_bits=args.histogram_bits)
     if args.no_spill:  # the limit is a hard cap: no spilling to disk, no pausing
         dask.config.set({"distributed.worker.memory.target": False,
                          "distributed.worker.memory.spill": False,
@@ -176,6 +185,7 @@ def run(name, args):
         X, y = synthetic(args.synthetic_rows, 50, chunk)
         n_iter = args.synthetic_iterations
     result = {"rows": int(X.shape[0]), "features": int(X.shape[1]), "iterations": n_iter,
+              "histogram_bits": args.histogram_bits,
               "partitions": int(X.numblocks[0]), "worker_memory_limit": args.memory_limit,
               "workers": args.workers, "spill": not args.no_spill}
     print(f"{name}: {result}", flush=True)
@@ -198,6 +208,9 @@ def run(name, args):
     if "rebel_local" in result and "rebel_dask" in result:
         a, b = (np.asarray(result[m]["train_loss"]) for m in ("rebel_dask", "rebel_local"))
         result["max_relative_loss_difference"] = float(np.max(np.abs(a / b - 1)))
+        result["same_model_file"] = (result["rebel_dask"]["model_file_sha256"]
+                                     == result["rebel_local"]["model_file_sha256"])
+        print("  same model file:", result["same_model_file"], flush=True)
     return result
 
 
@@ -213,6 +226,9 @@ def main():
     parser.add_argument("--memory-limit", help="each worker's Dask memory limit (e.g. 600MB; "
                         "default: Dask's, the machine's memory shared)")
     parser.add_argument("--workers", type=int, default=2, help="workers of one thread each")
+    parser.add_argument("--histogram-bits", type=int,
+                        help="rebelboost's histogram_bits (quantized histograms and exact sums: "
+                        "the local model file, byte for byte); default: float histograms")
     parser.add_argument("--no-spill", action="store_true",
                         help="no spilling or pausing: a worker past 95%% of its limit is "
                         "killed (the limit is a hard cap)")

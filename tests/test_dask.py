@@ -4,6 +4,7 @@ predictions, model files, clear errors, and a worker killed mid-fit."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -317,6 +318,46 @@ def test_row_sampling_gives_the_local_model(client):
     _assert_same_model(local, dist, X)
     unsampled = RebelClassifier(**{**params, "subsample": 1.0}).fit(X, y)
     assert not np.array_equal(unsampled.trees_.threshold, local.trees_.threshold)
+
+
+def _model_file(model) -> str:
+    """The model file's text without the thread count (a setting, not the model)."""
+    data = model.to_dict()
+    data["params"].pop("n_jobs")
+    return json.dumps(data, sort_keys=True)
+
+
+@pytest.mark.parametrize("blocks_per_worker, chunks", [
+    (1, (1000, 1400)), (None, (300, 0, 450, 1, 1649)), (None, (2400,))])
+def test_quantized_fits_write_the_local_model_file_bit_for_bit(client, monkeypatch,
+                                                               blocks_per_worker, chunks):
+    """With ``histogram_bits`` (integer histograms, exact sums) the model file is the local
+    fit's byte for byte, on any partitioning: fractional weights (zeros among them), row and
+    feature sampling, and costs on the loss route; the float fit's leaf values differ in
+    their last bits."""
+    monkeypatch.setattr(dask_estimator, "BLOCKS_PER_WORKER", blocks_per_worker)
+    X, y = _data(n=2400, d=6, k=4, seed=21)
+    rng = np.random.default_rng(5)
+    weight = rng.random(len(y)) * 3
+    weight[::17] = 0
+    cost = rng.uniform(0.5, 4, (4, 4))
+    np.fill_diagonal(cost, 0)
+    Xd, yd = da.from_array(X, chunks=(chunks, 6)), da.from_array(y, chunks=(chunks,))
+    wd = da.from_array(weight, chunks=(chunks,))
+    for params, fit in ((dict(subsample=0.7, colsample_bytree=0.7), dict(sample_weight=1)),
+                        (dict(cost_matrix=cost, cost_strategy="loss", histogram_bits=6), {})):
+        params = {"n_estimators": 6, "max_leaves": 15, "random_state": 5,
+                  "histogram_bits": 12, **params}
+        local = RebelClassifier(**params).fit(X, y, sample_weight=weight if fit else None)
+        dist = DaskRebelClassifier(**params).fit(Xd, yd, sample_weight=wd if fit else None)
+        assert _model_file(dist) == _model_file(local)
+    if len(chunks) > 1:  # float histograms: the same trees, sums in another order
+        params = dict(n_estimators=6, max_leaves=15, random_state=5)
+        local = RebelClassifier(**params).fit(X, y, sample_weight=weight)
+        dist = DaskRebelClassifier(**params).fit(Xd, yd, sample_weight=wd)
+        for name in TREE_FIELDS:
+            assert_array_equal(getattr(dist.trees_, name), getattr(local.trees_, name))
+        assert _model_file(dist) != _model_file(local)
 
 
 def test_what_the_distributed_fit_lacks_is_refused_up_front(client):

@@ -18,6 +18,7 @@ import numpy as np
 
 from .engine.early_exit import explicit_trees
 from .engine.model import AdditiveModel
+from .exact_sums import accumulator, rounded, sum_by_slot
 from .explain import ContributionsUnavailable
 from .learners.leaf_tree import LeafTreeArrays
 from .learners.tree import TreeArrays
@@ -81,25 +82,27 @@ def tree_tables(model: AdditiveModel, need_cover: bool = True) -> TreeTables:
 
 
 def leaf_covers(learners, X: np.ndarray, sample_weight: np.ndarray,
-                block_cells: int = 1 << 16) -> np.ndarray | None:
+                block_cells: int = 1 << 16, exact: bool = False) -> np.ndarray | None:
     """(T, n_slots): the training weight reaching each leaf of each tree (None for learners
     that are not trees). Rows are routed in blocks of about ``block_cells`` values of X (and
-    of leaf indices), each row's weight added to its leaves in row order: at the end of a
-    fit this was the peak of memory (blocks of 16,384 rows: 98 MiB of float64 X on MNIST's
-    784 features, 40 MiB of leaf indices and weights at 100 trees on shuttle)."""
+    of leaf indices), each row's weight added to its leaves in row order (``exact``: exact
+    sums rounded once, :mod:`.exact_sums`): at the end of a fit this was the peak of
+    memory (blocks of 16,384 rows: 98 MiB of float64 X on MNIST's 784 features, 40 MiB of
+    leaf indices and weights at 100 trees on shuttle)."""
     if not isinstance(learners, (TreeArrays, LeafTreeArrays)):
         return None
     n_trees, n_slots = len(learners), learners.n_slots
     block_rows = max(64, block_cells // max(1, X.shape[1], n_trees))
-    cover = np.zeros((n_trees, n_slots))
+    cover = accumulator(n_trees, n_slots) if exact else np.zeros((n_trees, n_slots))
     weight = np.ascontiguousarray(sample_weight, dtype=np.float64)
+    add = sum_by_slot if exact else _add_covers
     for b0 in range(0, X.shape[0], block_rows):
-        _add_covers(cover, learners.leaves(X[b0:b0 + block_rows]), weight[b0:b0 + block_rows])
-    return cover
+        add(learners.leaves(X[b0:b0 + block_rows]), weight[b0:b0 + block_rows], cover)
+    return rounded(cover) if exact else cover
 
 
 @numba.njit(cache=True, nogil=True)
-def _add_covers(cover, leaves, weight):
+def _add_covers(leaves, weight, cover):
     for i in range(leaves.shape[0]):
         for t in range(leaves.shape[1]):
             cover[t, leaves[i, t]] += weight[i]

@@ -22,10 +22,12 @@ from ..binning import (
 )
 from ..categorical import CategoricalColumns
 from ..costs import check_sample_cost
+from ..exact_sums import accumulator, sum_by_slot, sum_rows, sum_values
 from ..learners.row_set import BinTree, RowArrays
 from ..losses.rebel import RebelLoss, add_slot_values
 from ..search.binned import BinnedData
 from ..search.histograms import feature_cells
+from ..search.quantize import build_quantized_histogram, quantize_channels, weight_range
 from ..validation import normalize_labels
 
 
@@ -114,7 +116,8 @@ def facts(raw: RawPartition) -> dict:
         "n_positive": int(positive.sum()),
         "has_missing": has_missing,
         "has_values": has_values,
-        "weight_total": float(raw.weight.sum()),
+        "weight_sum": sum_values(raw.weight),  # an accumulator: totals add up exactly
+        "weight_range": weight_range(raw.weight),
     }
 
 
@@ -192,6 +195,8 @@ class Partition:
     leaves: dict | None = None
     sampled: bool = False  # the tree grows on a sample of the rows (the rest are routed)
     covers: tuple = ()  # per tree so far: the sample weight reaching each of its leaves
+    exact: bool = False  # quantized histograms, exact sums (accumulators) for the client
+    quantized: np.ndarray | None = None  # (n, 2K + 2): ``counted`` quantized for this tree
 
     def rows(self) -> RowArrays:
         """The rows as the grower reads them; sums and histograms end with the row count."""
@@ -199,9 +204,11 @@ class Partition:
 
 
 def make_partition(raws: list[RawPartition], binner: Binner, classes: np.ndarray,
-                   cost_matrix: np.ndarray, subcosts: str, weight_total: float) -> Partition:
+                   cost_matrix: np.ndarray, subcosts: str, weight_total: float,
+                   exact: bool = False) -> Partition:
     """Bins and REBEL's loss of consecutive partitions as one block (each binned apart: the
-    raw rows are never copied into one array, and are dropped)."""
+    raw rows are never copied into one array, and are dropped). ``exact``: the block
+    answers with exact sums (:mod:`..exact_sums`) and quantized histograms."""
     bins, codes, weight, costs = [], [], [], []
     for raw in raws:
         bins.append(binner.transform(raw.X))
@@ -219,7 +226,8 @@ def make_partition(raws: list[RawPartition], binner: Binner, classes: np.ndarray
     else:  # (a class table: no (n, K) cost rows)
         loss = RebelLoss(cost_matrix, codes, weight, subcosts, None, weight_total)
     n, k = len(codes), len(classes)
-    return Partition(data, loss, weight, np.arange(n, dtype=np.intp), np.zeros((n, k)))
+    return Partition(data, loss, weight, np.arange(n, dtype=np.intp), np.zeros((n, k)),
+                     exact=exact)
 
 
 def log_partial_sums(part: Partition) -> np.ndarray:
@@ -232,14 +240,15 @@ def max_exponent(part: Partition) -> float:
     return part.loss.max_exponent(part.scores)
 
 
-def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, np.ndarray]:
+def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, object]:
     """The partition with its channels at ``shift``, and ``[total weight, root sums]`` (the
     total over every row, the root over the next tree's rows). ``sample``: ``(bits, start)``,
     the tree's rows as a packed mask over all rows, this partition's from row ``start``
-    (None: every row)."""
+    (None: every row). An exact partition answers with the accumulators of those sums and
+    the channels' largest values (the quantization's scales)."""
     k2 = 2 * part.scores.shape[1]
     counted = np.empty((part.scores.shape[0], k2 + 2))  # channels written in place
-    _, total = part.loss.scaled_weights(part.scores, shift, counted[:, :k2])
+    _, row_totals = part.loss.scaled_row_weights(part.scores, shift, counted[:, :k2])
     counted[:, k2] = part.weight
     counted[:, k2 + 1] = 1.0  # the row count
     rows = part.all_rows
@@ -247,8 +256,33 @@ def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, np.nda
         bits, start = sample
         mask = np.unpackbits(bits, count=start + len(rows))[start:].astype(bool)
         rows = np.flatnonzero(mask)
-    part = replace(part, counted=counted, leaves={0: rows}, sampled=sample is not None)
-    return part, np.concatenate([[total], part.rows().sums_of(rows)])
+    part = replace(part, counted=counted, leaves={0: rows}, sampled=sample is not None,
+                   quantized=None)
+    if part.exact:
+        top = counted[:, :k2].max(axis=0) if len(counted) else np.zeros(k2)
+        return part, (np.concatenate([sum_values(row_totals)[None], _sums(part, rows)]), top)
+    return part, np.concatenate([[row_totals.sum()], part.rows().sums_of(rows)])
+
+
+def quantize(part: Partition, scales: np.ndarray, bits: int, seed: int, start: int
+             ) -> Partition:
+    """The partition with this tree's quantized channels (``scales`` of all rows; ``start``:
+    its first row among all, as the local fit draws each row's rounding) and the row count."""
+    k2 = part.counted.shape[1] - 2
+    q, _ = quantize_channels(part.counted[:, :k2], None, part.weight, bits, seed, scales,
+                             start)
+    quantized = np.empty(part.counted.shape, dtype=q.dtype)
+    quantized[:, :-1] = q
+    quantized[:, -1] = 1
+    return replace(part, quantized=quantized)
+
+
+def _sums(part: Partition, rows: np.ndarray) -> np.ndarray:
+    """The rows' sums (ending with the row count): accumulators for an exact partition."""
+    rowset = part.rows()
+    if part.exact:
+        return sum_rows(rowset.channels, rows, None, rowset.row_weight)
+    return rowset.sums_of(rows)
 
 
 def split_many(part: Partition, jobs: list[tuple], features: np.ndarray, drop: list[int]
@@ -267,7 +301,7 @@ def split_many(part: Partition, jobs: list[tuple], features: np.ndarray, drop: l
         lrows, rrows = rowset.split_rows(leaves[leaf], feature, split_bin, missing_left,
                                          left_bins)
         leaves[left], leaves[right] = lrows, rrows
-        stats += [rowset.sums_of(lrows), rowset.sums_of(rrows)]
+        stats += [_sums(part, lrows), _sums(part, rrows)]
         hists.append(_histogram(part, leaves[built], features))
     return replace(part, leaves=leaves), np.concatenate(stats), np.concatenate(hists)
 
@@ -278,10 +312,19 @@ def histogram(part: Partition, leaf: int, features: np.ndarray) -> np.ndarray:
 
 
 def _histogram(part: Partition, rows: np.ndarray, features: np.ndarray) -> np.ndarray:
+    data = part.data
+    cells = feature_cells(data.cell_offsets, features)
+    if part.quantized is not None:  # integer cells: exact sums in any order
+        out = np.empty((int(data.cell_offsets[-1]), part.quantized.shape[1]), dtype=np.int64)
+        build_quantized_histogram(
+            data.bins, part.quantized, rows, features,
+            np.ascontiguousarray(data.layout.n_value_bins, dtype=np.int32),
+            data.cell_offsets, out, False)
+        return out[cells]
     rowset = part.rows()
-    out = np.empty((int(part.data.cell_offsets[-1]), part.counted.shape[1]))
+    out = np.empty((int(data.cell_offsets[-1]), part.counted.shape[1]))
     rowset.histogram_of(rows, rowset.sums_of(rows), features, out)
-    return out[feature_cells(part.data.cell_offsets, features)]
+    return out[cells]
 
 
 def step(part: Partition, leaves: list[int], steps: np.ndarray, *tree) -> Partition:
@@ -291,14 +334,21 @@ def step(part: Partition, leaves: list[int], steps: np.ndarray, *tree) -> Partit
                                         sampled=part.sampled)
     scores = part.scores.copy()
     add_slot_values(scores, leaf_of_row, None, steps)
-    cover = np.bincount(leaf_of_row, weights=part.weight, minlength=steps.shape[0])
-    return replace(part, scores=scores, counted=None, leaves=None,
+    if part.exact:
+        cover = sum_by_slot(leaf_of_row[:, None], part.weight,
+                            accumulator(1, steps.shape[0]))[0]
+    else:
+        cover = np.bincount(leaf_of_row, weights=part.weight, minlength=steps.shape[0])
+    return replace(part, scores=scores, counted=None, leaves=None, quantized=None,
                    covers=part.covers + (cover,))
 
 
 def covers(part: Partition, n_leaves: int) -> np.ndarray:
-    """(trees, n_leaves): the sample weight of the partition's rows reaching each leaf."""
-    return np.stack(part.covers) if part.covers else np.zeros((0, n_leaves))
+    """(trees, n_leaves): the sample weight of the partition's rows reaching each leaf
+    (accumulators, with a last axis of digits, for an exact partition)."""
+    if part.covers:
+        return np.stack(part.covers)
+    return accumulator(0, n_leaves) if part.exact else np.zeros((0, n_leaves))
 
 
 def add(a, b):

@@ -18,10 +18,12 @@ from typing import Protocol
 import numpy as np
 
 from ..engine import Stage
+from ..exact_sums import rounded
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.row_set import BinTree, split_table
 from ..learners.vector_tree import VectorTreeGrower, VectorTreeOptions, sample_rows
 from ..search.histograms import feature_cells
+from ..search.quantize import channel_scales, dequantize
 from . import tasks as part_fn
 
 
@@ -76,8 +78,14 @@ class BlockRows:
     batches_splits = True
 
     def __init__(self, cluster: Executor, parts: list, root_sums: np.ndarray, n_rows: int,
-                 layout, root_histogram: np.ndarray, features: np.ndarray):
+                 layout, root_histogram: np.ndarray, features: np.ndarray,
+                 scales: np.ndarray | None = None):
+        """``scales``: the blocks' histograms are of quantized channels with these scales
+        (integer cells, :mod:`..search.quantize`) and their sums exact (accumulators)."""
         self.cluster = cluster
+        self.scales = scales
+        self.quantized = None if scales is None else True  # (what the grower asks)
+        self.hist_dtype = np.float64 if scales is None else np.int64
         self.parts = parts
         self._counts = {0: n_rows}
         self._sums = {0: root_sums}
@@ -146,6 +154,8 @@ class BlockRows:
         stats = cluster.gather(stats)
         packed = cluster.reduce_gather(part_fn.add, hists)
         total = functools.reduce(part_fn.add, stats)  # in the partitions' order
+        if self.scales is not None:
+            total = rounded(total)
         self.round_trips += 1
         c = len(total) // (2 * len(jobs))  # channels with the row count, per child
         cells_per_leaf = len(self._cells(self.features))
@@ -181,6 +191,11 @@ class BlockRows:
         self._cell_counts[leaf] = self._unpack_counts(ready_features, packed)
         return out
 
+    def dequantize(self, hist: np.ndarray, features: np.ndarray, out: np.ndarray
+                   ) -> np.ndarray:
+        """The float sums a search reads from a quantized histogram (as the local rows')."""
+        return dequantize(hist, self.scales, features, self.offsets, out)
+
     def _cells(self, features):
         return feature_cells(self.offsets, features)
 
@@ -208,7 +223,11 @@ class BlockRebelBooster:
 
     def __init__(self, cluster: Executor, parts: list, binner, n_rows: int, n_classes: int,
                  options: VectorTreeOptions, rng: np.random.RandomState, learning_rate: float,
-                 validation_loss=None, block_starts: list[int] | None = None):
+                 validation_loss=None, block_starts: list[int] | None = None,
+                 weight_range: tuple | None = None):
+        """``options.histogram_bits``: quantized histograms and exact sums (the blocks made
+        with ``exact``; ``weight_range``: the sample weights', from
+        :func:`~..search.quantize.weight_range`), the local fit's model bit for bit."""
         self.cluster = cluster
         self.parts = parts
         self.binner = binner
@@ -221,9 +240,15 @@ class BlockRebelBooster:
         self.all_features = np.arange(binner.n_features, dtype=np.intp)
         # each block's first row among all rows (where its part of a row sample starts)
         self.block_starts = block_starts or [0] * len(parts)
-        logs = cluster.gather(cluster.map(part_fn.log_partial_sums, parts))
-        self._initial = float(np.exp(np.logaddexp(*np.logaddexp.reduce(logs, axis=0))))
-        self._weigh()
+        self.bits = options.histogram_bits
+        self.weight_range = weight_range
+        self.scales = None  # this tree's quantization scales
+        if self.bits is None:
+            logs = cluster.gather(cluster.map(part_fn.log_partial_sums, parts))
+            self._initial = float(np.exp(np.logaddexp(*np.logaddexp.reduce(logs, axis=0))))
+            self._weigh()
+        else:  # as the local fit: the loss of the first weights, an exact sum
+            self._initial = self._weigh()
 
     def _weigh(self) -> float:
         """New channels on the workers (and the next root's histogram, over every feature);
@@ -240,10 +265,20 @@ class BlockRebelBooster:
         self.parts, stats = cluster.unpack(
             [cluster.submit(part_fn.weigh, part, shift, sample)
              for part, sample in zip(self.parts, samples, strict=True)], 2)
+        if self.bits is not None:  # the scales of all rows, then the quantized channels
+            shift, stats = cluster.gather([shift, stats])
+            top = np.max([top for _, top in stats], axis=0)
+            stats = rounded(functools.reduce(part_fn.add, [acc for acc, _ in stats]))
+            self.scales = channel_scales(top, self.weight_range, self.bits)
+            seed = self.grower.rng.randint(2**31)  # drawn where the local fit draws it
+            self.parts = [cluster.submit(part_fn.quantize, part, self.scales, self.bits, seed,
+                                         start)
+                          for part, start in zip(self.parts, self.block_starts, strict=True)]
         hists = cluster.map(part_fn.histogram, self.parts, 0, self.all_features)
-        shift, stats = cluster.gather([shift, stats])
+        if self.bits is None:
+            shift, stats = cluster.gather([shift, stats])
+            stats = functools.reduce(part_fn.add, stats)
         self.root_histogram = cluster.reduce_gather(part_fn.add, hists)
-        stats = functools.reduce(part_fn.add, stats)
         self.root_sums = stats[1:-1]  # (without the row count)
         self.root_rows = int(stats[-1])
         with np.errstate(over="ignore"):
@@ -255,7 +290,8 @@ class BlockRebelBooster:
 
     def fit_stage(self, iteration: int) -> Stage:
         rows = BlockRows(self.cluster, self.parts, self.root_sums, self.root_rows,
-                        self.binner.layout, self.root_histogram, self.all_features)
+                        self.binner.layout, self.root_histogram, self.all_features,
+                        self.scales)
         fit = self.grower.grow(rows)
         self.round_trips.append(rows.round_trips)
         steps = self.learning_rate * fit.leaf_values
@@ -276,8 +312,9 @@ class BlockRebelBooster:
         """(trees, max_leaves): the training weight that reached each leaf of each tree, as
         the local fit's ``leaf_covers`` (summed over the partitions in a fixed order)."""
         cluster = self.cluster
-        return cluster.reduce_gather(part_fn.add, cluster.map(
+        covers = cluster.reduce_gather(part_fn.add, cluster.map(
             part_fn.covers, self.parts, self.options.max_leaves))
+        return covers if self.bits is None else rounded(covers)
 
     def release(self) -> None:
         """Drop the partitions (the workers free their memory)."""

@@ -25,7 +25,9 @@ from ..categorical import CategoricalColumns, part_levels
 from ..engine import boost
 from ..ensemble._base import _rng
 from ..ensemble.rebel import RebelClassifier
+from ..exact_sums import rounded
 from ..losses.rebel import RebelLoss
+from ..search.quantize import merge_weight_ranges
 from ..validation import check_cost_matrix
 from ._cluster import Cluster
 
@@ -42,7 +44,9 @@ class DaskRebelClassifier(RebelClassifier):
     Same parameters (plus ``client``, the ``distributed.Client`` to run on; None: the default
     client), fitted attributes and model files as the local estimator, and on the same data
     the same model: the same splits and labels, scores and training loss equal up to the
-    order of floating-point additions (about 1e-15 relative). :meth:`to_local` gives the plain
+    order of floating-point additions (about 1e-15 relative); with ``histogram_bits`` (integer
+    histograms, exact sums: :mod:`rebelboost.exact_sums`) the same model file, bit for bit,
+    on any partitioning. :meth:`to_local` gives the plain
     estimator; ``predict``, ``predict_proba`` and ``decision_function`` of Dask collections
     return Dask arrays, computed partition by partition (NumPy input is scored in memory).
 
@@ -122,7 +126,8 @@ class DaskRebelClassifier(RebelClassifier):
         n_rows = sum(f["n_rows"] for f in facts)
         if n_rows < 2:
             raise ValueError(f"the training set has {n_rows} row(s); at least 2 are needed")
-        weight_total = float(sum(f["weight_total"] for f in facts))
+        exact = self.histogram_bits is not None  # exact sums: the local model, bit for bit
+        weight_total = rounded(functools.reduce(np.add, [f["weight_sum"] for f in facts]))
         if weight_total <= 0:
             raise ValueError("sample_weight sums to zero: no sample would count")
         self.classes_ = classes
@@ -146,9 +151,6 @@ class DaskRebelClassifier(RebelClassifier):
             raise NotImplementedError(
                 "the distributed fit trains on the cost-sensitive loss: pass "
                 f"cost_strategy='loss' (not {self.cost_strategy!r}) with costs")
-        if self.histogram_bits is not None:
-            raise NotImplementedError("the distributed fit builds float histograms: pass "
-                                      f"histogram_bits=None (not {self.histogram_bits!r})")
         self.cost_strategy_, self.temperature_, self.route_costs_ = "loss", 1.0, {}
         self._resolve_size(n_rows)
         rng = _rng(self.random_state)  # drawn from as the local fit draws
@@ -157,7 +159,8 @@ class DaskRebelClassifier(RebelClassifier):
                              rng.randint(2**31), None if columns is None else columns.mask,
                              classes)
         parts = [cluster.submit(part_fn.make_partition, raw[a:b], binner, classes,
-                                self.cost_matrix_, self.subcosts, weight_total, worker=worker)
+                                self.cost_matrix_, self.subcosts, weight_total, exact,
+                                worker=worker)
                  for (a, b), worker in zip(groups, placement, strict=True)]
         wait(parts)
         del raw  # the raw rows are dropped: each worker keeps its binned partitions
@@ -176,7 +179,8 @@ class DaskRebelClassifier(RebelClassifier):
             None if validation is None else RebelLoss(
                 None, validation.codes, validation.sample_weight, self.subcosts,
                 validation.cost_rows),
-            np.cumsum([0] + block_rows[:-1]).tolist())
+            np.cumsum([0] + block_rows[:-1]).tolist(),
+            functools.reduce(merge_weight_ranges, [f["weight_range"] for f in facts]))
         target = 1.0 / n_rows if self.target_loss == "auto" else self.target_loss
         try:
             result = boost(booster, self._n_iterations(), d, validation=validation,

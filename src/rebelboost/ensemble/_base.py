@@ -79,7 +79,8 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
             estimator=self,
         )
         self._set_result(result)
-        self.model_.covers = leaf_covers(self.model_.learners, X, sample_weight)
+        self.model_.covers = leaf_covers(self.model_.learners, X, sample_weight,
+                                         exact=getattr(booster, "exact_sums", False))
         self._set_records(result.records, result.n_kept, booster)
         return self
 

@@ -12,11 +12,16 @@ from ..losses.rebel import RebelLoss
 class RebelBooster:
     """REBEL's loss (2K weight channels, closed-form steps) driving one weak-learner family."""
 
-    def __init__(self, family, cost_rows, sample_weight, validation, learning_rate, subcosts):
+    def __init__(self, family, cost_rows, sample_weight, validation, learning_rate, subcosts,
+                 exact_sums: bool = False):
+        """``exact_sums``: the loss and the leaves' covers are exact sums (quantized fits: the
+        model of any partitioning of the rows)."""
         self.family = family
         self.learning_rate = learning_rate
         self.blas_threads = family.blas_threads
-        self.loss = RebelLoss(None, family.codes, sample_weight, subcosts, cost_rows)
+        self.exact_sums = exact_sums
+        self.loss = RebelLoss(None, family.codes, sample_weight, subcosts, cost_rows,
+                              exact=exact_sums)
         self.val_loss = (RebelLoss(None, validation.codes, validation.sample_weight, subcosts,
                                    validation.cost_rows) if validation is not None else None)
         self.scores = np.zeros((len(family.codes), cost_rows.shape[1]))

@@ -343,7 +343,7 @@ default='from_dtype'
             cost_rows = cost_rows.copy()
             cost_rows[moved] = self._trained_costs(family.codes[moved])
         return RebelBooster(family, cost_rows, sample_weight, validation, self._shrinkage(),
-                             self.subcosts)
+                             self.subcosts, exact_sums=vector and self.histogram_bits is not None)
 
     def _resolve_size(self, n_rows: int) -> None:
         self.resolved_params_ = resolve_size_params(self, n_rows)

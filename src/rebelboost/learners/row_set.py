@@ -13,6 +13,7 @@ from typing import NamedTuple, Protocol
 import numba
 import numpy as np
 
+from ..exact_sums import rounded, sum_rows
 from ..search.binned import BinnedData
 from ..search.histograms import build_leaf_histogram, row_totals
 from ..search.histograms._intrinsics import prefetch_ahead
@@ -186,7 +187,8 @@ class LocalRows(RowArrays):
 
     ``histogram_bits``: histograms of the channels quantized once for this tree
     (:mod:`..search.quantize`, stochastic rounding from ``seed``), integer cells (``hist_dtype``)
-    that :meth:`dequantize` turns into the float sums a search reads; sums stay exact."""
+    that :meth:`dequantize` turns into the float sums a search reads; a leaf's sums are
+    exact sums, rounded once (:mod:`..exact_sums`), as a partitioned fit's are."""
 
     def __init__(self, data: BinnedData, channels: np.ndarray, rows: np.ndarray | None = None,
                  amplify: np.ndarray | None = None, row_weight: np.ndarray | None = None,
@@ -223,8 +225,8 @@ class LocalRows(RowArrays):
         """The leaf's channel sums; a float histogram's rows are gathered once for both: the
         copy is kept for :meth:`histogram` of the same leaf, which the grower asks for next."""
         rows = self.rows_of(leaf)
-        if self.quantized is not None:
-            return self.sums_of(rows)
+        if self.quantized is not None:  # exact: the sums of any partitioning of the rows
+            return rounded(sum_rows(self.channels, rows, self.amplify, self.row_weight))
         gathered = gather(self.channels, rows, self.amplify, self.row_weight)
         self._gathered = (leaf, gathered)
         return row_totals(gathered)

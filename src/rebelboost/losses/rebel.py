@@ -38,6 +38,8 @@ import numba
 import numpy as np
 from scipy.special import logsumexp
 
+from ..exact_sums import exact_sum
+
 # Smoothing of empty sums, relative to each class's total weight: caps |a_k| at ln(1/eps)/2.
 STEP_EPS = 1e-10
 
@@ -89,12 +91,18 @@ class RebelLoss:
 
     def __init__(self, cost_matrix: np.ndarray | None, y: np.ndarray,
                  sample_weight: np.ndarray, subcosts: str = "thesis",
-                 sample_cost: np.ndarray | None = None, weight_total: float | None = None):
+                 sample_cost: np.ndarray | None = None, weight_total: float | None = None,
+                 exact: bool = False):
         """``weight_total`` (default: ``sample_weight.sum()``) normalises the weights; a
-        partition of a distributed training set passes the whole set's total."""
+        partition of a distributed training set passes the whole set's total. ``exact``:
+        totals are exact sums rounded once (:mod:`..exact_sums`; the same on any
+        partitioning of the rows)."""
+        self.exact = exact
+        if weight_total is None:
+            weight_total = exact_sum(sample_weight) if exact else sample_weight.sum()
         rows, self._row_of, row_class = _cost_table(cost_matrix, np.asarray(y), sample_cost)
         c_plus, c_minus = _subcosts(None, row_class, subcosts, sample_cost=rows)
-        w = sample_weight / (sample_weight.sum() if weight_total is None else weight_total)
+        w = sample_weight / weight_total
         with np.errstate(divide="ignore"):
             self._log_plus = np.log(c_plus)
             self._log_minus = np.log(c_minus)
@@ -113,7 +121,7 @@ class RebelLoss:
         shift = self.max_exponent(scores)
         if not np.isfinite(shift):  # no weight at all (-inf), or an infinite one
             return float(shift)
-        total = _fill_weights(*self._tables(), scores, shift, None).sum()
+        total = self._total(_fill_weights(*self._tables(), scores, shift, None))
         return float(shift + np.log(total))
 
     def loss(self, scores: np.ndarray) -> float:
@@ -151,6 +159,13 @@ class RebelLoss:
         """Channels ``exp([log+ + H, log- - H] - shift)`` (into ``out`` if given: a float64
         array of that shape whose rows are contiguous, such as the first columns of a wider
         array) and their total."""
+        channels, row_sums = self.scaled_row_weights(scores, shift, out)
+        return channels, self._total(row_sums)
+
+    def scaled_row_weights(self, scores: np.ndarray, shift: float,
+                           out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`scaled_weights` with each row's total instead of their sum (a partition of
+        an exact fit adds them to the other partitions' exactly)."""
         scores = self._check_scores(scores)
         shape = (scores.shape[0], 2 * self.n_classes)
         channels = np.empty(shape) if out is None else out
@@ -158,8 +173,10 @@ class RebelLoss:
                 or (channels.shape[0] > 0 and channels.strides[1] != 8)):
             raise ValueError(f"out must be a float64 array of shape {shape} with contiguous "
                              "rows")
-        row_sums = _fill_weights(*self._tables(), scores, shift, channels)
-        return channels, float(row_sums.sum())
+        return channels, _fill_weights(*self._tables(), scores, shift, channels)
+
+    def _total(self, row_sums: np.ndarray) -> float:
+        return exact_sum(row_sums) if self.exact else float(row_sums.sum())
 
     def log_partial_sums(self) -> np.ndarray:
         """``log`` of the ``c+`` and ``c-`` totals at ``H = 0`` (a partition's share of the

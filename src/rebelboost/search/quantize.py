@@ -34,27 +34,55 @@ def check_bits(bits: int | None) -> None:
         raise ValueError(f"histogram_bits must be in {list(BITS_RANGE)} or None, got {bits}")
 
 
+def channel_scales(top: np.ndarray, weight_range: tuple[bool, float, float], bits: int
+                   ) -> np.ndarray:
+    """The (C + 1,) scales of C channels whose largest values are ``top`` and of the sample
+    weight, ``weight_range`` = (all integers, least, largest): scale 1 (exact) when every
+    weight is a small integer."""
+    levels = (1 << bits) - 1
+    integral, least, largest = weight_range
+    scales = np.empty(len(top) + 1)
+    scales[:-1] = np.where(top > 0, top / levels, 1.0)
+    exact = integral and least >= 0 and largest <= levels
+    scales[-1] = 1.0 if exact else max(largest / levels, 1e-300)
+    return scales
+
+
+def weight_range(row_weight: np.ndarray) -> tuple[bool, float, float]:
+    """What :func:`channel_scales` needs of the sample weights (combine parts' with
+    :func:`merge_weight_ranges`)."""
+    if not len(row_weight):
+        return True, np.inf, 0.0
+    return (bool(np.all(row_weight == np.round(row_weight))), float(row_weight.min()),
+            float(row_weight.max()))
+
+
+def merge_weight_ranges(a: tuple, b: tuple) -> tuple[bool, float, float]:
+    return a[0] and b[0], min(a[1], b[1]), max(a[2], b[2])
+
+
 def quantize_channels(channels: np.ndarray, amplify: np.ndarray | None,
-                      row_weight: np.ndarray, bits: int, seed: int
+                      row_weight: np.ndarray, bits: int, seed: int,
+                      scales: np.ndarray | None = None, first_row: int = 0
                       ) -> tuple[np.ndarray, np.ndarray]:
     """The (n, 2K + 1) quantized channels (uint8/uint16) and the (2K + 1,) scales that
-    dequantize them (``x ~ q * scale``); the last channel is the sample weight."""
+    dequantize them (``x ~ q * scale``); the last channel is the sample weight.
+
+    ``scales`` (default: from these rows) and ``first_row`` (the rows' place among all rows,
+    which seeds their draws) let a part of the rows be quantized as within all of them."""
     check_bits(bits)
     levels = (1 << bits) - 1
     n, c = channels.shape
     values = channels if amplify is None else channels * amplify[:, None]
-    top = values.max(axis=0) if n else np.zeros(c)
-    scales = np.empty(c + 1)
-    scales[:c] = np.where(top > 0, top / levels, 1.0)
-    exact = bool(np.all(row_weight == np.round(row_weight))) and (
-        n == 0 or (row_weight.min() >= 0 and row_weight.max() <= levels))
-    scales[c] = 1.0 if exact or n == 0 else max(row_weight.max() / levels, 1e-300)
+    if scales is None:
+        top = values.max(axis=0) if n else np.zeros(c)
+        scales = channel_scales(top, weight_range(row_weight), bits)
     dtype = np.uint8 if bits <= 8 else np.uint16
     out = np.empty((n, c + 1), dtype=dtype)
     kernel = _quantize if n >= _PARALLEL_ROWS else _quantize_serial
     kernel(np.ascontiguousarray(values, dtype=np.float64),
            np.ascontiguousarray(row_weight, dtype=np.float64), 1.0 / scales, levels,
-           np.uint64(seed & 0xFFFFFFFFFFFFFFFF), out)
+           np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first_row, out)
     return out, scales
 
 
@@ -100,24 +128,24 @@ def _uniform(seed, index):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _quantize_row(values, row_weight, inv, levels, seed, out, r):
+def _quantize_row(values, row_weight, inv, levels, seed, first_row, out, r):
     c = values.shape[1]
     for j in range(c + 1):
         x = (values[r, j] if j < c else row_weight[r]) * inv[j]
-        q = np.floor(x + _uniform(seed, r * (c + 1) + j))
+        q = np.floor(x + _uniform(seed, (first_row + r) * (c + 1) + j))
         out[r, j] = min(max(q, 0.0), levels)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _quantize(values, row_weight, inv, levels, seed, out):
+def _quantize(values, row_weight, inv, levels, seed, first_row, out):
     for r in numba.prange(values.shape[0]):
-        _quantize_row(values, row_weight, inv, levels, seed, out, r)
+        _quantize_row(values, row_weight, inv, levels, seed, first_row, out, r)
 
 
 @numba.njit(cache=True, nogil=True)
-def _quantize_serial(values, row_weight, inv, levels, seed, out):
+def _quantize_serial(values, row_weight, inv, levels, seed, first_row, out):
     for r in range(values.shape[0]):
-        _quantize_row(values, row_weight, inv, levels, seed, out, r)
+        _quantize_row(values, row_weight, inv, levels, seed, first_row, out, r)
 
 
 @numba.njit(cache=True, nogil=True)
