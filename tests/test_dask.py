@@ -365,12 +365,48 @@ def test_what_the_distributed_fit_lacks_is_refused_up_front(client):
     Xd, yd = da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100)
     for params in (dict(weak_learner="stump"), dict(subsample=0.5, sampling="goss"),
                    dict(early_stopping=True),
-                   dict(early_stopping="auto"),
-                   dict(cost_matrix=[[0, 1, 2], [1, 0, 1], [1, 1, 0]]),
-                   dict(cost_matrix=[[0, 1, 1, .3], [1, 0, 1, .3], [1, 1, 0, .3]],
-                        decisions=["0", "1", "2", "refer"], cost_strategy="loss")):
+                   dict(early_stopping="auto")):
         with pytest.raises(NotImplementedError, match="distributed fit"):
             DaskRebelClassifier(n_estimators=2, **params).fit(Xd, yd)
+    with pytest.raises(NotImplementedError, match="per-row costs train on the cost"):
+        DaskRebelClassifier(n_estimators=2).fit(Xd, yd, sample_cost=da.ones((200, 3),
+                                                                           chunks=(100, 3)))
+    with pytest.raises(ValueError, match="decisions need cost_strategy='posterior'"):
+        DaskRebelClassifier(n_estimators=2, cost_strategy="loss", decisions=["0", "1", "2", "r"],
+                            cost_matrix=[[0, 1, 1, .3], [1, 0, 1, .3], [1, 1, 0, .3]]
+                            ).fit(Xd, yd)
+
+
+def test_cost_routes_are_cross_fitted_on_the_workers(client):
+    """The posterior and auto routes (cross-fitted calibration and the guard), decisions that
+    are not labels: fold models fitted on the workers give the local fit's route, calibration
+    and evidence, and with histogram_bits its model file byte for byte."""
+    X, y = _data(n=1800, d=6, k=3, seed=14)
+    Xd, yd = da.from_array(X, chunks=((500, 0, 700, 600), 6)), da.from_array(
+        y, chunks=((500, 0, 700, 600),))
+    hedge = np.array([[0, 1, 8], [2, 0, 1], [1, 3, 0.]])
+    refer = np.array([[0, 1, 1, .3], [1, 0, 1, .3], [1, 1, 0, .3]])
+    routes = set()
+    for params in (dict(cost_matrix=hedge), dict(cost_matrix=hedge, cost_strategy="auto"),
+                   dict(cost_matrix=refer, decisions=["a", "b", "c", "refer"])):
+        params = dict(n_estimators=6, max_leaves=15, random_state=5, histogram_bits=12,
+                      **params)
+        local = RebelClassifier(**params).fit(X, y)
+        dist = DaskRebelClassifier(**params).fit(Xd, yd)
+        assert _model_file(dist) == _model_file(local)
+        assert dist.cost_evidence_ == local.cost_evidence_
+        assert_array_equal(dist.predict(X), local.predict(X))
+        routes.add(dist.cost_route_)
+    assert routes == {"argmax", "min_risk"}  # the guard kept argmax, and chose min risk
+    assert set(np.unique(dist.predict(X))) <= {"a", "b", "c", "refer"}
+    # float histograms: the same route and decisions, calibration up to summation order
+    params = dict(n_estimators=6, max_leaves=15, random_state=5, cost_matrix=refer,
+                  decisions=["a", "b", "c", "refer"])
+    local = RebelClassifier(**params).fit(X, y)
+    dist = DaskRebelClassifier(**params).fit(Xd, yd)
+    assert dist.cost_route_ == local.cost_route_ == "min_risk"
+    assert_allclose(dist.temperature_, local.temperature_, rtol=1e-6)
+    assert_array_equal(dist.predict(X), local.predict(X))
 
 
 def test_a_worker_killed_mid_fit_leaves_the_same_model(client):

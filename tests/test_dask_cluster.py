@@ -98,14 +98,22 @@ def test_the_cli_fits_on_a_scheduler_address(address, tmp_path):
         assert_array_equal(getattr(dist.trees_, name), getattr(local.trees_, name))
     features = frame.drop(columns="label")
     assert_array_equal(dist.predict(features), local.predict(features))
-    # with integer histograms and exact sums: the same file, byte for byte
-    for where, scheduler in (("dist12.json", ["--scheduler", address]), ("local12.json", [])):
-        source = str(parts / "*.csv") if scheduler else str(tmp_path / "all.csv")
-        result = runner.invoke(main, ["fit", source, "--target", "label", "--n-estimators",
-                                      "6", "--random-state", "3", "--histogram-bits", "12",
-                                      "-q", *scheduler, "-o", str(tmp_path / where)])
-        assert result.exit_code == 0, result.output
-    assert (tmp_path / "dist12.json").read_bytes() == (tmp_path / "local12.json").read_bytes()
+    # with integer histograms and exact sums: the same file, byte for byte; also with a
+    # cost table of decisions (the posterior route, cross-fitted on the workers)
+    (tmp_path / "refer.csv").write_text(",low,mid,high,refer\nlow,0,1,1,0.3\n"
+                                        "mid,1,0,1,0.3\nhigh,1,1,0,0.3\n")
+    for costs in ([], ["--cost-matrix", str(tmp_path / "refer.csv")]):
+        for where, scheduler in (("dist12.json", ["--scheduler", address]),
+                                 ("local12.json", [])):
+            source = str(parts / "*.csv") if scheduler else str(tmp_path / "all.csv")
+            result = runner.invoke(main, ["fit", source, "--target", "label",
+                                          "--n-estimators", "6", "--random-state", "3",
+                                          "--histogram-bits", "12", "-q", *scheduler, *costs,
+                                          "-o", str(tmp_path / where)])
+            assert result.exit_code == 0, result.output
+        written = (tmp_path / "dist12.json").read_bytes()
+        assert written == (tmp_path / "local12.json").read_bytes()
+    assert b'"refer"' in written
     bad = runner.invoke(main, ["fit", str(tmp_path / "all.csv"), "--target", "label",
                                "--scheduler", address, "--validation-fraction", "0.1"])
     assert bad.exit_code != 0 and "--validation-fraction" in bad.output

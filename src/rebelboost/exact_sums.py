@@ -146,10 +146,11 @@ def rounded(acc: np.ndarray) -> np.ndarray | float:
     flat = acc.reshape(-1, acc.shape[-1])
     normalize(flat)
     out = np.empty(len(flat))
-    unit = 1 << 1074
-    for a, digits in enumerate(flat):
-        value = (int.from_bytes(digits[:-1].astype("<u4").tobytes(), "little")
-                 + (int(digits[-1]) << (32 * (len(digits) - 1))))
+    unit, width = 1 << 1074, 4 * (flat.shape[1] - 1)
+    low = flat[:, :-1].astype("<u4").tobytes()  # the unsigned digits, row after row
+    for a in range(len(flat)):
+        value = (int.from_bytes(low[a * width:(a + 1) * width], "little")
+                 + (int(flat[a, -1]) << (8 * width)))
         try:
             out[a] = value / unit  # int / int: correctly rounded
         except OverflowError:

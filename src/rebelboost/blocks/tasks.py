@@ -26,8 +26,8 @@ from ..exact_sums import accumulator, sum_by_slot, sum_rows, sum_values
 from ..learners.row_set import BinTree, RowArrays
 from ..losses.rebel import RebelLoss, add_slot_values
 from ..search.binned import BinnedData
-from ..search.histograms import feature_cells
-from ..search.quantize import build_quantized_histogram, quantize_channels, weight_range
+from ..search.histograms import build_leaf_histogram, feature_cells
+from ..search.quantize import gather_as_float, quantize_channels, weight_range
 from ..validation import normalize_labels
 
 
@@ -137,6 +137,24 @@ def _costs(raw: RawPartition, classes: np.ndarray) -> tuple[np.ndarray, np.ndarr
         return codes, check_sample_cost(raw.cost, codes, len(classes))
     except ValueError as exc:
         raise ValueError(f"partitions from {raw.index}: {exc}") from None
+
+
+def codes_and_weights(raw: RawPartition, classes: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The rows' class codes and sample weights (a cost route's folds are dealt on them)."""
+    return np.searchsorted(classes, raw.y).astype(np.intp), raw.weight
+
+
+def select_rows(raw: RawPartition, keep: np.ndarray, classes: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(X, class codes, weights)`` of the rows ``keep`` marks (a fold model's training
+    rows: its classes are the codes, as a local fold model's)."""
+    return raw.X[keep], np.searchsorted(classes, raw.y[keep]).astype(np.intp), raw.weight[keep]
+
+
+def fold_scores(raw: RawPartition, held_out: np.ndarray, model) -> np.ndarray:
+    """A fold model's class scores of the rows ``held_out`` marks (``model`` local)."""
+    return model.model_.scores(model.encode(raw.X[held_out]))
 
 
 def sample_summary(raw: RawPartition, rows: np.ndarray | None,
@@ -291,9 +309,10 @@ def split_many(part: Partition, jobs: list[tuple], features: np.ndarray, drop: l
     left_bins)`` of ``jobs`` done in order: the leaf's rows split into ``left`` and ``right``
     (``left_bins``: a categorical split's bins going left; the leaf's own rows kept, as the
     grower may leave it a leaf) and child ``built``'s :func:`histogram`; and the rows of the
-    leaves in ``drop`` (split for good) forgotten. Also the splits' ``[sums_left,
-    sums_right]`` (each ending with the row count) and the histograms, each concatenated in
-    the jobs' order (one array apiece, so that a reduction adds them up as one)."""
+    leaves in ``drop`` (split for good) forgotten. Also the sums of each ``built`` child
+    (ending with its row count: the grower takes the other child's as the parent's minus
+    these) and the histograms, each concatenated in the jobs' order (one array apiece, so
+    that a reduction adds them up as one)."""
     leaves = {h: r for h, r in part.leaves.items() if h not in drop}
     rowset = part.rows()
     stats, hists = [], []
@@ -301,7 +320,7 @@ def split_many(part: Partition, jobs: list[tuple], features: np.ndarray, drop: l
         lrows, rrows = rowset.split_rows(leaves[leaf], feature, split_bin, missing_left,
                                          left_bins)
         leaves[left], leaves[right] = lrows, rrows
-        stats += [_sums(part, lrows), _sums(part, rrows)]
+        stats.append(_sums(part, leaves[built]))
         hists.append(_histogram(part, leaves[built], features))
     return replace(part, leaves=leaves), np.concatenate(stats), np.concatenate(hists)
 
@@ -314,16 +333,13 @@ def histogram(part: Partition, leaf: int, features: np.ndarray) -> np.ndarray:
 def _histogram(part: Partition, rows: np.ndarray, features: np.ndarray) -> np.ndarray:
     data = part.data
     cells = feature_cells(data.cell_offsets, features)
-    if part.quantized is not None:  # integer cells: exact sums in any order
-        out = np.empty((int(data.cell_offsets[-1]), part.quantized.shape[1]), dtype=np.int64)
-        build_quantized_histogram(
-            data.bins, part.quantized, rows, features,
-            np.ascontiguousarray(data.layout.n_value_bins, dtype=np.int32),
-            data.cell_offsets, out, False)
-        return out[cells]
-    rowset = part.rows()
     out = np.empty((int(data.cell_offsets[-1]), part.counted.shape[1]))
-    rowset.histogram_of(rows, rowset.sums_of(rows), features, out)
+    if part.quantized is not None:  # integers in float64 cells: exact in any order below 2^53
+        q = gather_as_float(part.quantized, rows)
+        build_leaf_histogram(data, q, rows, q.sum(axis=0), features, out)
+    else:
+        rowset = part.rows()
+        rowset.histogram_of(rows, rowset.sums_of(rows), features, out)
     return out[cells]
 
 

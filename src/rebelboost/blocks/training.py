@@ -83,9 +83,8 @@ class BlockRows:
         """``scales``: the blocks' histograms are of quantized channels with these scales
         (integer cells, :mod:`..search.quantize`) and their sums exact (accumulators)."""
         self.cluster = cluster
-        self.scales = scales
+        self.scales = scales  # (their cells hold integers, in float64)
         self.quantized = None if scales is None else True  # (what the grower asks)
-        self.hist_dtype = np.float64 if scales is None else np.int64
         self.parts = parts
         self._counts = {0: n_rows}
         self._sums = {0: root_sums}
@@ -157,15 +156,17 @@ class BlockRows:
         if self.scales is not None:
             total = rounded(total)
         self.round_trips += 1
-        c = len(total) // (2 * len(jobs))  # channels with the row count, per child
+        c = len(total) // len(jobs)  # channels with the row count, per built child
         cells_per_leaf = len(self._cells(self.features))
         for i, (leaf, left, right, *_, smaller, _) in enumerate(jobs):
-            sums = total[2 * c * i:2 * c * (i + 1)]
-            self._counts[left], self._counts[right] = int(sums[c - 1]), int(sums[2 * c - 1])
-            if (smaller == left) != (sums[c - 1] <= sums[2 * c - 1]):
+            sums = total[c * i:c * (i + 1)]
+            other = right if smaller == left else left
+            self._counts[smaller] = int(sums[-1])
+            self._counts[other] = self._counts[leaf] - self._counts[smaller]
+            if (smaller == left) != (self._counts[left] <= self._counts[right]):
                 raise RuntimeError("the row counts of a split disagree with its leaf's "
                                    "histogram")
-            self._sums[left], self._sums[right] = sums[:c - 1], sums[c:2 * c - 1]
+            self._sums[smaller] = sums[:-1]  # (the grower takes the other's by subtraction)
             hist = packed[cells_per_leaf * i:cells_per_leaf * (i + 1)]
             self._built[smaller] = (self.features, hist)
             self._cell_counts[right if smaller == left else left] = (

@@ -12,13 +12,15 @@ import time
 
 import click
 
-from .tables import categorical_columns
+from .tables import categorical_columns, read_decision_costs
 
 
 def fit_on_cluster(address: str, data: str, target: str | None, n_estimators: int | None,
-                   params: dict, categorical: str | None, quiet: bool):
-    """Fit DATA's rows on the cluster at ``address``; returns the fitted estimator (saved by
-    the caller), after echoing a summary unless ``quiet``."""
+                   params: dict, categorical: str | None, quiet: bool,
+                   cost_matrix: str | None = None):
+    """Fit DATA's rows on the cluster at ``address`` (``cost_matrix``: a cost CSV, as the
+    local fit reads it); returns the fitted estimator (saved by the caller), after echoing a
+    summary unless ``quiet``."""
     try:
         import dask.dataframe as dd
         from distributed import Client
@@ -44,6 +46,12 @@ def fit_on_cluster(address: str, data: str, target: str | None, n_estimators: in
     except OSError as exc:
         raise click.ClickException(f"cannot reach the scheduler at {address!r}: {exc}") from None
     with client:
+        if cost_matrix is not None:  # its rows and columns name the classes: read them first
+            import numpy as np
+
+            classes = np.unique(y.unique().compute().to_numpy())
+            params["cost_matrix"], params["decisions"] = read_decision_costs(cost_matrix,
+                                                                             classes)
         model = DaskRebelClassifier(n_estimators, client=client, **params)
         start = time.perf_counter()
         model.fit(X, y)

@@ -22,14 +22,15 @@ from ..binning import Binner
 from ..blocks import tasks as part_fn
 from ..blocks.training import BlockRebelBooster
 from ..categorical import CategoricalColumns, part_levels
+from ..costs import check_costs
 from ..engine import boost
 from ..ensemble._base import _rng
 from ..ensemble.rebel import RebelClassifier
 from ..exact_sums import rounded
 from ..losses.rebel import RebelLoss
 from ..search.quantize import merge_weight_ranges
-from ..validation import check_cost_matrix
 from ._cluster import Cluster
+from .cross_fit import choose_route_on_workers
 
 #: The partitions are concatenated into this many blocks per worker, consecutive partitions
 #: together (so the order of additions is fixed by the data, not by where Dask put it): each
@@ -53,8 +54,11 @@ class DaskRebelClassifier(RebelClassifier):
     The distributed fit grows vector-leaf trees (``weak_learner='vector_tree'``, the
     default) on all rows or a uniform sample (``subsample``; the client draws each tree's
     rows as the local fit draws them and sends a bit mask; ``colsample_bytree`` works),
-    trains under 0-1 costs or on the cost-sensitive loss (``cost_strategy='loss'``, with a
-    ``cost_matrix`` or per-row ``sample_cost``; no ``decisions`` beyond the classes), splits
+    takes the local fit's cost routes: with a ``cost_matrix`` (K x K, or K x M with
+    ``decisions``) the default 'posterior' and 'auto' routes are cross-fitted on the workers
+    (:mod:`.cross_fit`: fold models fitted there, the calibration and guard on the rows'
+    codes and out-of-fold scores on the client), and ``cost_strategy='loss'`` trains on the
+    costs, also with per-row ``sample_cost`` (which only that route takes here); it splits
     categorical columns as the local fit does (``categorical_features``; each column's
     values are gathered from every partition first, so codes and bins are those of a local
     fit on all rows), and stops early on an ``eval_set`` (there is no validation split of
@@ -102,12 +106,21 @@ class DaskRebelClassifier(RebelClassifier):
         on them (the same model as a local fit given the same eval set)."""
         self._validate_params()
         self._check_distributed(sample_cost, eval_set)
-        from distributed import default_client, wait
+        from distributed import default_client
 
         cluster = Cluster(self.client or default_client())
+        parts = _partition_inputs(X, y, sample_weight, sample_cost)
+        return self._fit_parts(cluster, *parts, callbacks, eval_set, eval_sample_weight)
+
+    def _fit_parts(self, cluster: Cluster, x_parts: list, y_parts: list, w_parts: list,
+                   c_parts: list, names: list, callbacks=None, eval_set=None,
+                   eval_sample_weight=None) -> DaskRebelClassifier:
+        """:meth:`fit` on partitions (delayed objects or futures of their blocks); a cost
+        route's fold models are fitted through it too (:mod:`.cross_fit`)."""
+        from distributed import wait
+
         client = cluster.client
-        x_parts, y_parts, w_parts, c_parts, names = _partition_inputs(X, y, sample_weight,
-                                                                      sample_cost)
+        has_cost = any(c is not None for c in c_parts)
         d = len(names)
         columns = None
         if self.categorical_features is not None:  # category values agreed by all partitions
@@ -137,29 +150,27 @@ class DaskRebelClassifier(RebelClassifier):
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         k = len(classes)
-        if sample_cost is None:
-            self.cost_matrix_ = check_cost_matrix(self.cost_matrix, k, classes)
+        if not has_cost:
+            self.cost_matrix_, self.decisions_ = check_costs(self.cost_matrix, self.decisions,
+                                                             k, classes)
         elif self.cost_matrix is not None:
             raise ValueError("give either cost_matrix or sample_cost, not both")
         else:  # the mean cost row of each true class, as in a local fit
             sums, counts = functools.reduce(
                 lambda a, b: (a[0] + b[0], a[1] + b[1]),
                 client.gather(cluster.map(part_fn.cost_sums, raw, classes)))
-            self.cost_matrix_ = sums / counts[:, None]
-        if self.cost_strategy != "loss" and not np.array_equal(self.cost_matrix_,
-                                                               1.0 - np.eye(k)):
-            raise NotImplementedError(
-                "the distributed fit trains on the cost-sensitive loss: pass "
-                f"cost_strategy='loss' (not {self.cost_strategy!r}) with costs")
-        self.cost_strategy_, self.temperature_, self.route_costs_ = "loss", 1.0, {}
+            self.cost_matrix_, self.decisions_ = sums / counts[:, None], None
         self._resolve_size(n_rows)
         rng = _rng(self.random_state)  # drawn from as the local fit draws
+        choose_route_on_workers(self, cluster, raw, facts, rng).set_on(self)
+        trained_costs = (self.cost_matrix_ if self.cost_strategy_ == "loss"
+                         else 1.0 - np.eye(k))  # the posterior route trains cost-neutrally
         n_positive = [f["n_positive"] for f in facts]
         binner = _fit_binner(cluster, raw, facts, n_positive, self.max_bins,
                              rng.randint(2**31), None if columns is None else columns.mask,
                              classes)
         parts = [cluster.submit(part_fn.make_partition, raw[a:b], binner, classes,
-                                self.cost_matrix_, self.subcosts, weight_total, exact,
+                                trained_costs, self.subcosts, weight_total, exact,
                                 worker=worker)
                  for (a, b), worker in zip(groups, placement, strict=True)]
         wait(parts)
@@ -207,12 +218,10 @@ class DaskRebelClassifier(RebelClassifier):
         if self.early_stopping and eval_set is None:
             problems.append(f"early_stopping={self.early_stopping!r} without an eval_set (no "
                             "validation split of the partitions: pass eval_set=(X_val, y_val))")
-        if self.decisions is not None:
-            problems.append(f"decisions={self.decisions!r} (decisions that are not the "
-                            "classes need the posterior route's cross-fitted calibration)")
         if sample_cost is not None and self.cost_strategy != "loss":
-            problems.append(f"cost_strategy={self.cost_strategy!r} with sample_cost (it "
-                            "trains on the cost-sensitive loss: pass cost_strategy='loss')")
+            problems.append(f"cost_strategy={self.cost_strategy!r} with sample_cost (per-row "
+                            "costs train on the cost-sensitive loss: pass "
+                            "cost_strategy='loss')")
         if problems:
             raise NotImplementedError("the distributed fit does not support "
                                       + "; ".join(problems))

@@ -47,6 +47,12 @@ class RouteChoice:
     route_costs: dict = field(default_factory=dict)
     evidence: dict = field(default_factory=dict)
 
+    def set_on(self, model) -> None:
+        """The model's fitted attributes of this choice."""
+        model.cost_strategy_, model.cost_route_ = self.strategy, self.route
+        model.calibration_, model.temperature_ = self.calibration, self.calibration.temperature
+        model.route_costs_, model.cost_evidence_ = self.route_costs, self.evidence
+
 
 def fold_assignment(codes: np.ndarray, n_folds: int, rng: np.random.RandomState) -> np.ndarray:
     """A fold per row, stratified: each class's rows, shuffled, dealt round the folds in turn
@@ -75,7 +81,6 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
     than one (the threads shared out among them); each fold's result does not depend on
     which thread fits it, so the scores equal the serial ones.
     """
-    n_classes = model.cost_matrix_.shape[0]
     fold_ids = np.unique(folds)
     n_jobs = resolve_n_jobs(model.get_params().get("n_jobs"))
     workers = min(n_jobs, len(fold_ids))
@@ -83,17 +88,9 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
 
     def fit_fold(f):
         train = folds != f
-        # the final model's size-dependent parameters, not the fold's (fewer rows)
-        fold_model = clone(model).set_params(**{**model.resolved_params_, **params})
-        mask = getattr(model, "is_categorical_", None)
-        if mask is not None:  # X holds category codes already: the folds split them as sets
-            fold_model.set_params(categorical_features=mask)
+        fold_model = fold_estimator(model, params, int(train.sum()), len(codes))
         if workers > 1:
             fold_model.set_params(n_jobs=threads)
-        leaf = fold_model.get_params().get("min_samples_leaf")
-        if leaf is not None and train.sum() < SMALL_FOLD_LEAVES * leaf:
-            share = train.sum() / len(codes)
-            fold_model.set_params(min_samples_leaf=max(1, round(leaf * share)))
         kwargs = {} if sample_cost is None else {"sample_cost": sample_cost[train]}
         fold_model.fit(X[train], codes[train], sample_weight[train], **kwargs)
         with numba_threads(threads, blas_threads=None):
@@ -102,6 +99,27 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
 
     fitted = Parallel(n_jobs=workers, prefer="threads")(delayed(fit_fold)(f)
                                                          for f in fold_ids)
+    return assemble_scores(fitted, fold_ids, folds, codes, model.cost_matrix_.shape[0])
+
+
+def fold_estimator(model, params: dict, n_train: int, n_rows: int):
+    """The unfitted fold model of ``model`` (with ``params``) for ``n_train`` of its
+    ``n_rows`` rows: the final model's size-dependent parameters, not the fold's, and
+    smaller leaves for a small fold (see :func:`out_of_fold_scores`)."""
+    fold_model = clone(model).set_params(**{**model.resolved_params_, **params})
+    mask = getattr(model, "is_categorical_", None)
+    if mask is not None:  # X holds category codes already: the folds split them as sets
+        fold_model.set_params(categorical_features=mask)
+    leaf = fold_model.get_params().get("min_samples_leaf")
+    if leaf is not None and n_train < SMALL_FOLD_LEAVES * leaf:
+        fold_model.set_params(min_samples_leaf=max(1, round(leaf * (n_train / n_rows))))
+    return fold_model
+
+
+def assemble_scores(fitted: list, fold_ids, folds: np.ndarray, codes: np.ndarray,
+                    n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`out_of_fold_scores`' result from each fold's ``(classes present, scores of its
+    held-out rows)``."""
     scores = np.empty((len(codes), n_classes))
     unseen = np.zeros(len(codes), dtype=bool)
     for f, (present, got) in zip(fold_ids, fitted, strict=True):
@@ -112,11 +130,17 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
     return scores, unseen
 
 
-def choose_route(model, X, codes, sample_weight, sample_cost, rng) -> RouteChoice:
+def choose_route(model, X, codes, sample_weight, sample_cost, rng,
+                 out_of_fold=out_of_fold_scores) -> RouteChoice:
     """The decision route for ``model`` (its ``cost_matrix_`` and ``decisions_`` set).
 
-    Cost-neutral problems and ``cost_strategy='loss'`` take no extra fit.
+    Cost-neutral problems and ``cost_strategy='loss'`` take no extra fit. ``out_of_fold``:
+    how the fold models are fitted and scored (:func:`out_of_fold_scores`' signature; a
+    distributed fit fits them on its workers).
     """
+    if model.decisions_ is not None and model.cost_strategy == "loss":
+        raise ValueError("cost_strategy='loss' trains one score per class; decisions "
+                         "need cost_strategy='posterior' or 'auto'")
     cost = model.cost_matrix_
     k = cost.shape[0]
     neutral = (sample_cost is None and model.decisions_ is None
@@ -131,14 +155,14 @@ def choose_route(model, X, codes, sample_weight, sample_cost, rng) -> RouteChoic
             "reason": f"{len(codes)} rows are too few to cross-fit {n_folds} folds with two "
                       "classes in each: uncalibrated minimum risk"})
     neutral_params = {"cost_strategy": "loss", "cost_matrix": None, "decisions": None}
-    scores, unseen = out_of_fold_scores(model, X, codes, sample_weight, folds, neutral_params)
+    scores, unseen = out_of_fold(model, X, codes, sample_weight, folds, neutral_params)
     calibration, proba, evidence = fit_calibration(scores, codes, sample_weight,
                                                    np.where(unseen, -1, folds))
     picks = {"argmax": certain_codes(np.argmax(scores, axis=1), cost),
              "min_risk": min_risk_codes(proba, cost)}
     if model.cost_strategy == "auto" and model.decisions_ is None and not unseen.any():
-        loss_scores, _ = out_of_fold_scores(model, X, codes, sample_weight, folds,
-                                            {"cost_strategy": "loss"}, sample_cost)
+        loss_scores, _ = out_of_fold(model, X, codes, sample_weight, folds,
+                                     {"cost_strategy": "loss"}, sample_cost)
         picks["loss"] = np.argmax(loss_scores, axis=1)
     rows = row_costs(cost, codes, sample_cost)
     per_row = {route: rows[np.arange(len(codes)), pick] for route, pick in picks.items()}

@@ -304,13 +304,7 @@ default='from_dtype'
         k = len(self.classes_)
         self.cost_matrix_, self.decisions_, sample_cost = resolve_costs(
             self.cost_matrix, sample_cost, codes, k, self.classes_, self.decisions)
-        if self.decisions_ is not None and self.cost_strategy == "loss":
-            raise ValueError("cost_strategy='loss' trains one score per class; decisions "
-                             "need cost_strategy='posterior' or 'auto'")
-        choice = choose_route(self, X, codes, sample_weight, sample_cost, rng)
-        self.cost_strategy_, self.cost_route_ = choice.strategy, choice.route
-        self.calibration_, self.temperature_ = choice.calibration, choice.calibration.temperature
-        self.route_costs_, self.cost_evidence_ = choice.route_costs, choice.evidence
+        choose_route(self, X, codes, sample_weight, sample_cost, rng).set_on(self)
         if self.cost_strategy_ == "posterior":
             return check_cost_matrix(None, k)[codes]  # trained cost-neutrally
         return self.cost_matrix_[codes] if sample_cost is None else sample_cost

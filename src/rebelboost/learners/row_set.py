@@ -21,6 +21,7 @@ from ..search.histograms.dense import PARALLEL_ADDS
 from ..search.quantize import (
     build_quantized_histogram,
     dequantize,
+    gather_as_float,
     histogram_dtype,
     quantize_channels,
 )
@@ -257,7 +258,7 @@ class LocalRows(RowArrays):
             return self.histogram_of(rows, sums, features, out, gathered)
         data = self.data
         if data.sparse is not None:  # integers in float64 cells: exact below 2^53
-            q = self.quantized[rows].astype(np.float64)
+            q = gather_as_float(self.quantized, rows)
             return build_leaf_histogram(data, q, rows, q.sum(axis=0), features, out)
         parallel = len(rows) * out.shape[1] * max(1, len(features)) >= _PARALLEL_HISTOGRAM
         build_quantized_histogram(

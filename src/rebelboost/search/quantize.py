@@ -80,7 +80,7 @@ def quantize_channels(channels: np.ndarray, amplify: np.ndarray | None,
     dtype = np.uint8 if bits <= 8 else np.uint16
     out = np.empty((n, c + 1), dtype=dtype)
     kernel = _quantize if n >= _PARALLEL_ROWS else _quantize_serial
-    kernel(np.ascontiguousarray(values, dtype=np.float64),
+    kernel(np.asarray(values, dtype=np.float64),  # (a strided view as it is: no copy)
            np.ascontiguousarray(row_weight, dtype=np.float64), 1.0 / scales, levels,
            np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first_row, out)
     return out, scales
@@ -108,6 +108,12 @@ def build_quantized_histogram(bins: np.ndarray, quantized: np.ndarray, rows: np.
     a search reads; ``quantized[r]`` are row ``r``'s channels. The float histograms' dense
     kernel on the leaf's rows' channels (integer sums: exact in any order)."""
     add_rows(bins, quantized[rows], rows, features, out, n_value_bins, offsets, parallel)
+
+
+def gather_as_float(quantized: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``quantized[rows]`` as float64 (exact: small integers), in one pass over the rows (a
+    float histogram kernel then sums them exactly, in any order below 2^53)."""
+    return _gather_as_float(quantized, np.asarray(rows, dtype=np.intp))
 
 
 def dequantize(hist: np.ndarray, scales: np.ndarray, features: np.ndarray,
@@ -152,6 +158,16 @@ def _quantize_serial(values, row_weight, inv, levels, seed, first_row, out):
 def _round_each(x, seed, out):
     for i in range(x.shape[0]):
         out[i] = np.floor(x[i] + _uniform(seed, i))
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather_as_float(quantized, rows):
+    out = np.empty((rows.shape[0], quantized.shape[1]))
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for c in range(quantized.shape[1]):
+            out[i, c] = quantized[r, c]
+    return out
 
 
 @numba.njit(cache=True, nogil=True)

@@ -1,0 +1,56 @@
+"""The cost route of a distributed fit, chosen as the local fit chooses it: cross-fitted on
+the workers.
+
+The client holds each row's class code and weight (two numbers a row) to deal the folds and
+fit the calibration map; everything else stays with the workers. Each fold model is a
+distributed fit on the partitions' rows outside its fold (selected where they lie), and
+scores the rows of its fold there. With the same folds, fold models and scores as a local
+fit's, the calibration and the guard's choice are the local fit's
+(:mod:`rebelboost.ensemble._cost_route`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..blocks import tasks as part_fn
+from ..ensemble._cost_route import RouteChoice, assemble_scores, choose_route, fold_estimator
+
+
+def choose_route_on_workers(model, cluster, raw: list, facts: list, rng) -> RouteChoice:
+    """:func:`~rebelboost.ensemble._cost_route.choose_route` for ``model`` (its costs and
+    size-dependent parameters set) on the checked partitions ``raw``."""
+    cost, k = model.cost_matrix_, len(model.classes_)
+    if model.decisions_ is None and (model.cost_strategy == "loss"
+                                     or np.array_equal(cost, 1.0 - np.eye(k))):
+        return RouteChoice("loss", "loss")  # (no fold models: nothing to gather)
+    pieces = cluster.gather(cluster.map(part_fn.codes_and_weights, raw, model.classes_))
+    codes = np.concatenate([c for c, _ in pieces]).astype(np.intp)
+    weight = np.concatenate([w for _, w in pieces])
+    sizes = [f["n_rows"] for f in facts]
+    out_of_fold = functools.partial(_out_of_fold_scores, cluster, raw, sizes)
+    return choose_route(model, None, codes, weight, None, rng, out_of_fold)
+
+
+def _out_of_fold_scores(cluster, raw: list, sizes: list[int], model, X, codes, sample_weight,
+                        folds, params: dict, sample_cost=None):
+    """:func:`~rebelboost.ensemble._cost_route.out_of_fold_scores` on the workers: the
+    fold models one after the other, each a distributed fit."""
+    starts = np.cumsum([0, *sizes])
+    bounds = list(zip(starts[:-1], starts[1:], strict=True))
+    fold_ids, fitted = np.unique(folds), []
+    for f in fold_ids:
+        train = folds != f
+        fold_model = fold_estimator(model, params, int(train.sum()), len(codes))
+        picked = [cluster.submit(part_fn.select_rows, part, train[a:b], model.classes_)
+                  for part, (a, b) in zip(raw, bounds, strict=True)]
+        x_parts, y_parts, w_parts = cluster.unpack(picked, 3)
+        fold_model._fit_parts(cluster, x_parts, y_parts, w_parts, [None] * len(raw),
+                              list(range(model.n_features_in_)))
+        local = fold_model.to_local()
+        got = cluster.gather([cluster.submit(part_fn.fold_scores, part, ~train[a:b], local)
+                              for part, (a, b) in zip(raw, bounds, strict=True)])
+        fitted.append((np.unique(codes[train]), np.concatenate(got)))
+    return assemble_scores(fitted, fold_ids, folds, codes, model.cost_matrix_.shape[0])
