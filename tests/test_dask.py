@@ -137,7 +137,7 @@ def test_per_row_costs_train_the_local_model(client):
     cost[5, y[5]] = 1.0  # a cost at the true class
     with pytest.raises(ValueError, match="zero at each sample's true class"):
         DaskRebelClassifier(**params).fit(Xd, yd, sample_cost=da.from_array(cost, chunks=400))
-    with pytest.raises(NotImplementedError, match="cost_strategy='loss'"):
+    with pytest.raises(ValueError, match="zero at each sample's true class"):  # posterior
         DaskRebelClassifier(n_estimators=2).fit(Xd, yd,
                                                 sample_cost=da.from_array(cost, chunks=400))
 
@@ -368,9 +368,6 @@ def test_what_the_distributed_fit_lacks_is_refused_up_front(client):
                    dict(early_stopping="auto")):
         with pytest.raises(NotImplementedError, match="distributed fit"):
             DaskRebelClassifier(n_estimators=2, **params).fit(Xd, yd)
-    with pytest.raises(NotImplementedError, match="per-row costs train on the cost"):
-        DaskRebelClassifier(n_estimators=2).fit(Xd, yd, sample_cost=da.ones((200, 3),
-                                                                           chunks=(100, 3)))
     with pytest.raises(ValueError, match="decisions need cost_strategy='posterior'"):
         DaskRebelClassifier(n_estimators=2, cost_strategy="loss", decisions=["0", "1", "2", "r"],
                             cost_matrix=[[0, 1, 1, .3], [1, 0, 1, .3], [1, 1, 0, .3]]
@@ -397,8 +394,20 @@ def test_cost_routes_are_cross_fitted_on_the_workers(client):
         assert dist.cost_evidence_ == local.cost_evidence_
         assert_array_equal(dist.predict(X), local.predict(X))
         routes.add(dist.cost_route_)
-    assert routes == {"argmax", "min_risk"}  # the guard kept argmax, and chose min risk
     assert set(np.unique(dist.predict(X))) <= {"a", "b", "c", "refer"}
+    # per-row costs (their class means decide; the guard weighs the routes by them)
+    rng = np.random.default_rng(3)
+    sample_cost = hedge[y] * rng.uniform(0.5, 1.5, (len(y), 1))
+    cost_d = da.from_array(sample_cost, chunks=((500, 0, 700, 600), 3))
+    for strategy in ("posterior", "auto"):
+        params = dict(n_estimators=6, max_leaves=15, random_state=5, histogram_bits=12,
+                      cost_strategy=strategy)
+        local = RebelClassifier(**params).fit(X, y, sample_cost=sample_cost)
+        dist = DaskRebelClassifier(**params).fit(Xd, yd, sample_cost=cost_d)
+        assert _model_file(dist) == _model_file(local)
+        assert dist.cost_evidence_ == local.cost_evidence_
+        routes.add(dist.cost_route_)
+    assert routes >= {"argmax", "min_risk"}  # the guard kept argmax, and chose min risk
     # float histograms: the same route and decisions, calibration up to summation order
     params = dict(n_estimators=6, max_leaves=15, random_state=5, cost_matrix=refer,
                   decisions=["a", "b", "c", "refer"])

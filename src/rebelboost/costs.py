@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
+from .exact_sums import rounded, sum_by_group
 from .validation import check_cost_matrix
 
 COST_STRATEGIES = ("loss", "posterior", "auto")
@@ -210,10 +211,15 @@ def resolve_costs(cost_matrix, sample_cost, codes: np.ndarray, n_classes: int, c
     names = check_decisions(decisions)
     sample_cost = check_sample_cost(sample_cost, codes, n_classes,
                                     None if names is None else len(names))
-    counts = np.bincount(codes, minlength=n_classes)
-    means = np.zeros((n_classes, sample_cost.shape[1]))
-    np.add.at(means, codes, sample_cost)
-    return means / counts[:, None], names, sample_cost
+    return class_mean_costs(sum_by_group(codes, sample_cost, n_classes),
+                            np.bincount(codes, minlength=n_classes)), names, sample_cost
+
+
+def class_mean_costs(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each class's mean cost row from the exact sums of its rows' costs (accumulators,
+    :func:`~rebelboost.exact_sums.sum_by_group`: the same on any partitioning of the rows)
+    and its number of rows."""
+    return rounded(sums) / counts[:, None]
 
 
 def row_costs(cost_matrix: np.ndarray, codes: np.ndarray, sample_cost=None) -> np.ndarray:

@@ -113,6 +113,31 @@ def _sum_by_slot(slots, weight, acc):
             normalize(acc[t])
 
 
+@numba.njit(cache=True, nogil=True)
+def _sum_by_group(groups, values, acc):
+    """``acc[groups[i], j] += values[i, j]``."""
+    n, m = values.shape
+    row = np.empty(m)
+    bits = row.view(np.int64)
+    for start in range(0, n, _BATCH):
+        for i in range(start, min(n, start + _BATCH)):
+            for j in range(m):
+                row[j] = values[i, j]
+            for j in range(m):
+                add_value(acc[groups[i], j], bits[j])
+        for g in range(acc.shape[0]):
+            normalize(acc[g])
+
+
+def sum_by_group(groups: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
+    """(n_groups, M, DIGITS): the accumulators of each group's column sums of ``values``
+    (n, M), ``groups`` (n,) its rows' groups (e.g. each class's total cost row)."""
+    acc = accumulator(n_groups, values.shape[1])
+    _sum_by_group(np.ascontiguousarray(groups, dtype=np.intp),
+                  np.ascontiguousarray(values, dtype=np.float64), acc)
+    return acc
+
+
 def sum_values(values: np.ndarray) -> np.ndarray:
     """The accumulator of the sum of ``values`` (any shape; finite)."""
     values = np.ascontiguousarray(values, dtype=np.float64).ravel()

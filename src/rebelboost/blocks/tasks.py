@@ -22,7 +22,7 @@ from ..binning import (
 )
 from ..categorical import CategoricalColumns
 from ..costs import check_sample_cost
-from ..exact_sums import accumulator, sum_by_slot, sum_rows, sum_values
+from ..exact_sums import accumulator, sum_by_group, sum_by_slot, sum_rows, sum_values
 from ..learners.row_set import BinTree, RowArrays
 from ..losses.rebel import RebelLoss, add_slot_values
 from ..search.binned import BinnedData
@@ -121,35 +121,36 @@ def facts(raw: RawPartition) -> dict:
     }
 
 
-def cost_sums(raw: RawPartition, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per true class, the sum of the rows' ``sample_cost`` rows and their number (the
-    model's ``cost_matrix_`` is the classes' mean cost rows, as in a local fit)."""
-    codes, cost = _costs(raw, classes)
+def cost_sums(raw: RawPartition, classes: np.ndarray, n_decisions: int | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Per true class, the exact sum of the rows' ``sample_cost`` rows (accumulators) and
+    their number (the model's ``cost_matrix_`` is the classes' mean cost rows, as in a local
+    fit: :func:`~rebelboost.costs.class_mean_costs`)."""
+    codes, cost = _costs(raw, classes, n_decisions)
     k = len(classes)
-    sums = np.zeros((k, k))
-    np.add.at(sums, codes, cost)
-    return sums, np.bincount(codes, minlength=k).astype(np.float64)
+    return sum_by_group(codes, cost, k), np.bincount(codes, minlength=k)
 
 
-def _costs(raw: RawPartition, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _costs(raw: RawPartition, classes: np.ndarray, n_decisions: int | None = None
+           ) -> tuple[np.ndarray, np.ndarray]:
     codes = np.searchsorted(classes, raw.y).astype(np.intp)
     try:
-        return codes, check_sample_cost(raw.cost, codes, len(classes))
+        return codes, check_sample_cost(raw.cost, codes, len(classes), n_decisions)
     except ValueError as exc:
         raise ValueError(f"partitions from {raw.index}: {exc}") from None
 
 
-def codes_and_weights(raw: RawPartition, classes: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """The rows' class codes and sample weights (a cost route's folds are dealt on them)."""
-    return np.searchsorted(classes, raw.y).astype(np.intp), raw.weight
+def codes_and_weights(raw: RawPartition, classes: np.ndarray) -> tuple:
+    """The rows' class codes, sample weights and ``sample_cost`` rows (None without): a cost
+    route's folds are dealt on them and its guard weighs the routes by them."""
+    return np.searchsorted(classes, raw.y).astype(np.intp), raw.weight, raw.cost
 
 
-def select_rows(raw: RawPartition, keep: np.ndarray, classes: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(X, class codes, weights)`` of the rows ``keep`` marks (a fold model's training
-    rows: its classes are the codes, as a local fold model's)."""
-    return raw.X[keep], np.searchsorted(classes, raw.y[keep]).astype(np.intp), raw.weight[keep]
+def select_rows(raw: RawPartition, keep: np.ndarray, classes: np.ndarray) -> tuple:
+    """``(X, class codes, weights, costs or None)`` of the rows ``keep`` marks (a fold
+    model's training rows: its classes are the codes, as a local fold model's)."""
+    return (raw.X[keep], np.searchsorted(classes, raw.y[keep]).astype(np.intp),
+            raw.weight[keep], None if raw.cost is None else raw.cost[keep])
 
 
 def fold_scores(raw: RawPartition, held_out: np.ndarray, model) -> np.ndarray:
@@ -223,14 +224,16 @@ class Partition:
 
 def make_partition(raws: list[RawPartition], binner: Binner, classes: np.ndarray,
                    cost_matrix: np.ndarray, subcosts: str, weight_total: float,
-                   exact: bool = False) -> Partition:
+                   exact: bool = False, row_costs: bool = True) -> Partition:
     """Bins and REBEL's loss of consecutive partitions as one block (each binned apart: the
     raw rows are never copied into one array, and are dropped). ``exact``: the block
-    answers with exact sums (:mod:`..exact_sums`) and quantized histograms."""
+    answers with exact sums (:mod:`..exact_sums`) and quantized histograms; ``row_costs``
+    False: the loss takes ``cost_matrix`` even where rows have their own costs (the
+    posterior route trains cost-neutrally)."""
     bins, codes, weight, costs = [], [], [], []
     for raw in raws:
         bins.append(binner.transform(raw.X))
-        if raw.cost is None:
+        if raw.cost is None or not row_costs:
             codes.append(np.searchsorted(classes, raw.y).astype(np.intp))
         else:
             c, cost = _costs(raw, classes)

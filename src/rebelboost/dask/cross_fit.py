@@ -16,6 +16,7 @@ import functools
 import numpy as np
 
 from ..blocks import tasks as part_fn
+from ..costs import check_sample_cost
 from ..ensemble._cost_route import RouteChoice, assemble_scores, choose_route, fold_estimator
 
 
@@ -27,11 +28,16 @@ def choose_route_on_workers(model, cluster, raw: list, facts: list, rng) -> Rout
                                      or np.array_equal(cost, 1.0 - np.eye(k))):
         return RouteChoice("loss", "loss")  # (no fold models: nothing to gather)
     pieces = cluster.gather(cluster.map(part_fn.codes_and_weights, raw, model.classes_))
-    codes = np.concatenate([c for c, _ in pieces]).astype(np.intp)
-    weight = np.concatenate([w for _, w in pieces])
+    codes = np.concatenate([c for c, _, _ in pieces]).astype(np.intp)
+    weight = np.concatenate([w for _, w, _ in pieces])
+    sample_cost = None
+    if pieces[0][2] is not None:  # per-row costs: the guard weighs the routes by them
+        sample_cost = check_sample_cost(np.concatenate([c for *_, c in pieces]), codes, k,
+                                        None if model.decisions_ is None
+                                        else len(model.decisions_))
     sizes = [f["n_rows"] for f in facts]
     out_of_fold = functools.partial(_out_of_fold_scores, cluster, raw, sizes)
-    return choose_route(model, None, codes, weight, None, rng, out_of_fold)
+    return choose_route(model, None, codes, weight, sample_cost, rng, out_of_fold)
 
 
 def _out_of_fold_scores(cluster, raw: list, sizes: list[int], model, X, codes, sample_weight,
@@ -46,8 +52,10 @@ def _out_of_fold_scores(cluster, raw: list, sizes: list[int], model, X, codes, s
         fold_model = fold_estimator(model, params, int(train.sum()), len(codes))
         picked = [cluster.submit(part_fn.select_rows, part, train[a:b], model.classes_)
                   for part, (a, b) in zip(raw, bounds, strict=True)]
-        x_parts, y_parts, w_parts = cluster.unpack(picked, 3)
-        fold_model._fit_parts(cluster, x_parts, y_parts, w_parts, [None] * len(raw),
+        x_parts, y_parts, w_parts, c_parts = cluster.unpack(picked, 4)
+        if sample_cost is None:  # (the fold model is cost-neutral)
+            c_parts = [None] * len(raw)
+        fold_model._fit_parts(cluster, x_parts, y_parts, w_parts, c_parts,
                               list(range(model.n_features_in_)))
         local = fold_model.to_local()
         got = cluster.gather([cluster.submit(part_fn.fold_scores, part, ~train[a:b], local)

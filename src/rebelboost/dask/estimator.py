@@ -22,7 +22,7 @@ from ..binning import Binner
 from ..blocks import tasks as part_fn
 from ..blocks.training import BlockRebelBooster
 from ..categorical import CategoricalColumns, part_levels
-from ..costs import check_costs
+from ..costs import check_costs, check_decisions, class_mean_costs
 from ..engine import boost
 from ..ensemble._base import _rng
 from ..ensemble.rebel import RebelClassifier
@@ -57,8 +57,8 @@ class DaskRebelClassifier(RebelClassifier):
     takes the local fit's cost routes: with a ``cost_matrix`` (K x K, or K x M with
     ``decisions``) the default 'posterior' and 'auto' routes are cross-fitted on the workers
     (:mod:`.cross_fit`: fold models fitted there, the calibration and guard on the rows'
-    codes and out-of-fold scores on the client), and ``cost_strategy='loss'`` trains on the
-    costs, also with per-row ``sample_cost`` (which only that route takes here); it splits
+    codes and out-of-fold scores on the client; per-row ``sample_cost`` too, whose rows then
+    come to the client), and ``cost_strategy='loss'`` trains on the costs; it splits
     categorical columns as the local fit does (``categorical_features``; each column's
     values are gathered from every partition first, so codes and bins are those of a local
     fit on all rows), and stops early on an ``eval_set`` (there is no validation split of
@@ -156,10 +156,13 @@ class DaskRebelClassifier(RebelClassifier):
         elif self.cost_matrix is not None:
             raise ValueError("give either cost_matrix or sample_cost, not both")
         else:  # the mean cost row of each true class, as in a local fit
+            self.decisions_ = check_decisions(self.decisions)
             sums, counts = functools.reduce(
                 lambda a, b: (a[0] + b[0], a[1] + b[1]),
-                client.gather(cluster.map(part_fn.cost_sums, raw, classes)))
-            self.cost_matrix_, self.decisions_ = sums / counts[:, None], None
+                client.gather(cluster.map(part_fn.cost_sums, raw, classes,
+                                          None if self.decisions_ is None
+                                          else len(self.decisions_))))
+            self.cost_matrix_ = class_mean_costs(sums, counts)
         self._resolve_size(n_rows)
         rng = _rng(self.random_state)  # drawn from as the local fit draws
         choose_route_on_workers(self, cluster, raw, facts, rng).set_on(self)
@@ -171,7 +174,7 @@ class DaskRebelClassifier(RebelClassifier):
                              classes)
         parts = [cluster.submit(part_fn.make_partition, raw[a:b], binner, classes,
                                 trained_costs, self.subcosts, weight_total, exact,
-                                worker=worker)
+                                self.cost_strategy_ == "loss", worker=worker)
                  for (a, b), worker in zip(groups, placement, strict=True)]
         wait(parts)
         del raw  # the raw rows are dropped: each worker keeps its binned partitions
@@ -218,10 +221,6 @@ class DaskRebelClassifier(RebelClassifier):
         if self.early_stopping and eval_set is None:
             problems.append(f"early_stopping={self.early_stopping!r} without an eval_set (no "
                             "validation split of the partitions: pass eval_set=(X_val, y_val))")
-        if sample_cost is not None and self.cost_strategy != "loss":
-            problems.append(f"cost_strategy={self.cost_strategy!r} with sample_cost (per-row "
-                            "costs train on the cost-sensitive loss: pass "
-                            "cost_strategy='loss')")
         if problems:
             raise NotImplementedError("the distributed fit does not support "
                                       + "; ".join(problems))
