@@ -25,7 +25,9 @@ class RebelBooster:
         self.val_loss = (RebelLoss(None, validation.codes, validation.sample_weight, subcosts,
                                    validation.cost_rows) if validation is not None else None)
         self.scores = np.zeros((len(family.codes), cost_rows.shape[1]))
-        self.channels, self.scale, _ = self.loss.weights_and_loss(self.scores)
+        out = (family.channels_out(2 * cost_rows.shape[1]) if hasattr(family, "channels_out")
+               else None)  # (where the family wants the channels written, if anywhere)
+        self.channels, self.scale, _ = self.loss.weights_and_loss(self.scores, out)
 
     def initial_loss(self) -> float:
         return self.loss.loss(np.zeros_like(self.scores))

@@ -147,12 +147,24 @@ class VectorTreeFamily:
         self.codes = codes
         self.state: dict = {}
 
+    def channels_out(self, n_channels: int) -> np.ndarray:
+        """Where the loss writes each iteration's channels: the first ``n_channels`` columns
+        of one (n, n_channels + 1) array whose last column is the sample weight, so that a
+        histogram of every row reads the rows in place instead of gathering a copy."""
+        self._packed = np.empty((len(self.sample_weight), n_channels + 1))
+        self._packed[:, -1] = self.sample_weight
+        return self._packed[:, :-1]
+
     def fit(self, channels) -> LearnerFit:
         rows, amplify = sample_rows(channels, self.options, self.grower.rng)
         bits = self.options.histogram_bits
         seed = 0 if bits is None else self.grower.rng.randint(2**31)  # float: draws as before
+        packed = getattr(self, "_packed", None)
+        if packed is None or amplify is not None or channels.base is not packed:
+            packed = None  # (channels of another array, or amplified: no packed rows)
         fit: VectorTreeFit = self.grower.grow(
-            LocalRows(self.data, channels, rows, amplify, self.sample_weight, bits, seed))
+            LocalRows(self.data, channels, rows, amplify, self.sample_weight, bits, seed,
+                      packed))
         return LearnerFit(fit.arrays, fit.leaf_values, fit.leaf_of_row, None, None, fit.loss,
                           fit.gains, fit.histogram_updates)
 

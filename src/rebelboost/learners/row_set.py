@@ -106,9 +106,11 @@ class RowArrays:
                  amplify: np.ndarray | None = None, row_weight: np.ndarray | None = None):
         n = data.n_samples
         self.data = data
-        self.channels = np.ascontiguousarray(channels, dtype=np.float64)
+        self.channels = np.asarray(channels, dtype=np.float64)
         if self.channels.ndim != 2 or self.channels.shape[0] != n:
             raise ValueError(f"channels must have shape ({n}, C), got {self.channels.shape}")
+        if self.channels.strides[1] != 8:  # (rows may be the first columns of a wider array)
+            self.channels = np.ascontiguousarray(self.channels)
         self.amplify = amplify
         self.row_weight = (np.ones(n) if row_weight is None
                            else np.ascontiguousarray(row_weight, dtype=np.float64))
@@ -186,6 +188,9 @@ class LocalRows(RowArrays):
     same order as before), as scikit-learn's hist-GBM ``Splitter`` does: no row arrays are
     allocated per split.
 
+    ``packed``: the (n, C + 1) array whose first columns are ``channels`` and last the row
+    weights, read in place for a leaf of every row (no gathered copy).
+
     ``histogram_bits``: histograms of the channels quantized once for this tree
     (:mod:`..search.quantize`, stochastic rounding from ``seed``), integer cells (``hist_dtype``)
     that :meth:`dequantize` turns into the float sums a search reads; a leaf's sums are
@@ -193,8 +198,10 @@ class LocalRows(RowArrays):
 
     def __init__(self, data: BinnedData, channels: np.ndarray, rows: np.ndarray | None = None,
                  amplify: np.ndarray | None = None, row_weight: np.ndarray | None = None,
-                 histogram_bits: int | None = None, seed: int = 0):
+                 histogram_bits: int | None = None, seed: int = 0,
+                 packed: np.ndarray | None = None):
         super().__init__(data, channels, amplify, row_weight)
+        self._packed = packed  # (channels, row weight) of every row, if the caller has them
         n = data.n_samples
         self.order = (np.arange(n, dtype=np.intp) if rows is None
                       else np.array(rows, dtype=np.intp))
@@ -228,7 +235,10 @@ class LocalRows(RowArrays):
         rows = self.rows_of(leaf)
         if self.quantized is not None:  # exact: the sums of any partitioning of the rows
             return rounded(sum_rows(self.channels, rows, self.amplify, self.row_weight))
-        gathered = gather(self.channels, rows, self.amplify, self.row_weight)
+        if self._packed is not None and len(rows) == self.data.n_samples:
+            gathered = self._packed  # every row, in order: as they lie (the same values)
+        else:
+            gathered = gather(self.channels, rows, self.amplify, self.row_weight)
         self._gathered = (leaf, gathered)
         return row_totals(gathered)
 
