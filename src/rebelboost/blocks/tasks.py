@@ -23,10 +23,11 @@ from ..binning import (
 from ..categorical import CategoricalColumns
 from ..costs import check_sample_cost
 from ..exact_sums import accumulator, sum_by_group, sum_by_slot, sum_rows, sum_values
+from ..learners.row_channels import gather
 from ..learners.row_set import BinTree, RowArrays
 from ..losses.rebel import RebelLoss, add_slot_values
 from ..search.binned import BinnedData
-from ..search.histograms import build_leaf_histogram, feature_cells
+from ..search.histograms import build_leaf_histogram, feature_cells, row_totals
 from ..search.quantize import gather_as_float, quantize_channels, weight_range
 from ..validation import normalize_labels
 
@@ -323,27 +324,35 @@ def split_many(part: Partition, jobs: list[tuple], features: np.ndarray, drop: l
         lrows, rrows = rowset.split_rows(leaves[leaf], feature, split_bin, missing_left,
                                          left_bins)
         leaves[left], leaves[right] = lrows, rrows
-        stats.append(_sums(part, leaves[built]))
-        hists.append(_histogram(part, leaves[built], features))
+        hist, sums = _histogram(part, leaves[built], features)
+        stats.append(sums)
+        hists.append(hist)
     return replace(part, leaves=leaves), np.concatenate(stats), np.concatenate(hists)
 
 
 def histogram(part: Partition, leaf: int, features: np.ndarray) -> np.ndarray:
     """The leaf's histogram on the cells of ``features``, packed (:func:`feature_cells`)."""
-    return _histogram(part, part.leaves[leaf], features)
+    return _histogram(part, part.leaves[leaf], features)[0]
 
 
-def _histogram(part: Partition, rows: np.ndarray, features: np.ndarray) -> np.ndarray:
+def _histogram(part: Partition, rows: np.ndarray, features: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The rows' packed histogram and their sums (:func:`_sums`): scattered rows are read
+    once for both, into a gathered copy (as a local leaf's are)."""
     data = part.data
     cells = feature_cells(data.cell_offsets, features)
     out = np.empty((int(data.cell_offsets[-1]), part.counted.shape[1]))
+    rowset = part.rows()
     if part.quantized is not None:  # integers in float64 cells: exact in any order below 2^53
         q = gather_as_float(part.quantized, rows)
         build_leaf_histogram(data, q, rows, q.sum(axis=0), features, out)
-    else:
-        rowset = part.rows()
-        rowset.histogram_of(rows, rowset.sums_of(rows), features, out)
-    return out[cells]
+        return out[cells], _sums(part, rows)
+    gathered = None  # (every row: read in place)
+    if len(rows) < data.n_samples:
+        gathered = gather(rowset.channels, rows, None, rowset.row_weight)
+    sums = rowset.sums_of(rows) if gathered is None else row_totals(gathered)
+    rowset.histogram_of(rows, sums, features, out, gathered)
+    return out[cells], sums
 
 
 def step(part: Partition, leaves: list[int], steps: np.ndarray, *tree) -> Partition:
