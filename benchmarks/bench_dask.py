@@ -1,6 +1,7 @@
 """Distributed training on a LocalCluster (2 workers unless ``--workers``; issue 18): time
 and bytes moved per iteration of ``DaskRebelClassifier`` against the local
-``RebelClassifier`` and ``lightgbm.dask.DaskLGBMClassifier`` on the same cluster.
+``RebelClassifier``, ``lightgbm.dask.DaskLGBMClassifier`` and ``xgboost.dask``'s
+``DaskXGBClassifier`` (``--methods ... xgboost_dask``) on the same cluster.
 
     python benchmarks/bench_dask.py                       # kddcup and 20M x 50 synthetic
     python benchmarks/bench_dask.py --datasets kddcup --iterations 20
@@ -133,6 +134,26 @@ def time_dask_lightgbm(client, X, y, n_iter):
             "loopback_bytes_per_iteration": (b2 - b1) / n_iter}
 
 
+def time_dask_xgboost(client, X, y, n_iter):
+    """As :func:`time_dask_lightgbm`, for ``xgboost.dask`` (``tree_method='hist'``, its
+    defaults otherwise: depth-6 trees, 256 bins)."""
+    from xgboost.dask import DaskXGBClassifier
+
+    runs = []
+    for n in (n_iter, 2 * n_iter):
+        lo0 = loopback_bytes()
+        start = time.perf_counter()
+        try:
+            DaskXGBClassifier(n_estimators=n, tree_method="hist").fit(X, y)  # (default client)
+        except Exception as exc:
+            return {"error": f"{type(exc).__name__}: {exc}",
+                    "seconds_until_error": time.perf_counter() - start}
+        runs.append((time.perf_counter() - start, loopback_bytes() - lo0))
+    (t1, b1), (t2, b2) = runs
+    return {"fit_s": t1, "fit_s_twice_the_rounds": t2, "per_iteration_s": (t2 - t1) / n_iter,
+            "loopback_bytes_per_iteration": (b2 - b1) / n_iter}
+
+
 def time_local(X, y, n_iter, params):
     from rebelboost import RebelClassifier
 
@@ -196,6 +217,9 @@ def run(name, args):
     if "lightgbm_dask" in args.methods:
         result["lightgbm_dask"] = time_dask_lightgbm(client, X, y, n_iter)
         print("  lightgbm dask", result["lightgbm_dask"], flush=True)
+    if "xgboost_dask" in args.methods:
+        result["xgboost_dask"] = time_dask_xgboost(client, X, y, n_iter)
+        print("  xgboost dask", result["xgboost_dask"], flush=True)
     client.close()
     cluster.close()
     if "rebel_local" in args.methods:
