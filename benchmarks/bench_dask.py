@@ -112,46 +112,40 @@ def time_dask_rebel(client, X, y, n_iter, params):
             "train_loss": model.train_loss_.tolist(), "model_file_sha256": model_digest(model)}
 
 
-def time_dask_lightgbm(client, X, y, n_iter):
-    """Two fits, of ``n_iter`` and ``2 n_iter`` rounds: their difference is the time and the
-    loopback bytes of ``n_iter`` rounds without the setup (each fit trains in one Dask task
-    per worker, so there is no per-round callback to time)."""
-    from lightgbm.dask import DaskLGBMClassifier
-
+def _two_fits(fit, n_iter: int) -> dict:
+    """``fit(n)`` (a peer's fit of ``n`` rounds) for ``n_iter`` and ``2 n_iter`` rounds: their
+    difference is the time and the loopback bytes of ``n_iter`` rounds without the setup
+    (each peer trains in one Dask task per worker, so there is no per-round callback)."""
     runs = []
     for n in (n_iter, 2 * n_iter):
         lo0 = loopback_bytes()
         start = time.perf_counter()
         try:
-            DaskLGBMClassifier(n_estimators=n, num_leaves=31, verbose=-1,
-                               client=client).fit(X, y)
-        except Exception as exc:  # LightGBM's sockets (lightgbm-org/LightGBM#4074)
+            fit(n)
+        except Exception as exc:  # e.g. LightGBM's sockets (lightgbm-org/LightGBM#4074)
             return {"error": f"{type(exc).__name__}: {exc}",
                     "seconds_until_error": time.perf_counter() - start}
         runs.append((time.perf_counter() - start, loopback_bytes() - lo0))
     (t1, b1), (t2, b2) = runs
     return {"fit_s": t1, "fit_s_twice_the_rounds": t2, "per_iteration_s": (t2 - t1) / n_iter,
             "loopback_bytes_per_iteration": (b2 - b1) / n_iter}
+
+
+def time_dask_lightgbm(client, X, y, n_iter):
+    """``lightgbm.dask`` with 31 leaves (:func:`_two_fits`)."""
+    from lightgbm.dask import DaskLGBMClassifier
+
+    return _two_fits(lambda n: DaskLGBMClassifier(n_estimators=n, num_leaves=31, verbose=-1,
+                                                  client=client).fit(X, y), n_iter)
 
 
 def time_dask_xgboost(client, X, y, n_iter):
-    """As :func:`time_dask_lightgbm`, for ``xgboost.dask`` (``tree_method='hist'``, its
-    defaults otherwise: depth-6 trees, 256 bins)."""
+    """``xgboost.dask`` (``tree_method='hist'``, its defaults otherwise: depth-6 trees, 256
+    bins) on the default client, which is ``client`` (:func:`_two_fits`)."""
     from xgboost.dask import DaskXGBClassifier
 
-    runs = []
-    for n in (n_iter, 2 * n_iter):
-        lo0 = loopback_bytes()
-        start = time.perf_counter()
-        try:
-            DaskXGBClassifier(n_estimators=n, tree_method="hist").fit(X, y)  # (default client)
-        except Exception as exc:
-            return {"error": f"{type(exc).__name__}: {exc}",
-                    "seconds_until_error": time.perf_counter() - start}
-        runs.append((time.perf_counter() - start, loopback_bytes() - lo0))
-    (t1, b1), (t2, b2) = runs
-    return {"fit_s": t1, "fit_s_twice_the_rounds": t2, "per_iteration_s": (t2 - t1) / n_iter,
-            "loopback_bytes_per_iteration": (b2 - b1) / n_iter}
+    return _two_fits(lambda n: DaskXGBClassifier(n_estimators=n, tree_method="hist").fit(X, y),
+                     n_iter)
 
 
 def time_local(X, y, n_iter, params):

@@ -23,11 +23,10 @@ from ..binning import (
 from ..categorical import CategoricalColumns
 from ..costs import check_sample_cost
 from ..exact_sums import accumulator, sum_by_group, sum_by_slot, sum_rows, sum_values
-from ..learners.row_channels import gather
 from ..learners.row_set import BinTree, RowArrays
 from ..losses.rebel import RebelLoss, add_slot_values
 from ..search.binned import BinnedData
-from ..search.histograms import build_leaf_histogram, feature_cells, row_totals
+from ..search.histograms import build_leaf_histogram, feature_cells
 from ..search.quantize import gather_as_float, quantize_channels, weight_range
 from ..validation import normalize_labels
 
@@ -280,10 +279,11 @@ def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, object
         rows = np.flatnonzero(mask)
     part = replace(part, counted=counted, leaves={0: rows}, sampled=sample is not None,
                    quantized=None)
+    sums = _sums(part, rows)
     if part.exact:
         top = counted[:, :k2].max(axis=0) if len(counted) else np.zeros(k2)
-        return part, (np.concatenate([sum_values(row_totals)[None], _sums(part, rows)]), top)
-    return part, np.concatenate([[row_totals.sum()], part.rows().sums_of(rows)])
+        return part, (np.concatenate([sum_values(row_totals)[None], sums]), top)
+    return part, np.concatenate([[row_totals.sum()], sums])
 
 
 def quantize(part: Partition, scales: np.ndarray, bits: int, seed: int, start: int
@@ -347,10 +347,7 @@ def _histogram(part: Partition, rows: np.ndarray, features: np.ndarray
         q = gather_as_float(part.quantized, rows)
         build_leaf_histogram(data, q, rows, q.sum(axis=0), features, out)
         return out[cells], _sums(part, rows)
-    gathered = None  # (every row: read in place)
-    if len(rows) < data.n_samples:
-        gathered = gather(rowset.channels, rows, None, rowset.row_weight)
-    sums = rowset.sums_of(rows) if gathered is None else row_totals(gathered)
+    gathered, sums = rowset.gathered(rows)
     rowset.histogram_of(rows, sums, features, out, gathered)
     return out[cells], sums
 

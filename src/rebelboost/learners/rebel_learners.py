@@ -134,6 +134,7 @@ class VectorTreeFamily:
     (no step vector)."""
 
     blas_threads = 1
+    _packed: np.ndarray | None = None  # channels_out's array (None: channels come apart)
 
     def __init__(self, X, codes, sample_weight, cost_matrix, options: LearnerOptions, rng):
         self.data = BinnedData.fit(X, sample_weight, options.max_bins, rng.randint(2**31),
@@ -159,7 +160,7 @@ class VectorTreeFamily:
         rows, amplify = sample_rows(channels, self.options, self.grower.rng)
         bits = self.options.histogram_bits
         seed = 0 if bits is None else self.grower.rng.randint(2**31)  # float: draws as before
-        packed = getattr(self, "_packed", None)
+        packed = self._packed
         if packed is None or amplify is not None or channels.base is not packed:
             packed = None  # (channels of another array, or amplified: no packed rows)
         fit: VectorTreeFit = self.grower.grow(

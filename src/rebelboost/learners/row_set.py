@@ -155,6 +155,16 @@ class RowArrays:
         layout = self.data.layout
         return split_table(split_bin, missing_left, layout.n_bins_total, layout.missing_bin)
 
+    def gathered(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rows' channels and row weight as one compact array, and their sums (the rows
+        read once for both; a gathered copy's totals are :meth:`sums_of` bit for bit). Every
+        row of a packed set: the packed array itself, no copy."""
+        if self._packed is not None and len(rows) == self.data.n_samples:
+            gathered = self._packed  # every row, in order (rows increase): as they are
+        else:
+            gathered = gather(self.channels, rows, self.amplify, self.row_weight)
+        return gathered, row_totals(gathered)
+
     def histogram_of(self, rows: np.ndarray, sums: np.ndarray, features: np.ndarray,
                      out: np.ndarray, gathered: np.ndarray | None = None) -> np.ndarray:
         """Writes the histogram of ``rows`` (channel sums ``sums``) over ``features`` into
@@ -235,12 +245,9 @@ class LocalRows(RowArrays):
         rows = self.rows_of(leaf)
         if self.quantized is not None:  # exact: the sums of any partitioning of the rows
             return rounded(sum_rows(self.channels, rows, self.amplify, self.row_weight))
-        if self._packed is not None and len(rows) == self.data.n_samples:
-            gathered = self._packed  # every row, in order: as they lie (the same values)
-        else:
-            gathered = gather(self.channels, rows, self.amplify, self.row_weight)
+        gathered, sums = self.gathered(rows)
         self._gathered = (leaf, gathered)
-        return row_totals(gathered)
+        return sums
 
     def split(self, leaf: tuple[int, int], feature: int, split_bin: int, missing_left: bool,
               left_bins: np.ndarray | None = None) -> tuple[tuple[int, int], tuple[int, int]]:
