@@ -325,3 +325,23 @@ def test_vector_scan_equals_the_one_scan_bit_for_bit(seed, k, n_bins, scale, min
                             n_value_bins[f], VECTOR_LEAF, prior, min_count, True)
         assert (got[0][j], got[1][j], got[2][j]) == want or (
             np.isinf(want[0]) and np.isinf(got[0][j]))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_compiled_pick_is_pick_split(seed):
+    """``pick_index`` (the vector scan's pick, compiled) takes ``pick_split``'s winner:
+    lowest score, lowest index among scores within rounding of it, none when all are inf."""
+    from rebelboost.search.splits import pick_index, pick_split
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 12))
+    scores = rng.choice([1.0, 1.0 + 1e-13, 1.0 + 1e-9, 2.0, np.inf], n)
+    if seed % 5 == 0:
+        scores[:] = np.inf
+    bins = rng.integers(0, 255, n)
+    missing_left = rng.random(n) < 0.5
+    want = pick_split(scores, bins, missing_left)
+    j = pick_index(scores)
+    assert (j < 0) == (want is None)
+    if want is not None:
+        assert j == want.feature and scores[j] == want.score

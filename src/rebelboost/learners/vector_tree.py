@@ -42,7 +42,7 @@ from ..binning import Binner
 from ..search.category_split import best_category_split
 from ..search.histograms import big_histograms, subtract_histogram
 from ..search.splits import is_better
-from ..search.vector_leaf import leaf_loss, leaf_vector
+from ..search.vector_leaf import leaf_loss, leaf_vectors
 from ..search.vector_scan import best_vector_split
 from .category_sets import category_bitsets
 from .leaf_tree import LeafTreeArrays, constant_leaf_tree
@@ -216,8 +216,9 @@ class VectorTreeGrower:
         for i, leaf in enumerate(order):
             if leaf.parent >= 0:
                 (left if leaf.side == 0 else right)[leaf.parent] = ~i
-            values[i] = leaf_vector(leaf.sums, self.prior, k)
             loss += leaf.loss
+        values[:len(order)] = leaf_vectors(np.array([leaf.sums for leaf in order]),
+                                           self.prior, k)
         t = len(feature)
         if feature:
             arrays.feature[0, :t] = feature
@@ -370,12 +371,14 @@ class VectorTreeGrower:
         """Histograms kept for subtraction: none for the leaves that can no longer be split
         (ranked below the splits left: each split takes the best leaf, and those above them
         would all go first), and of the others the best within ``HISTOGRAM_BUDGET`` bytes."""
+        size = self.hist_shape[0] * self.hist_shape[1] * 8  # (integer cells: at most as many)
+        keep = max(1, int(HISTOGRAM_BUDGET // size))
+        if len(heap) <= min(splits_left, keep):  # every waiting leaf kept, within budget
+            return
         ranked = sorted(heap)  # (-gain, ticket, leaf): the order they would be split in
         for _, _, leaf in ranked[splits_left:]:
             self._release(leaf)
         held = [leaf for _, _, leaf in ranked[:splits_left] if leaf.hist is not None]
-        size = np.prod(self.hist_shape) * 8  # (integer cells: at most as many bytes)
-        keep = max(1, int(HISTOGRAM_BUDGET // size))
         if len(held) > keep:
             for leaf in held[keep:]:
                 leaf.hist = None  # dropped for good: its children get built directly

@@ -187,6 +187,22 @@ def best_split(hist: np.ndarray, layout: BinLayout, score: SplitScore) -> Split 
     return pick_split(*best_split_per_feature(hist, layout, score))
 
 
+@numba.njit(cache=True, nogil=True)
+def pick_index(scores):
+    """:func:`pick_split`'s winner as an index into ``scores`` (-1: none), compiled: the
+    vector-leaf scan picks in the same call as it scans."""
+    lowest = np.inf
+    for s in scores:
+        lowest = min(lowest, s)
+    if not np.isfinite(lowest):
+        return -1
+    bound = lowest + TIE_RTOL * lowest
+    for j in range(scores.shape[0]):
+        if scores[j] <= bound:
+            return j
+    return -1
+
+
 def pick_split(scores, bins, missing_left) -> Split | None:
     """The winner among per-feature bests: lowest score, lowest index among ties (inf: none)."""
     lowest = scores.min()

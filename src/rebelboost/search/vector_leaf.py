@@ -18,10 +18,11 @@ import numpy as np
 from ..losses.rebel import STEP_EPS
 
 
-def leaf_vector(sums: np.ndarray, prior: np.ndarray, k: int) -> np.ndarray:
-    """A leaf's smoothed step ``1/2 ln(Q- / Q+)`` (0 for a class without weight)."""
+def leaf_vectors(sums: np.ndarray, prior: np.ndarray, k: int) -> np.ndarray:
+    """Leaves' smoothed steps ``1/2 ln(Q- / Q+)`` (0 for a class without weight): (L, K) from
+    the leaves' channel sums (L, 2K + 1), in one pass for a whole tree."""
     # sums of the larger child are its parent's minus the smaller's: clamp rounding below 0
-    p, m = np.maximum(sums[:k], 0.0), np.maximum(sums[k:2 * k], 0.0)
+    p, m = np.maximum(sums[:, :k], 0.0), np.maximum(sums[:, k:2 * k], 0.0)
     eps = np.maximum(STEP_EPS * (p + m), np.finfo(np.float64).tiny)
     a = 0.5 * (np.log(m + prior + eps) - np.log(p + prior + eps))
     return np.where(p + m > 0, a, 0.0)

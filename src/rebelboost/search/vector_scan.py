@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from ..losses.rebel import STEP_EPS
-from .splits import Split, _better, feature_totals, pick_split
+from .splits import Split, _better, feature_totals, pick_index
 from .vector_leaf import _class_loss, pair_loss
 
 _TINY = 2.2250738585072014e-308  # the least normal double, as in vector_leaf._class_loss
@@ -188,12 +188,35 @@ def _scan_vector_features_serial(hist, features, n_value_bins, has_missing, offs
     return best_score, best_bin, best_missing_left
 
 
+@numba.njit(cache=True, nogil=True)
+def _picked(scores, bins, missing_left):
+    """(feature index, score, bin, missing_left) of :func:`.splits.pick_split`'s winner
+    (index -1: none)."""
+    j = pick_index(scores)
+    if j < 0:
+        return -1, np.inf, 0, False
+    return j, scores[j], int(bins[j]), missing_left[j]
+
+
+@numba.njit(cache=True, nogil=True)
+def _best_serial(hist, features, n_value_bins, has_missing, offsets, prior, min_count):
+    """:func:`_scan_vector_features_serial` and the pick in one call (a small leaf's scan
+    takes microseconds: a second call into compiled code would cost as much)."""
+    return _picked(*_scan_vector_features_serial(hist, features, n_value_bins, has_missing,
+                                                 offsets, prior, min_count))
+
+
 def best_vector_split(hist: np.ndarray, features: np.ndarray, n_value_bins: np.ndarray,
                       has_missing: np.ndarray, offsets: np.ndarray, prior: np.ndarray,
                       min_count: float, parallel: bool) -> Split | None:
     """A vector-leaf tree's best split of a compact leaf histogram (``offsets``:
     :meth:`~rebelboost.binning.BinLayout.cell_offsets`) over ``features`` (``feature``
     indexes ``features``), or None; ``parallel`` scans the features on every thread."""
-    scan = _scan_vector_features if parallel else _scan_vector_features_serial
-    return pick_split(*scan(hist, features, n_value_bins, has_missing, offsets, prior,
-                            min_count, 4 * numba.get_num_threads()))
+    if parallel:
+        j, score, b, missing_left = _picked(*_scan_vector_features(
+            hist, features, n_value_bins, has_missing, offsets, prior, min_count,
+            4 * numba.get_num_threads()))
+    else:
+        j, score, b, missing_left = _best_serial(hist, features, n_value_bins, has_missing,
+                                                 offsets, prior, min_count)
+    return None if j < 0 else Split(score, j, b, missing_left)
