@@ -61,7 +61,10 @@ def nominal_set(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             names = [str(n) for n in d["feature_names"]] if "feature_names" in d else []
         return X, y, np.array([n in FARS_NOMINAL for n in names], bool)
     with np.load(DATA / "suite" / f"{name}.npz") as d:
-        return X, y, np.asarray(d["nominal"], bool)
+        nominal = np.asarray(d["nominal"], bool)
+        if name == "cars":  # issue 30's "brand set": PMLB marks cylinders only
+            nominal = nominal | (d["feature_names"] == "brand")
+        return X, y, nominal
 
 
 def synthetic(n_levels: int, n: int = 4000, k: int = 4, seed: int = 0):

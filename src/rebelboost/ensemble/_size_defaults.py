@@ -18,6 +18,14 @@ SMALL_DATA_ROWS = 1000
 #: scikit-learn's for early stopping ('auto').
 LARGE_DATA_ROWS = 10_000
 
+#: Sample weight from which a category of a categorical column is placed in the class orders
+#: of a category-set split (lighter ones stay together on one side): LightGBM's
+#: ``min_data_per_group`` scaled to small data, and never above a leaf's own minimum, so the
+#: small-data shape (leaves of any size) splits off a category of one row as it would a leaf
+#: of one row. On the categorical benchmark's sets of at most 1,000 training rows, 5 against 1
+#: (BENCHMARKS.md, "Categorical features", stop 25).
+CATEGORY_MINIMUM = 5.0
+
 SIZED = ("n_estimators", "max_depth", "learning_rate", "min_samples_leaf", "max_leaves")
 
 
@@ -37,3 +45,8 @@ def resolve_size_params(estimator, n_rows: int) -> dict:
         raise ValueError("max_depth=-1 (no limit) is for 'vector_tree'; the paper's trees "
                          "grow layer by layer to a finite depth")
     return resolved
+
+
+def category_minimum(min_samples_leaf: int) -> float:
+    """``min_data_per_category`` for trees whose leaves hold at least ``min_samples_leaf``."""
+    return float(min(CATEGORY_MINIMUM, min_samples_leaf))

@@ -29,7 +29,7 @@ from ._cost_route import choose_route
 from ._cost_state import read_cost_state, write_cost_state
 from ._loop_params import LOOP_CONSTRAINTS, document_loop
 from ._rebel_booster import RebelBooster
-from ._size_defaults import resolve_size_params
+from ._size_defaults import category_minimum, resolve_size_params
 
 
 @document_loop(own=("learning_rate",))
@@ -351,7 +351,8 @@ default='from_dtype'
             max_leaves=params["max_leaves"], max_depth=None if depth == -1 else depth,
             min_samples_leaf=params["min_samples_leaf"], leaf_smoothing=self.leaf_smoothing,
             subsample=self.subsample, sampling=self.sampling,
-            colsample_bytree=self.colsample_bytree, histogram_bits=self.histogram_bits)
+            colsample_bytree=self.colsample_bytree, histogram_bits=self.histogram_bits,
+            min_data_per_category=category_minimum(params["min_samples_leaf"]))
 
     def _shrinkage(self) -> float:  # the learning rate in effect
         return self.resolved_params_["learning_rate"]
