@@ -379,3 +379,19 @@ def test_the_report_names_categories_in_the_learners():
     model = RebelClassifier(5, random_state=0).fit(X, y)
     texts = [text for view in learner_views(model) for text, _ in view.branches]
     assert any("c in {v0" in text for text in texts)
+
+
+def test_rare_categories_are_split_on_small_data():
+    """On the small-data shape (leaves of any size) a category of one or two rows is sorted
+    like any other (``min_data_per_category`` follows ``min_samples_leaf``, at most 5): a
+    column whose 120 rare levels each fix the class is learnt; with a category minimum of 5
+    (leaves of at least 5), the rare levels stay lumped together and err more on new rows."""
+    X, y, _ = _levels_data(n=600, n_levels=120, k=3, noise=0.0)
+    train, test = slice(0, 300), slice(300, None)
+    small = RebelClassifier(60, random_state=0).fit(X[train], y[train])
+    assert small._vector_tree_options().min_data_per_category == 1.0
+    lumped = RebelClassifier(60, min_samples_leaf=5, random_state=0).fit(X[train], y[train])
+    assert lumped._vector_tree_options().min_data_per_category == 5.0
+    small_error = np.mean(small.predict(X[test]) != y[test])
+    lumped_error = np.mean(lumped.predict(X[test]) != y[test])
+    assert small_error + 0.1 <= lumped_error, (small_error, lumped_error)
