@@ -118,6 +118,33 @@ def test_folds_fitted_on_threads_give_the_serial_scores():
     assert_allclose(fits[0].predict_proba(X), fits[1].predict_proba(X), rtol=0, atol=1e-12)
 
 
+def test_the_final_fit_runs_beside_the_folds_and_is_the_one_fitted_after_them(monkeypatch):
+    """A 'posterior' model's final fit runs as one more task beside its fold models (two
+    threads: the fit and a fold side by side); the model, its route and the route's evidence
+    are those of one thread, where the fit follows the folds."""
+    from rebelboost.ensemble import _cost_route
+
+    seen = []
+    real = _cost_route.out_of_fold_scores
+
+    def spy(*args, alongside=None, **kwargs):
+        seen.append(alongside is not None)
+        return real(*args, alongside=alongside, **kwargs)
+
+    monkeypatch.setattr(_cost_route, "out_of_fold_scores", spy)
+    X, y = _problem()
+    fits = [RebelClassifier(15, cost_matrix=COST, random_state=0, n_jobs=n_jobs).fit(X, y)
+            for n_jobs in (1, 2)]
+    assert seen == [True, True]
+    assert fits[0].cost_route_ == fits[1].cost_route_
+    assert fits[0].route_costs_ == fits[1].route_costs_
+    assert fits[0].cost_evidence_ == fits[1].cost_evidence_
+    assert_array_equal(fits[0].decision_function(X), fits[1].decision_function(X))
+    # the model is the plain fit's (trained cost-neutrally)
+    plain = RebelClassifier(15, random_state=0).fit(X, y)
+    assert_array_equal(fits[1].decision_function(X), plain.decision_function(X))
+
+
 def test_guard_picks_argmax_where_min_risk_cannot_help():
     """Costs that only rescale the 0-1 cost per true class by tiny amounts: minimum risk and
     argmax agree nearly everywhere, and the guard does not leave argmax for noise."""

@@ -17,7 +17,13 @@ import numpy as np
 
 from ..blocks import tasks as part_fn
 from ..costs import check_sample_cost
-from ..ensemble._cost_route import RouteChoice, assemble_scores, choose_route, fold_estimator
+from ..ensemble._cost_route import (
+    RouteChoice,
+    assemble_scores,
+    choose_route,
+    fold_estimator,
+    route_folds,
+)
 
 
 def choose_route_on_workers(model, cluster, raw: list, facts: list, rng) -> RouteChoice:
@@ -37,7 +43,8 @@ def choose_route_on_workers(model, cluster, raw: list, facts: list, rng) -> Rout
                                         else len(model.decisions_))
     sizes = [f["n_rows"] for f in facts]
     out_of_fold = functools.partial(_out_of_fold_scores, cluster, raw, sizes)
-    return choose_route(model, None, codes, weight, sample_cost, rng, out_of_fold)
+    folds = route_folds(model, codes, sample_cost, rng)
+    return choose_route(model, None, codes, weight, sample_cost, folds, out_of_fold)
 
 
 def _out_of_fold_scores(cluster, raw: list, sizes: list[int], model, X, codes, sample_weight,

@@ -31,8 +31,7 @@ from ._loop_params import AUTO_EARLY_STOPPING_ROWS
 
 class BoostedClassifier(ClassifierMixin, BaseEstimator):
     """Base class. Fitted: ``classes_``, ``model_`` (the additive model), ``n_estimators_``,
-    ``init_loss_``, ``train_loss_``, ``validation_loss_``, ``best_iteration_``,
-    ``feature_importances_``."""
+    ``*_loss_`` (init, train, validation), ``best_iteration_``, ``feature_importances_``."""
 
     _fitted_fields: tuple[str, ...] = ()  # float arrays (or None) a subclass's file stores
     _renamed_params: dict[str, str] = {}  # old parameter name -> new, for old model files
@@ -72,17 +71,21 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         target = self.target_loss
         if target == "auto":
             target = 1.0 / X.shape[0]
-        result = boost(
+        result = self._train(lambda n_jobs: boost(
             booster, self._n_iterations(), X.shape[1], validation=validation,
             early_stopping=self._early_stopping(validation is not None),
-            callbacks=callbacks, target_loss=target, verbose=self.verbose, n_jobs=self.n_jobs,
+            callbacks=callbacks, target_loss=target, verbose=self.verbose, n_jobs=n_jobs,
             estimator=self,
-        )
+        ))
         self._set_result(result)
         self.model_.covers = leaf_covers(self.model_.learners, X, sample_weight,
                                          exact=getattr(booster, "exact_sums", False))
         self._set_records(result.records, result.n_kept, booster)
         return self
+
+    def _train(self, train):
+        """The boosting run ``train(n_jobs)`` (a booster may run other work beside it)."""
+        return train(self.n_jobs)
 
     def _validation(self, eval_set, eval_sample_weight) -> Validation:
         """An ``eval_set`` (validated, encoded as the training set) to score every iteration."""
@@ -117,9 +120,8 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         self.feature_importances_ = result.feature_importances
 
     def _fit_costs(self, X, codes, sample_weight, rng) -> np.ndarray:
-        """Each training row's costs of predicting each class, (n_samples, K): what the
-        booster trains on and validation decisions are scored with (0-1 unless a booster
-        has costs)."""
+        """Each training row's costs of each class, (n_samples, K): what the booster trains
+        on and validation decisions are scored with (0-1 unless a booster has costs)."""
         return self._cost_matrix()[codes]
 
     def _cost_matrix(self) -> np.ndarray:

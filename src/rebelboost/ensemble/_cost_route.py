@@ -5,7 +5,9 @@ Every training row gets an out-of-fold score from one of ``cost_cv`` cost-neutra
 rows). A calibration map is fitted on all of those scores (:mod:`rebelboost.calibration`), and
 the guard compares, by out-of-fold mean cost, the calibrated minimum-risk rule with plain
 argmax (and, for ``cost_strategy='auto'``, the cost-sensitive loss, cross-fitted the same
-way). The caller then fits its final model on every row: no row is lost to calibration.
+way). The caller fits its final model on every row: no row is lost to calibration. A
+'posterior' model trains cost-neutrally whatever the guard picks, so its final fit runs
+beside the fold models (:func:`choose_route_alongside`) instead of after them.
 
 A rule replaces argmax only when it is cheaper out of fold by more than :data:`MARGIN_SE`
 standard errors of the paired per-row cost difference (a one-sided paired z-test), so that
@@ -65,9 +67,11 @@ def fold_assignment(codes: np.ndarray, n_folds: int, rng: np.random.RandomState)
 
 
 def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
-                       sample_cost=None) -> tuple[np.ndarray, np.ndarray]:
+                       sample_cost=None, alongside=None) -> tuple[np.ndarray, np.ndarray]:
     """``(scores, unseen)``: each row's class scores from the model fitted without its fold,
-    and whether its class was absent from that model's training rows.
+    and whether its class was absent from that model's training rows. ``alongside``: a
+    callable of a thread count run as one more task, first (the final model's fit); then
+    ``(scores, unseen), its result``.
 
     A class a fold model never saw gets, in each row, the lowest score of the classes it
     did see (as unlikely as the least likely one) rather than a made-up extreme. A fold
@@ -83,8 +87,9 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
     """
     fold_ids = np.unique(folds)
     n_jobs = resolve_n_jobs(model.get_params().get("n_jobs"))
-    workers = min(n_jobs, len(fold_ids))
-    threads = max(1, n_jobs // workers)  # each fold model's share of the threads
+    extra = [] if alongside is None else [alongside]
+    workers = min(n_jobs, len(fold_ids) + len(extra))
+    threads = max(1, n_jobs // workers)  # each task's share of the threads
 
     def fit_fold(f):
         train = folds != f
@@ -97,9 +102,14 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
             got = fold_model.model_.scores(fold_model.encode(X[folds == f]))
         return np.unique(codes[train]), got
 
-    fitted = Parallel(n_jobs=workers, prefer="threads")(delayed(fit_fold)(f)
-                                                         for f in fold_ids)
-    return assemble_scores(fitted, fold_ids, folds, codes, model.cost_matrix_.shape[0])
+    # the largest task first: with two threads the final fit (all rows) and three folds of
+    # 2/3 of them finish in 5/3 of a fit instead of 1 + 2/3 + 2/3 + ... after one another
+    tasks = [delayed(task)(threads) for task in extra] + [delayed(fit_fold)(f)
+                                                          for f in fold_ids]
+    done = Parallel(n_jobs=workers, prefer="threads")(tasks)
+    scores = assemble_scores(done[len(extra):], fold_ids, folds, codes,
+                             model.cost_matrix_.shape[0])
+    return scores if alongside is None else (scores, done[0])
 
 
 def fold_estimator(model, params: dict, n_train: int, n_rows: int):
@@ -130,32 +140,62 @@ def assemble_scores(fitted: list, fold_ids, folds: np.ndarray, codes: np.ndarray
     return scores, unseen
 
 
-def choose_route(model, X, codes, sample_weight, sample_cost, rng,
-                 out_of_fold=out_of_fold_scores) -> RouteChoice:
-    """The decision route for ``model`` (its ``cost_matrix_`` and ``decisions_`` set).
+def route_folds(model, codes, sample_cost, rng) -> np.ndarray | None:
+    """The fold of every row for the route's fold models, dealt from ``rng`` (None: the
+    route takes no fold model: a cost-neutral problem, or ``cost_strategy='loss'``)."""
+    if model.decisions_ is not None and model.cost_strategy == "loss":
+        raise ValueError("cost_strategy='loss' trains one score per class; decisions "
+                         "need cost_strategy='posterior' or 'auto'")
+    cost = model.cost_matrix_
+    neutral = (sample_cost is None and model.decisions_ is None
+               and np.array_equal(cost, 1.0 - np.eye(cost.shape[0])))
+    if neutral or model.cost_strategy == "loss":
+        return None
+    return fold_assignment(codes, model.cost_cv, rng)
+
+
+def choose_route(model, X, codes, sample_weight, sample_cost, folds,
+                 out_of_fold=None) -> RouteChoice:
+    """The decision route for ``model`` (its ``cost_matrix_`` and ``decisions_`` set) on the
+    folds :func:`route_folds` dealt.
 
     Cost-neutral problems and ``cost_strategy='loss'`` take no extra fit. ``out_of_fold``:
     how the fold models are fitted and scored (:func:`out_of_fold_scores`' signature; a
     distributed fit fits them on its workers).
     """
-    if model.decisions_ is not None and model.cost_strategy == "loss":
-        raise ValueError("cost_strategy='loss' trains one score per class; decisions "
-                         "need cost_strategy='posterior' or 'auto'")
+    return _choose(model, X, codes, sample_weight, sample_cost, folds, out_of_fold)[0]
+
+
+def choose_route_alongside(model, X, codes, sample_weight, sample_cost, folds, train
+                           ) -> tuple[RouteChoice, object]:
+    """:func:`choose_route` with ``train(n_jobs)``, the final model's cost-neutral fit, run
+    beside the first fold models; ``(choice, train's result)``. For ``cost_strategy=
+    'posterior'``, whose final model does not depend on the choice."""
+    if model.cost_strategy != "posterior":
+        raise ValueError("only a 'posterior' model's final fit can run beside its folds")
+    return _choose(model, X, codes, sample_weight, sample_cost, folds, None, train)
+
+
+def _choose(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, alongside=None
+            ) -> tuple[RouteChoice, object]:
+    """(:func:`choose_route`'s choice, ``alongside(n_jobs)``'s result or None)."""
+    out_of_fold = out_of_fold_scores if out_of_fold is None else out_of_fold
+    if folds is None:
+        return RouteChoice("loss", "loss"), _run(alongside, model)
     cost = model.cost_matrix_
-    k = cost.shape[0]
-    neutral = (sample_cost is None and model.decisions_ is None
-               and np.array_equal(cost, 1.0 - np.eye(k)))
-    if neutral or model.cost_strategy == "loss":
-        return RouteChoice("loss", "loss")
     n_folds = model.cost_cv
-    folds = fold_assignment(codes, n_folds, rng)
     short = [f for f in range(n_folds) if len(np.unique(codes[folds != f])) < 2]
     if len(codes) < 2 * n_folds or short:
         return RouteChoice("posterior", "min_risk", evidence={
             "reason": f"{len(codes)} rows are too few to cross-fit {n_folds} folds with two "
-                      "classes in each: uncalibrated minimum risk"})
+                      "classes in each: uncalibrated minimum risk"}), _run(alongside, model)
     neutral_params = {"cost_strategy": "loss", "cost_matrix": None, "decisions": None}
-    scores, unseen = out_of_fold(model, X, codes, sample_weight, folds, neutral_params)
+    trained = None
+    if alongside is None:
+        scores, unseen = out_of_fold(model, X, codes, sample_weight, folds, neutral_params)
+    else:
+        (scores, unseen), trained = out_of_fold(model, X, codes, sample_weight, folds,
+                                                neutral_params, alongside=alongside)
     calibration, proba, evidence = fit_calibration(scores, codes, sample_weight,
                                                    np.where(unseen, -1, folds))
     picks = {"argmax": certain_codes(np.argmax(scores, axis=1), cost),
@@ -174,8 +214,13 @@ def choose_route(model, X, codes, sample_weight, sample_cost, rng,
     if route == "min_risk" and binary_threshold(cost) is not None:
         evidence["threshold"] = binary_threshold(cost)  # on predict_proba[:, 1]
     if route == "loss":
-        return RouteChoice("loss", "loss", CalibrationMap(), route_costs, evidence)
-    return RouteChoice("posterior", route, calibration, route_costs, evidence)
+        return RouteChoice("loss", "loss", CalibrationMap(), route_costs, evidence), trained
+    return RouteChoice("posterior", route, calibration, route_costs, evidence), trained
+
+
+def _run(train, model):
+    """``train``'s result on all of the model's threads (None without one)."""
+    return None if train is None else train(model.get_params().get("n_jobs"))
 
 
 def guard(per_row: dict, sample_weight) -> tuple[str, dict]:

@@ -16,16 +16,15 @@ import numbers
 import numpy as np
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 
-from ..costs import COST_STRATEGIES, decision_codes, proba_from_scores, resolve_costs, route_of
+from ..costs import COST_STRATEGIES, decision_codes, proba_from_scores, route_of
 from ..io import corrupt, float_array
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.rebel_learners import REBEL_LEARNERS, LearnerOptions
 from ..learners.vector_tree import SAMPLINGS, VectorTreeOptions
 from ..losses.rebel import SUBCOSTS
-from ..validation import check_cost_matrix
 from ._base import BoostedClassifier
 from ._categorical_input import CategoricalInput
-from ._cost_route import choose_route
+from ._cost_fitting import CostFitting
 from ._cost_state import read_cost_state, write_cost_state
 from ._loop_params import LOOP_CONSTRAINTS, document_loop
 from ._rebel_booster import RebelBooster
@@ -33,7 +32,7 @@ from ._size_defaults import category_minimum, resolve_size_params
 
 
 @document_loop(own=("learning_rate",))
-class RebelClassifier(CategoricalInput, BoostedClassifier):
+class RebelClassifier(CostFitting, CategoricalInput, BoostedClassifier):
     """REBEL boosting (Appel, Burgos-Artizzu and Perona, 2016) with stumps or trees.
 
     Parameters
@@ -299,22 +298,6 @@ default='from_dtype'
         """
         return super().fit(X, y, sample_weight, callbacks, eval_set=eval_set,
                            eval_sample_weight=eval_sample_weight, sample_cost=sample_cost)
-
-    def _fit_costs(self, X, codes, sample_weight, rng, sample_cost=None) -> np.ndarray:
-        k = len(self.classes_)
-        self.cost_matrix_, self.decisions_, sample_cost = resolve_costs(
-            self.cost_matrix, sample_cost, codes, k, self.classes_, self.decisions)
-        choose_route(self, X, codes, sample_weight, sample_cost, rng).set_on(self)
-        if self.cost_strategy_ == "posterior":
-            return check_cost_matrix(None, k)[codes]  # trained cost-neutrally
-        return self.cost_matrix_[codes] if sample_cost is None else sample_cost
-
-    def _cost_matrix(self) -> np.ndarray:
-        return self.cost_matrix_
-
-    def _trained_costs(self, codes) -> np.ndarray:
-        k = len(self.classes_)
-        return (self.cost_matrix_ if self.cost_strategy_ == "loss" else 1 - np.eye(k))[codes]
 
     def _make_booster(self, X, codes, sample_weight, cost_rows, rng, validation):
         vector = self.weak_learner == "vector_tree"
