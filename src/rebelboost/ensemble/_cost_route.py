@@ -35,6 +35,14 @@ from ..parallel import numba_threads, resolve_n_jobs
 # 2.0 is where most remaining cases are one test row's decision (a 2.3% one-sided level).
 MARGIN_SE = 2.0
 SMALL_FOLD_LEAVES = 10  # a fold of fewer rows than this many leaves gets smaller leaves
+# A fit's compiled work, roughly features x (rows + bins) x (2K + 1) cells, from which the
+# fold models (and the final fit) run side by side on threads: below it a fit is mostly
+# Python (per-tree bookkeeping) and threads wait on each other for the interpreter. Measured
+# with 2 threads against 1 (best of 2, hedge costs, seed-0 splits): threads slowed the route
+# on lymphography, vehicle, wine_quality_red, mfeat_morphological and car_evaluation (33k to
+# 277k: 1.26-1.82x the time), and sped it up on movement_libras, mfeat_zernike, satimage,
+# optdigits and dna (1.4M to 4.4M: 0.57-0.83x).
+PARALLEL_FOLD_WORK = 1 << 19
 
 
 @dataclass
@@ -82,13 +90,15 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
     final model's leaves (smaller ones cost 2.3x the fit time on vehicle's 395-row folds).
 
     The folds are fitted side by side on threads when the model's ``n_jobs`` allows more
-    than one (the threads shared out among them); each fold's result does not depend on
-    which thread fits it, so the scores equal the serial ones.
+    than one (the threads shared out among them) and the fits are large enough to gain
+    (:data:`PARALLEL_FOLD_WORK`); each fold's result does not depend on which thread fits
+    it, so the scores equal the serial ones.
     """
     fold_ids = np.unique(folds)
     n_jobs = resolve_n_jobs(model.get_params().get("n_jobs"))
     extra = [] if alongside is None else [alongside]
-    workers = min(n_jobs, len(fold_ids) + len(extra))
+    work = X.shape[1] * (len(codes) + min(len(codes), 255)) * (2 * len(model.classes_) + 1)
+    workers = min(n_jobs, len(fold_ids) + len(extra)) if work >= PARALLEL_FOLD_WORK else 1
     threads = max(1, n_jobs // workers)  # each task's share of the threads
 
     def fit_fold(f):
