@@ -46,13 +46,21 @@ def test_scaling_gradient_matches_finite_differences():
         return real_minimize(fun, x0, **kwargs)
 
     calibration.minimize = spy
+    weight = rng.uniform(0.1, 3.0, 50)
     try:
-        fit_scaling(log_p, codes, None, "matrix")
+        fit_scaling(log_p, codes, weight, "matrix")
     finally:
         calibration.minimize = real_minimize
     fun = captured["fun"]
     theta = rng.standard_normal(12)
     assert check_grad(lambda t: fun(t)[0], lambda t: fun(t)[1], theta) < 1e-5
+    # the value: the weighted mean -log softmax(W log p + b)[true class], plus the penalty
+    W, b = theta[:9].reshape(3, 3), theta[9:]
+    z = log_p @ W.T + b
+    logq = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    want = -np.average(logq[np.arange(50), codes], weights=weight)
+    want += calibration.PENALTY / 50 * (((W - np.eye(3)) ** 2).sum() + (b ** 2).sum())
+    assert fun(theta)[0] == pytest.approx(want, rel=1e-12)
 
 
 def test_matrix_scaling_undoes_a_known_dirichlet_distortion():

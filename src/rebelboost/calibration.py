@@ -107,8 +107,7 @@ def fit_scaling(log_p: np.ndarray, codes: np.ndarray, sample_weight, kind: str,
     n, k = log_p.shape
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     w = w / w.sum()
-    onehot = np.zeros((n, k))
-    onehot[np.arange(n), codes] = 1.0
+    rows = np.arange(n)
     lam = strength / n
     eye = np.eye(k)
 
@@ -117,15 +116,18 @@ def fit_scaling(log_p: np.ndarray, codes: np.ndarray, sample_weight, kind: str,
             return np.diag(theta[:k]), theta[k:]
         return theta[:k * k].reshape(k, k), theta[k * k:]
 
-    def objective(theta):
+    def objective(theta):  # (called hundreds of times: a few passes over (n, K) arrays)
         W, b = unpack(theta)
         z = log_p @ W.T + b
-        logq = log_softmax(z, axis=1)
-        value = -(w * (onehot * logq).sum(axis=1)).sum()
+        z -= z.max(axis=1, keepdims=True)
+        q = np.exp(z)
+        total = q.sum(axis=1)
+        value = w @ (np.log(total) - z[rows, codes])  # the weighted -log q(true class)
         value += lam * (((W - eye) ** 2).sum() + (b ** 2).sum())
-        g = (np.exp(logq) - onehot) * w[:, None]  # d value / d z
-        gW = g.T @ log_p + 2 * lam * (W - eye)
-        gb = g.sum(axis=0) + 2 * lam * b
+        q *= (w / total)[:, None]
+        q[rows, codes] -= w  # d value / d z
+        gW = q.T @ log_p + 2 * lam * (W - eye)
+        gb = q.sum(axis=0) + 2 * lam * b
         grad_w = np.diag(gW) if kind == "vector" else gW.ravel()
         return value, np.concatenate([grad_w, gb])
 

@@ -40,9 +40,11 @@ SMALL_FOLD_LEAVES = 10  # a fold of fewer rows than this many leaves gets smalle
 # Python (per-tree bookkeeping) and threads wait on each other for the interpreter. Measured
 # with 2 threads against 1 (best of 2, hedge costs, seed-0 splits): threads slowed the route
 # on lymphography, vehicle, wine_quality_red, mfeat_morphological and car_evaluation (33k to
-# 277k: 1.26-1.82x the time), and sped it up on movement_libras, mfeat_zernike, satimage,
-# optdigits and dna (1.4M to 4.4M: 0.57-0.83x).
-PARALLEL_FOLD_WORK = 1 << 19
+# 277k: 1.26-1.82x the time), gained nothing on allbp, allhypo, allrep and
+# wine_quality_white (0.54M-0.76M: the route 4.1-4.7x the plain fit, as one after another),
+# and sped it up on movement_libras, mfeat_zernike, satimage, optdigits and dna (1.4M to
+# 4.4M: 0.57-0.83x).
+PARALLEL_FOLD_WORK = 1 << 20
 
 
 @dataclass

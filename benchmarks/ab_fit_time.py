@@ -1,0 +1,60 @@
+"""Two versions of rebelboost's default fit, timed alternately, with their models compared.
+
+Each version is a source tree (``git worktree add --detach /tmp/before REV``, then its
+``src``); every fit runs in a fresh process with that tree first on ``PYTHONPATH`` (after a
+3-tree warm-up that compiles the kernels), on a set's seed-0 training split: the best fit CPU
+time of 3, and a hash of the training set's ``predict_proba``, so a change meant to keep the
+models shows that it did. Versions alternate round by round; the table gives medians.
+
+    python benchmarks/ab_fit_time.py analcatdata_happiness,vehicle,satimage /tmp/before/src src
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+CHILD = r"""
+import hashlib, sys, time
+import numpy as np
+sys.path.insert(0, "benchmarks")
+from bench_suite import load, split
+from rebelboost import RebelClassifier
+X, y = load(sys.argv[1])
+X, _, y, _ = split(X, y, 0)
+RebelClassifier(3, n_jobs=2).fit(X, y)
+times = []
+for _ in range(3):
+    t = time.process_time()
+    model = RebelClassifier(n_jobs=2).fit(X, y)
+    times.append(time.process_time() - t)
+print(min(times), hashlib.sha256(model.predict_proba(X).tobytes()).hexdigest()[:16])
+"""
+
+
+def main() -> None:
+    sets, before, after = sys.argv[1].split(","), sys.argv[2], sys.argv[3]
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 2
+    runs = {s: {"before": [], "after": []} for s in sets}
+    for r in range(rounds):
+        order = [("before", before), ("after", after)]
+        for name in sets:
+            for tag, path in order if r % 2 == 0 else order[::-1]:
+                env = dict(os.environ, PYTHONPATH=os.path.abspath(path))
+                out = subprocess.run([sys.executable, "-c", CHILD, name], env=env, check=True,
+                                     capture_output=True, text=True).stdout.split()
+                runs[name][tag].append((float(out[0]), out[1]))
+    print("| set | before (s) | after (s) | after / before | same model |")
+    print("|---|---|---|---|---|")
+    for name, got in runs.items():
+        b = np.median([t for t, _ in got["before"]])
+        a = np.median([t for t, _ in got["after"]])
+        same = {h for _, h in got["before"]} == {h for _, h in got["after"]}
+        print(f"| {name} | {b:.3f} | {a:.3f} | {a / b:.2f} | {same} |")
+
+
+if __name__ == "__main__":
+    main()
