@@ -99,7 +99,7 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
     fold_ids = np.unique(folds)
     n_jobs = resolve_n_jobs(model.get_params().get("n_jobs"))
     extra = [] if alongside is None else [alongside]
-    work = X.shape[1] * (len(codes) + min(len(codes), 255)) * (2 * len(model.classes_) + 1)
+    work = X.shape[1] * (len(codes) + min(len(codes), 255)) * (2 * int(codes.max()) + 3)
     workers = min(n_jobs, len(fold_ids) + len(extra)) if work >= PARALLEL_FOLD_WORK else 1
     threads = max(1, n_jobs // workers)  # each task's share of the threads
 
