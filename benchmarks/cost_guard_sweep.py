@@ -81,6 +81,7 @@ def run_split(name: str, seed: int, n_folds: int = 3) -> list[dict]:
     folds = fold_assignment(y, n_folds, np.random.RandomState(seed))
     model = clone(final)
     model.cost_matrix_ = 1.0 - np.eye(k)
+    model.resolved_params_ = final.resolved_params_  # (the folds keep the final model's)
     oof, unseen = out_of_fold_scores(model, X, y, np.ones(len(y)), folds, {})
     cal, proba, ev = fit_calibration(oof, y, np.ones(len(y)), np.where(unseen, -1, folds))
     records = []
