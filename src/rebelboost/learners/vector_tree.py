@@ -44,6 +44,7 @@ from ..search.histograms import big_histograms, subtract_histogram
 from ..search.splits import is_better
 from ..search.vector_leaf import leaf_loss, leaf_vectors
 from ..search.vector_scan import best_vector_split
+from . import compiled_grower
 from .category_sets import category_bitsets
 from .leaf_tree import LeafTreeArrays, constant_leaf_tree
 from .row_set import BinTree, RowSet, split_table
@@ -144,8 +145,12 @@ class VectorTreeGrower:
         self.updates = 0
         self.searched = 0
         handle = rows.root()
-        root = _Leaf(handle, rows.count(handle), rows.sums(handle), 0, -1, 0)
-        total = root.sums
+        compiled = compiled_grower.applies(self, rows)
+        if compiled:  # (the root's rows gathered once, for its sums and its histogram)
+            gathered, total = rows.gathered(rows.rows_of(handle))
+        else:
+            total = rows.sums(handle)
+        root = _Leaf(handle, rows.count(handle), total, 0, -1, 0)
         count = max(total[2 * k], 1.0)
         mean = (total[:k] + total[k:2 * k]) / (2.0 * count)
         self.prior = opt.leaf_smoothing * mean
@@ -153,6 +158,8 @@ class VectorTreeGrower:
         # set chosen among many is held to more evidence than one threshold
         self.category_prior = (opt.leaf_smoothing + opt.cat_l2) * mean
         root.loss = leaf_loss(total, self.prior, k)
+        if compiled:
+            return self._grow_compiled(rows, root, gathered)
         feature, threshold, missing_left, left, right = [], [], [], [], []
         split_bins, bin_sets, code_sets = [], [], []
         gains = []
@@ -204,6 +211,14 @@ class VectorTreeGrower:
             self._release(leaf)
         return self._assemble(leaves, feature, threshold, missing_left, left, right,
                               split_bins, gains, bin_sets, code_sets)
+
+    def _grow_compiled(self, rows, root: _Leaf, gathered) -> VectorTreeFit:
+        """The tree grown in one compiled call (:mod:`.compiled_grower`: the same tree)."""
+        tree = compiled_grower.grow_tree(self, rows, root, gathered)
+        self.updates, self.searched = tree.pop("updates"), tree.pop("searched")
+        leaves = [_Leaf(*fields[:6], loss=fields[6]) for fields in tree.pop("leaves")]
+        # (the node lists, in _assemble's order; no categorical node)
+        return self._assemble(leaves, *tree.values(), [], [None] * len(tree["feature"]))
 
     def _assemble(self, leaves, feature, threshold, missing_left, left, right, split_bins,
                   gains, bin_sets, code_sets) -> VectorTreeFit:

@@ -1,0 +1,243 @@
+"""A vector-leaf tree grown in one compiled call, for rows held in this process.
+
+:class:`.vector_tree.VectorTreeGrower` grows a tree leaf by leaf in Python around compiled
+kernels. On small data the Python between the kernels (the leaf heap, each child's sums and
+histogram, the split tables) is most of a tree's time: ~160 us a tree of 4 leaves, against
+LightGBM's whole round (BENCHMARKS.md, issues 27 and 28). Here the same loop runs in numba
+for the common case: rows in this process (:class:`.row_set.LocalRows`), float histograms,
+numeric features only, and every histogram the tree keeps within the grower's budget. It
+takes the same decisions from the same sums, summed in the same order, and breaks ties the
+same way (the leaf heap's order, the scan's pick), so the tree is the Python grower's bit for
+bit (``tests/test_compiled_grower.py`` grows both on random data). The caller builds the
+tree's arrays from the result as before.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numba
+import numpy as np
+
+from ..search.histograms import build_leaf_histogram
+from ..search.histograms.dense import PARALLEL_ADDS, _add_rows_serial, _task_starts, feature_tile
+from ..search.histograms.leaf import _fill_defaults_serial, _subtract_serial
+from ..search.histograms.sparse import _column_sums, _sparse_serial
+from ..search.splits import TIE_RTOL
+from ..search.vector_leaf import leaf_loss
+from ..search.vector_scan import _picked, _scan_vector_features_serial
+from .row_channels import PARALLEL_GATHER, _gather
+from .row_set import _PARALLEL_PARTITION, LocalRows, _partition_in_place_serial
+
+# leaf fields (int64 table): the rows' range of the order array, depth, parent node, side,
+# histogram slot (-1: none), split feature (-1: no split), split bin, missing side
+_START, _STOP, _DEPTH, _PARENT, _SIDE, _SLOT, _FEATURE, _BIN, _MISSING = range(9)
+
+
+@numba.njit(cache=True, nogil=True)
+def _build(hist, gathered, order, start, stop, sums, bins, features, n_value_bins, offsets,
+           starts, tile, sparse, indptr, entries):
+    """A leaf's histogram into ``hist`` (:func:`~..search.histograms.leaf.
+    build_leaf_histogram`); ``sparse``: the sparse bins' default bin per feature (empty:
+    dense bins), with their ``indptr`` and ``entries``."""
+    rows = order[start:stop]
+    n_channels = gathered.shape[1]
+    if sparse.shape[0] == 0:
+        _add_rows_serial(bins, gathered, rows, 0, stop - start, features, starts, hist,
+                         n_value_bins, offsets, tile, True, None, ())
+        return
+    hist[:] = 0.0  # sparse bins: every feature's entries, then the default bins
+    _sparse_serial(indptr, entries, gathered.reshape(-1), n_channels, rows, 0, stop - start,
+                   hist, offsets, n_value_bins.astype(np.intp), ())
+    _fill_defaults_serial(hist, offsets, sparse, sums)
+
+
+@numba.njit(cache=True, nogil=True)
+def _can_split(leaf, sums, losses, j, min_weight, max_depth, n_features):
+    """:meth:`.vector_tree.VectorTreeGrower._can_split`."""
+    return (leaf[j, _STOP] - leaf[j, _START] >= 2 and sums[j, sums.shape[1] - 1] >= min_weight
+            and (max_depth < 0 or leaf[j, _DEPTH] < max_depth) and losses[j] > 0.0
+            and n_features > 0)
+
+
+@numba.njit(cache=True, nogil=True)
+def grow_numeric(root_hist, root_sums, channels, row_weight, amplify, order, scratch, bins,
+                 features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total,
+                 prior, min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr,
+                 entries):
+    """Grow one tree over the rows ``order`` (partitioned in place, as the row set does).
+
+    ``root_hist``, ``root_sums``: the root's histogram (if it can be split) and sums, built
+    by the caller as the row set builds them; ``max_depth`` -1: none. Every kernel here runs
+    on the calling thread (the caller checks that the Python grower's would too, but for the
+    root's). Returns ``(leaves, sums, losses, nodes, gains, updates, searched)``: ``leaves``
+    (L, 9) the int fields of every leaf made (the root, then each split's children, left and
+    right), ``sums`` (L, C) and ``losses`` (L,) theirs, ``nodes`` the leaves split, in split
+    order, with their loss reductions ``gains``; the histogram additions (the root's not
+    counted) and the leaves searched."""
+    k = prior.shape[0]
+    n_channels = channels.shape[1] + 1
+    n_cells = offsets[-1]
+    n_features = features.shape[0]
+    cap = 2 * max_leaves + 1
+    leaf = np.full((cap, 9), -1, dtype=np.int64)
+    sums = np.zeros((cap, n_channels))
+    losses = np.zeros(cap)
+    nodes = np.empty(max_leaves, dtype=np.int64)
+    gains = np.empty(max_leaves)
+    pool = [root_hist]  # histograms, taken and given back by slot
+    free = [0]
+    n_made, n_nodes, updates, searched, ticket = 1, 0, 0, 0, 1
+    min_weight = 2.0 * min_samples_leaf
+    sums[0] = root_sums
+    leaf[0, _START], leaf[0, _STOP], leaf[0, _DEPTH], leaf[0, _SIDE] = 0, order.shape[0], 0, 0
+    losses[0] = leaf_loss(sums[0], prior, k)
+    heap = [(0.0, 0, 0)]
+    heap.pop()
+    to_search = [0]
+    while True:
+        for j in to_search:  # (the Python grower's _search, children left then right)
+            if not _can_split(leaf, sums, losses, j, min_weight, max_depth, n_features):
+                continue
+            slot = leaf[j, _SLOT]
+            if slot < 0:  # the root: its histogram came built
+                slot = free.pop()
+                leaf[j, _SLOT] = slot
+            searched += 1
+            index, score, split_bin, missing_left = _picked(*_scan_vector_features_serial(
+                pool[slot], features, n_value_bins, has_missing, offsets, prior,
+                float(min_samples_leaf)))
+            if index >= 0 and score < losses[j] * (1.0 - TIE_RTOL):
+                leaf[j, _FEATURE], leaf[j, _BIN] = features[index], split_bin
+                leaf[j, _MISSING] = 1 if missing_left else 0
+                heapq.heappush(heap, (-(losses[j] - score), 0 if j == 0 else ticket, j))
+                ticket += 0 if j == 0 else 1
+            else:  # no split: its histogram is not read again
+                free.append(slot)
+                leaf[j, _SLOT] = -1
+        if len(heap) == 0 or n_made - n_nodes >= max_leaves:
+            break
+        neg_gain, _, i = heapq.heappop(heap)
+        nodes[n_nodes], gains[n_nodes] = i, -neg_gain
+        n_nodes += 1
+        start, stop = leaf[i, _START], leaf[i, _STOP]
+        table = np.arange(n_bins_total) <= leaf[i, _BIN]  # (the row set's split_table)
+        table[missing_bin] = leaf[i, _MISSING] == 1
+        middle = start + _partition_in_place_serial(bins, order, scratch, start, stop,
+                                                    leaf[i, _FEATURE], table)
+        left, right = n_made, n_made + 1
+        n_made += 2
+        for j, s0, s1 in ((left, start, middle), (right, middle, stop)):
+            leaf[j, _START], leaf[j, _STOP] = s0, s1
+            leaf[j, _DEPTH], leaf[j, _PARENT] = leaf[i, _DEPTH] + 1, i
+            leaf[j, _SIDE] = j - left
+        small, big = (left, right) if middle - start <= stop - middle else (right, left)
+        gathered = _gather(channels, order[leaf[small, _START]:leaf[small, _STOP]], amplify,
+                           row_weight)
+        sums[small] = _column_sums(gathered)
+        sums[big] = sums[i] - sums[small]
+        losses[left] = leaf_loss(sums[left], prior, k)
+        losses[right] = leaf_loss(sums[right], prior, k)
+        # the children's histograms (_children_histograms): the smaller built, the larger
+        # its parent's minus it
+        want_small = _can_split(leaf, sums, losses, small, min_weight, max_depth, n_features)
+        want_big = _can_split(leaf, sums, losses, big, min_weight, max_depth, n_features)
+        parent_slot = leaf[i, _SLOT]
+        leaf[i, _SLOT] = -1
+        if want_small or want_big:
+            if len(free) == 0:
+                pool.append(np.empty((n_cells, n_channels)))
+                free.append(len(pool) - 1)
+            slot = free.pop()
+            _build(pool[slot], gathered, order, leaf[small, _START], leaf[small, _STOP],
+                   sums[small], bins, features, n_value_bins, offsets, starts, tile, sparse,
+                   indptr, entries)
+            updates += (leaf[small, _STOP] - leaf[small, _START]) * n_features
+            if want_big:
+                leaf[big, _SLOT] = parent_slot
+                _subtract_serial(pool[parent_slot], pool[slot])
+            else:
+                free.append(parent_slot)
+            if want_small:
+                leaf[small, _SLOT] = slot
+            else:
+                free.append(slot)
+        else:
+            free.append(parent_slot)
+        to_search = [left, right]
+    return (leaf[:n_made].copy(), sums[:n_made].copy(), losses[:n_made].copy(),
+            nodes[:n_nodes].copy(), gains[:n_nodes].copy(), updates, searched)
+
+
+_NO_SPARSE = (np.empty(0, dtype=np.intp), np.empty((0, 0), dtype=np.int64),
+              np.empty(0, dtype=np.uint32))
+
+
+def applies(grower, rows) -> bool:
+    """Whether :func:`grow_numeric` grows ``grower``'s tree over ``rows``: rows in this
+    process with float histograms, no categorical feature, every histogram the tree can
+    hold at once within the grower's budget (so the Python grower would drop none either),
+    and every kernel after the root's on the calling thread in the Python grower too (a
+    child's histogram has at most half the root's rows; the scans and subtractions follow
+    the histogram's size)."""
+    from .vector_tree import HISTOGRAM_BUDGET
+
+    n_cells, n_channels = grower.hist_shape
+    n = len(rows.order) if type(rows) is LocalRows else 0
+    return (type(rows) is LocalRows and rows.quantized is None and not len(grower.categories)
+            and not grower._big_histograms and n < 2 * PARALLEL_GATHER
+            and n < 2 * _PARALLEL_PARTITION
+            and n * n_channels * max(1, len(grower.features)) < 2 * PARALLEL_ADDS
+            and HISTOGRAM_BUDGET // (n_cells * n_channels * 8) > grower.options.max_leaves)
+
+
+def grow_tree(grower, rows, root, root_gathered: np.ndarray) -> dict:
+    """:func:`grow_numeric` for ``grower`` (a :class:`.vector_tree.VectorTreeGrower` whose
+    tree is set up: features, prior) over ``rows`` from ``root`` (its leaf, sums and loss set;
+    ``root_gathered``: its rows' channels); the tree's nodes as the Python grower
+    records them (``feature``, ``threshold``, ``missing_left``, ``left``, ``right``,
+    ``split_bins``, ``gains``), its final leaves as ``(range, n_rows, sums, depth, parent
+    node, side, loss)``, and the histogram additions and leaves searched."""
+    opt, data, features = grower.options, rows.data, grower.features
+    sparse = _NO_SPARSE if data.sparse is None else (
+        np.ascontiguousarray(data.sparse.default_bin, dtype=np.intp), data.sparse.indptr,
+        data.sparse.entries)
+    n_cells, n_channels = grower.hist_shape
+    root_hist = np.empty(grower.hist_shape)
+    root_updates = 0
+    if grower._can_split(root):  # (built as the row set builds it: on every thread if large)
+        build_leaf_histogram(data, root_gathered, rows.order, root.sums, features, root_hist)
+        root_updates = root.n_rows * len(features)
+    leaves, sums, losses, split, gains, updates, searched = grow_numeric(
+        root_hist, root.sums, rows.channels, rows.row_weight, rows.amplify, rows.order,
+        rows._scratch, data.bins, features, grower.n_value_bins, grower.has_missing,
+        grower.offsets, grower.missing_bin, grower.layout.n_bins_total, grower.prior,
+        float(opt.min_samples_leaf), opt.max_leaves,
+        -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
+        feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels), *sparse)
+    tree = {"feature": [], "threshold": [], "missing_left": [], "left": [], "right": [],
+            "split_bins": [], "gains": []}
+    node_of = {}
+    for n, i in enumerate(split.tolist()):
+        node_of[i] = n
+        f, b, parent = int(leaves[i, _FEATURE]), int(leaves[i, _BIN]), int(leaves[i, _PARENT])
+        if parent >= 0:
+            tree["left" if leaves[i, _SIDE] == 0 else "right"][node_of[parent]] = n
+        first = 1 + 2 * n  # its children: made in split order, left then right
+        n_left = leaves[first, _STOP] - leaves[first, _START]
+        n_right = leaves[first + 1, _STOP] - leaves[first + 1, _START]
+        tree["feature"].append(f)
+        tree["threshold"].append(grower.binner.threshold(f, b))
+        tree["split_bins"].append(b)
+        tree["missing_left"].append(bool(leaves[i, _MISSING]) if grower.has_missing[f]
+                                    else bool(n_left >= n_right))  # NaN: the larger side
+        tree["left"].append(-1)
+        tree["right"].append(-1)
+        tree["gains"].append((f, float(gains[n])))
+    tree["leaves"] = [
+        ((int(leaves[j, _START]), int(leaves[j, _STOP])),
+         int(leaves[j, _STOP] - leaves[j, _START]), sums[j], int(leaves[j, _DEPTH]),
+         node_of.get(int(leaves[j, _PARENT]), -1), int(leaves[j, _SIDE]), float(losses[j]))
+        for j in range(len(leaves)) if j not in node_of]
+    tree["updates"], tree["searched"] = root_updates + int(updates), int(searched)
+    return tree

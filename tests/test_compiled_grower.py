@@ -1,0 +1,90 @@
+"""The compiled grower grows the Python grower's trees, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rebelboost import RebelClassifier
+from rebelboost.learners import compiled_grower
+
+
+def _data(seed, n, d, k, missing=False, binary=False):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    if binary:  # mostly one value a column: the sparse bins
+        X = (X > 0.9).astype(float) * rng.integers(1, 4, size=(n, d))
+    if missing:
+        X[rng.random(X.shape) < 0.1] = np.nan
+    score = np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1]) + rng.normal(0, 0.7, n)
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, k + 1)[1:-1]))
+    return X, y
+
+
+CASES = [
+    ({}, {}),
+    ({"subsample": 0.7}, {}),
+    ({"subsample": 0.6, "sampling": "goss"}, {}),
+    ({"colsample_bytree": 0.5}, {}),
+    ({"max_depth": 3, "max_leaves": 7, "min_samples_leaf": 3}, {}),
+    ({"max_leaves": 5, "learning_rate": 1.0}, {"zero_weights": True}),
+]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("params, extra", CASES)
+def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra):
+    """Models fitted with and without the compiled grower: the same trees, leaf values,
+    training losses and histogram additions, on dense and sparse bins, missing values, row
+    and feature sampling, depth and leaf limits, and weights of zero."""
+    n = (60, 400, 1500, 3000)[seed]
+    X, y = _data(seed, n, 4 + 3 * seed, 2 + seed % 4, missing=seed % 2 == 1,
+                 binary=seed == 3)
+    weight = None
+    if extra.get("zero_weights"):
+        weight = np.random.default_rng(seed).uniform(0.0, 2.0, n)
+        weight[::5] = 0.0
+    used = []
+    real = compiled_grower.grow_tree
+
+    def spy(*args):
+        used.append(True)
+        return real(*args)
+
+    fits = []
+    for compiled in (False, True):
+        if compiled:
+            monkeypatch.setattr(compiled_grower, "grow_tree", spy)
+        else:
+            monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
+        model = RebelClassifier(15, random_state=seed, **params).fit(X, y, sample_weight=weight)
+        fits.append(model)
+        monkeypatch.undo()
+    assert len(used) == 15  # every tree of the second fit took the compiled path
+    a, b = fits
+    for name in ("feature", "threshold", "missing_left", "left", "right"):
+        np.testing.assert_array_equal(getattr(a.trees_, name), getattr(b.trees_, name))
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+    np.testing.assert_array_equal(a.train_loss_, b.train_loss_)
+    np.testing.assert_array_equal(a.histogram_updates_, b.histogram_updates_)
+    np.testing.assert_array_equal(a.feature_importances_, b.feature_importances_)
+
+
+def test_the_python_grower_keeps_what_the_compiled_one_does_not_take():
+    """Categorical columns, quantized histograms: the Python grower (no compiled tree)."""
+    import pandas as pd
+
+    X, y = _data(0, 300, 3, 3)
+    used = []
+    real = compiled_grower.grow_tree
+    compiled_grower.grow_tree = lambda *args: used.append(True) or real(*args)
+    try:
+        frame = pd.DataFrame({"a": X[:, 0], "c": pd.Categorical(np.where(X[:, 1] > 0, "u", "v"))})
+        RebelClassifier(5).fit(frame, y)
+        RebelClassifier(5, histogram_bits=12).fit(X, y)
+        assert not used
+        RebelClassifier(5).fit(X, y)
+        assert len(used) == 5
+    finally:
+        compiled_grower.grow_tree = real
+
