@@ -38,13 +38,12 @@ SMALL_FOLD_LEAVES = 10  # a fold of fewer rows than this many leaves gets smalle
 # A fit's compiled work, roughly features x (rows + bins) x (2K + 1) cells, from which the
 # fold models (and the final fit) run side by side on threads: below it a fit is mostly
 # Python (per-tree bookkeeping) and threads wait on each other for the interpreter. Measured
-# with 2 threads against 1 (best of 2, hedge costs, seed-0 splits): threads slowed the route
-# on lymphography, vehicle, wine_quality_red, mfeat_morphological and car_evaluation (33k to
-# 277k: 1.26-1.82x the time), gained nothing on allbp, allhypo, allrep and
-# wine_quality_white (0.54M-0.76M: the route 4.1-4.7x the plain fit, as one after another),
-# and sped it up on movement_libras, mfeat_zernike, satimage, optdigits and dna (1.4M to
-# 4.4M: 0.57-0.83x).
-PARALLEL_FOLD_WORK = 1 << 20
+# with 2 threads against one after another (best of 2, hedge costs, seed-0 splits, trees
+# grown in one compiled call): balance_scale, lymphography, analcatdata_dmft (19k-42k
+# cells) 1.54-1.76x the time, vehicle, calendarDOW, wine_quality_red, mfeat_morphological,
+# dermatology, car_evaluation (137k-277k) 0.65-1.22x, allrep (0.76M) 0.73x, and from 1.4M
+# (movement_libras, satimage, mfeat_zernike, dna, optdigits) 0.57-0.83x.
+PARALLEL_FOLD_WORK = 1 << 18
 
 
 @dataclass
