@@ -2,8 +2,8 @@
 
 :class:`.vector_tree.VectorTreeGrower` grows a tree leaf by leaf in Python around compiled
 kernels. On small data the Python between the kernels (the leaf heap, each child's sums and
-histogram, the split tables) is most of a tree's time: ~160 us a tree of 4 leaves, against
-LightGBM's whole round (BENCHMARKS.md, issues 27 and 28). Here the same loop runs in numba
+histogram, the split tables) is most of a tree's time (BENCHMARKS.md, "Less bookkeeping per
+leaf"). Here the same loop runs in numba
 for the common case: rows in this process (:class:`.row_set.LocalRows`), float histograms,
 numeric features only, and every histogram the tree keeps within the grower's budget. It
 takes the same decisions from the same sums, summed in the same order, and breaks ties the
@@ -29,8 +29,9 @@ from ..search.vector_scan import _picked, _scan_vector_features_serial
 from .row_channels import PARALLEL_GATHER, _gather
 from .row_set import _PARALLEL_PARTITION, LocalRows, _partition_in_place_serial
 
-# leaf fields (int64 table): the rows' range of the order array, depth, parent node, side,
-# histogram slot (-1: none), split feature (-1: no split), split bin, missing side
+# leaf fields (int64 table): the rows' range of the order array, depth, parent leaf (-1: the
+# root), side, histogram slot (-1: none), split feature (-1: no split), split bin, missing
+# side (1: left)
 _START, _STOP, _DEPTH, _PARENT, _SIDE, _SLOT, _FEATURE, _BIN, _MISSING = range(9)
 
 
