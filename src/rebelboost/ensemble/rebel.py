@@ -108,9 +108,9 @@ class RebelClassifier(CostFitting, CategoricalInput, BoostedClassifier):
         'posterior' trains cost-neutrally: ``cost_cv`` fold models give every training row an
         out-of-fold score, a calibration map (temperature, or vector/matrix scaling where it
         is better out of fold) is fitted on all of them, and the model fitted on all rows
-        (beside the fold models) predicts ``argmin_m (predict_proba @ cost_matrix_)_m`` unless it was not cheaper out
-        of fold than plain argmax by 2 standard errors (the guard; ``cost_route_``,
-        ``cost_evidence_``). 'loss'
+        (beside the fold models) predicts ``argmin_m (predict_proba @ cost_matrix_)_m``
+        unless it was not cheaper out of fold than plain argmax by 2 standard errors (the
+        guard; ``cost_route_``, ``cost_evidence_``). 'loss'
         trains on the cost-sensitive loss and predicts ``argmax H`` (one fit, K x K only);
         'auto' also cross-fits the loss route and lets the guard choose among all three.
         Ignored under 0-1 costs, where the routes agree.

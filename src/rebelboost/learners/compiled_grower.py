@@ -174,22 +174,20 @@ _NO_SPARSE = (np.empty(0, dtype=np.intp), np.empty((0, 0), dtype=np.int64),
               np.empty(0, dtype=np.uint32))
 
 
-def applies(grower, rows) -> bool:
+def applies(grower, rows, budget: int) -> bool:
     """Whether :func:`grow_numeric` grows ``grower``'s tree over ``rows``: rows in this
     process with float histograms, no categorical feature, every histogram the tree can
-    hold at once within the grower's budget (so the Python grower would drop none either),
+    hold at once within the grower's ``budget`` of bytes (so it would drop none either),
     and every kernel after the root's on the calling thread in the Python grower too (a
     child's histogram has at most half the root's rows; the scans and subtractions follow
     the histogram's size)."""
-    from .vector_tree import HISTOGRAM_BUDGET
-
     n_cells, n_channels = grower.hist_shape
     n = len(rows.order) if type(rows) is LocalRows else 0
     return (type(rows) is LocalRows and rows.quantized is None and not len(grower.categories)
             and not grower._big_histograms and n < 2 * PARALLEL_GATHER
             and n < 2 * _PARALLEL_PARTITION
             and n * n_channels * max(1, len(grower.features)) < 2 * PARALLEL_ADDS
-            and HISTOGRAM_BUDGET // (n_cells * n_channels * 8) > grower.options.max_leaves)
+            and budget // (n_cells * n_channels * 8) > grower.options.max_leaves)
 
 
 def grow_tree(grower, rows, root, root_gathered: np.ndarray) -> dict:

@@ -145,7 +145,7 @@ class VectorTreeGrower:
         self.updates = 0
         self.searched = 0
         handle = rows.root()
-        compiled = compiled_grower.applies(self, rows)
+        compiled = compiled_grower.applies(self, rows, HISTOGRAM_BUDGET)
         if compiled:  # (the root's rows gathered once, for its sums and its histogram)
             gathered, total = rows.gathered(rows.rows_of(handle))
         else:
