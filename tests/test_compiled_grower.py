@@ -56,7 +56,7 @@ def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra)
         if compiled:
             monkeypatch.setattr(compiled_grower, "grow_tree", spy)
         else:
-            monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows, budget: False)
+            monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
         model = RebelClassifier(15, random_state=seed, **params).fit(X, y, sample_weight=weight)
         fits.append(model)
         monkeypatch.undo()

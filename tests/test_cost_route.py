@@ -278,3 +278,20 @@ def test_format_2_posterior_files_decide_as_they_did(tmp_path):
     old_proba = proba_from_scores(loaded._scores(X), 3.0)
     assert_allclose(loaded.predict_proba(X), old_proba, rtol=1e-15)
     assert_array_equal(loaded.predict(X), min_risk_codes(old_proba, COST))
+
+
+def test_a_fit_that_failed_leaves_nothing_for_the_next(monkeypatch):
+    """A fit that fails after dealing its folds (here: building its booster) leaves no
+    pending route behind for the next fit to run."""
+    X, y = _problem()
+    model = RebelClassifier(5, cost_matrix=COST, random_state=0)
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("no booster")
+
+    monkeypatch.setattr(RebelClassifier, "_make_booster", fail)
+    with pytest.raises(RuntimeError, match="no booster"):
+        model.fit(X, y)
+    monkeypatch.undo()
+    model.set_params(cost_strategy="loss").fit(X, y)
+    assert model.cost_route_ == "loss"

@@ -328,10 +328,11 @@ def test_vector_scan_equals_the_one_scan_bit_for_bit(seed, k, n_bins, scale, min
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_the_compiled_pick_is_pick_split(seed):
-    """``pick_index`` (the vector scan's pick, compiled) takes ``pick_split``'s winner:
-    lowest score, lowest index among scores within rounding of it, none when all are inf."""
-    from rebelboost.search.splits import pick_index, pick_split
+def test_the_pick_takes_the_lowest_score_and_the_first_among_ties(seed):
+    """``pick_index`` (compiled, the vector scan's) and ``pick_split`` take the lowest score,
+    the lowest index among scores within rounding (``TIE_RTOL``) of it, and none when all
+    are inf: checked against that rule written out."""
+    from rebelboost.search.splits import TIE_RTOL, Split, pick_index, pick_split
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 12))
@@ -340,7 +341,11 @@ def test_the_compiled_pick_is_pick_split(seed):
         scores[:] = np.inf
     bins = rng.integers(0, 255, n)
     missing_left = rng.random(n) < 0.5
-    want = pick_split(scores, bins, missing_left)
+    lowest = min(scores)
+    first = next((i for i, s in enumerate(scores) if s <= lowest * (1 + TIE_RTOL)), None)
+    want = None if not np.isfinite(lowest) else Split(
+        float(scores[first]), first, int(bins[first]), bool(missing_left[first]))
+    assert pick_split(scores, bins, missing_left) == want
     j = pick_index(scores)
     assert (j < 0) == (want is None)
     if want is not None:

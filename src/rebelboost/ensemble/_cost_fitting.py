@@ -17,6 +17,7 @@ class CostFitting:
 
     def _fit_costs(self, X, codes, sample_weight, rng, sample_cost=None) -> np.ndarray:
         k = len(self.classes_)
+        self.__dict__.pop("_pending_route", None)  # (a fit that failed before _train left it)
         self.cost_matrix_, self.decisions_, sample_cost = resolve_costs(
             self.cost_matrix, sample_cost, codes, k, self.classes_, self.decisions)
         folds = route_folds(self, codes, sample_cost, rng)

@@ -19,13 +19,12 @@ import heapq
 import numba
 import numpy as np
 
-from ..search.histograms import build_leaf_histogram
 from ..search.histograms.dense import PARALLEL_ADDS, _add_rows_serial, _task_starts, feature_tile
 from ..search.histograms.leaf import _fill_defaults_serial, _subtract_serial
 from ..search.histograms.sparse import _column_sums, _sparse_serial
 from ..search.splits import TIE_RTOL
 from ..search.vector_leaf import leaf_loss
-from ..search.vector_scan import _picked, _scan_vector_features_serial
+from ..search.vector_scan import _best_serial
 from .row_channels import PARALLEL_GATHER, _gather
 from .row_set import _PARALLEL_PARTITION, LocalRows, _partition_in_place_serial
 
@@ -36,11 +35,11 @@ _START, _STOP, _DEPTH, _PARENT, _SIDE, _SLOT, _FEATURE, _BIN, _MISSING = range(9
 
 
 @numba.njit(cache=True, nogil=True)
-def _build(hist, gathered, order, start, stop, sums, bins, features, n_value_bins, offsets,
-           starts, tile, sparse, indptr, entries):
+def _build(hist, gathered, order, start, stop, sums, bins, features, n_value_bins, caps,
+           offsets, starts, tile, sparse, indptr, entries):
     """A leaf's histogram into ``hist`` (:func:`~..search.histograms.leaf.
-    build_leaf_histogram`); ``sparse``: the sparse bins' default bin per feature (empty:
-    dense bins), with their ``indptr`` and ``entries``."""
+    build_leaf_histogram`); ``caps``: ``n_value_bins`` as intp; ``sparse``: the sparse bins'
+    default bin per feature (empty: dense bins), with their ``indptr`` and ``entries``."""
     rows = order[start:stop]
     n_channels = gathered.shape[1]
     if sparse.shape[0] == 0:
@@ -49,7 +48,7 @@ def _build(hist, gathered, order, start, stop, sums, bins, features, n_value_bin
         return
     hist[:] = 0.0  # sparse bins: every feature's entries, then the default bins
     _sparse_serial(indptr, entries, gathered.reshape(-1), n_channels, rows, 0, stop - start,
-                   hist, offsets, n_value_bins.astype(np.intp), ())
+                   hist, offsets, caps, ())
     _fill_defaults_serial(hist, offsets, sparse, sums)
 
 
@@ -86,6 +85,7 @@ def grow_numeric(root_hist, root_sums, channels, row_weight, amplify, order, scr
     losses = np.zeros(cap)
     nodes = np.empty(max_leaves, dtype=np.int64)
     gains = np.empty(max_leaves)
+    caps = n_value_bins.astype(np.intp)
     pool = [root_hist]  # histograms, taken and given back by slot
     free = [0]
     n_made, n_nodes, updates, searched, ticket = 1, 0, 0, 0, 1
@@ -105,9 +105,9 @@ def grow_numeric(root_hist, root_sums, channels, row_weight, amplify, order, scr
                 slot = free.pop()
                 leaf[j, _SLOT] = slot
             searched += 1
-            index, score, split_bin, missing_left = _picked(*_scan_vector_features_serial(
+            index, score, split_bin, missing_left = _best_serial(
                 pool[slot], features, n_value_bins, has_missing, offsets, prior,
-                float(min_samples_leaf)))
+                float(min_samples_leaf))
             if index >= 0 and score < losses[j] * (1.0 - TIE_RTOL):
                 leaf[j, _FEATURE], leaf[j, _BIN] = features[index], split_bin
                 leaf[j, _MISSING] = 1 if missing_left else 0
@@ -151,8 +151,8 @@ def grow_numeric(root_hist, root_sums, channels, row_weight, amplify, order, scr
                 free.append(len(pool) - 1)
             slot = free.pop()
             _build(pool[slot], gathered, order, leaf[small, _START], leaf[small, _STOP],
-                   sums[small], bins, features, n_value_bins, offsets, starts, tile, sparse,
-                   indptr, entries)
+                   sums[small], bins, features, n_value_bins, caps, offsets, starts, tile,
+                   sparse, indptr, entries)
             updates += (leaf[small, _STOP] - leaf[small, _START]) * n_features
             if want_big:
                 leaf[big, _SLOT] = parent_slot
@@ -174,10 +174,10 @@ _NO_SPARSE = (np.empty(0, dtype=np.intp), np.empty((0, 0), dtype=np.int64),
               np.empty(0, dtype=np.uint32))
 
 
-def applies(grower, rows, budget: int) -> bool:
+def applies(grower, rows) -> bool:
     """Whether :func:`grow_numeric` grows ``grower``'s tree over ``rows``: rows in this
     process with float histograms, no categorical feature, every histogram the tree can
-    hold at once within the grower's ``budget`` of bytes (so it would drop none either),
+    hold at once within the grower's budget (so the Python grower would drop none either),
     and every kernel after the root's on the calling thread in the Python grower too (a
     child's histogram has at most half the root's rows; the scans and subtractions follow
     the histogram's size)."""
@@ -187,13 +187,13 @@ def applies(grower, rows, budget: int) -> bool:
             and not grower._big_histograms and n < 2 * PARALLEL_GATHER
             and n < 2 * _PARALLEL_PARTITION
             and n * n_channels * max(1, len(grower.features)) < 2 * PARALLEL_ADDS
-            and budget // (n_cells * n_channels * 8) > grower.options.max_leaves)
+            and grower.histograms_in_budget() > grower.options.max_leaves)
 
 
-def grow_tree(grower, rows, root, root_gathered: np.ndarray) -> dict:
+def grow_tree(grower, rows, root) -> dict:
     """:func:`grow_numeric` for ``grower`` (a :class:`.vector_tree.VectorTreeGrower` whose
-    tree is set up: features, prior) over ``rows`` from ``root`` (its leaf, sums and loss set;
-    ``root_gathered``: its rows' channels); the tree's nodes as the Python grower
+    tree is set up: features, prior) over ``rows`` from ``root`` (its leaf, sums and loss
+    set); the tree's nodes as the Python grower
     records them (``feature``, ``threshold``, ``missing_left``, ``left``, ``right``,
     ``split_bins``, ``gains``), its final leaves as ``(range, n_rows, sums, depth, parent
     node, side, loss)``, and the histogram additions and leaves searched."""
@@ -204,8 +204,8 @@ def grow_tree(grower, rows, root, root_gathered: np.ndarray) -> dict:
     n_cells, n_channels = grower.hist_shape
     root_hist = np.empty(grower.hist_shape)
     root_updates = 0
-    if grower._can_split(root):  # (built as the row set builds it: on every thread if large)
-        build_leaf_histogram(data, root_gathered, rows.order, root.sums, features, root_hist)
+    if grower._can_split(root):  # (the row set builds it: on every thread if large)
+        rows.histogram(root.rows, root.sums, features, root_hist)
         root_updates = root.n_rows * len(features)
     leaves, sums, losses, split, gains, updates, searched = grow_numeric(
         root_hist, root.sums, rows.channels, rows.row_weight, rows.amplify, rows.order,

@@ -145,12 +145,8 @@ class VectorTreeGrower:
         self.updates = 0
         self.searched = 0
         handle = rows.root()
-        compiled = compiled_grower.applies(self, rows, HISTOGRAM_BUDGET)
-        if compiled:  # (the root's rows gathered once, for its sums and its histogram)
-            gathered, total = rows.gathered(rows.rows_of(handle))
-        else:
-            total = rows.sums(handle)
-        root = _Leaf(handle, rows.count(handle), total, 0, -1, 0)
+        root = _Leaf(handle, rows.count(handle), rows.sums(handle), 0, -1, 0)
+        total = root.sums
         count = max(total[2 * k], 1.0)
         mean = (total[:k] + total[k:2 * k]) / (2.0 * count)
         self.prior = opt.leaf_smoothing * mean
@@ -158,8 +154,8 @@ class VectorTreeGrower:
         # set chosen among many is held to more evidence than one threshold
         self.category_prior = (opt.leaf_smoothing + opt.cat_l2) * mean
         root.loss = leaf_loss(total, self.prior, k)
-        if compiled:
-            return self._grow_compiled(rows, root, gathered)
+        if compiled_grower.applies(self, rows):
+            return self._grow_compiled(rows, root)
         feature, threshold, missing_left, left, right = [], [], [], [], []
         split_bins, bin_sets, code_sets = [], [], []
         gains = []
@@ -212,9 +208,9 @@ class VectorTreeGrower:
         return self._assemble(leaves, feature, threshold, missing_left, left, right,
                               split_bins, gains, bin_sets, code_sets)
 
-    def _grow_compiled(self, rows, root: _Leaf, gathered) -> VectorTreeFit:
+    def _grow_compiled(self, rows, root: _Leaf) -> VectorTreeFit:
         """The tree grown in one compiled call (:mod:`.compiled_grower`: the same tree)."""
-        tree = compiled_grower.grow_tree(self, rows, root, gathered)
+        tree = compiled_grower.grow_tree(self, rows, root)
         self.updates, self.searched = tree.pop("updates"), tree.pop("searched")
         leaves = [_Leaf(*fields[:6], loss=fields[6]) for fields in tree.pop("leaves")]
         # (the node lists, in _assemble's order; no categorical node)
@@ -386,8 +382,7 @@ class VectorTreeGrower:
         """Histograms kept for subtraction: none for the leaves that can no longer be split
         (ranked below the splits left: each split takes the best leaf, and those above them
         would all go first), and of the others the best within ``HISTOGRAM_BUDGET`` bytes."""
-        size = self.hist_shape[0] * self.hist_shape[1] * 8  # (integer cells: at most as many)
-        keep = max(1, int(HISTOGRAM_BUDGET // size))
+        keep = self.histograms_in_budget()
         if len(heap) <= min(splits_left, keep):  # every waiting leaf kept, within budget
             return
         ranked = sorted(heap)  # (-gain, ticket, leaf): the order they would be split in
@@ -398,6 +393,11 @@ class VectorTreeGrower:
             for leaf in held[keep:]:
                 leaf.hist = None  # dropped for good: its children get built directly
             del self._free[2:]  # and no spare buffers beyond two
+
+    def histograms_in_budget(self) -> int:
+        """How many leaf histograms ``HISTOGRAM_BUDGET`` holds (at least one)."""
+        size = self.hist_shape[0] * self.hist_shape[1] * 8  # (integer cells: at most as many)
+        return max(1, int(HISTOGRAM_BUDGET // size))
 
     def _sample_features(self) -> np.ndarray:
         d, frac = self.binner.n_features, self.options.colsample_bytree

@@ -189,8 +189,9 @@ def best_split(hist: np.ndarray, layout: BinLayout, score: SplitScore) -> Split 
 
 @numba.njit(cache=True, nogil=True)
 def pick_index(scores):
-    """:func:`pick_split`'s winner as an index into ``scores`` (-1: none), compiled: the
-    vector-leaf scan picks in the same call as it scans."""
+    """The winner among per-feature bests as an index into ``scores``: the lowest score,
+    the lowest index among scores within rounding of it (-1: every score inf). Compiled, so
+    that the vector-leaf scan picks in the same call as it scans."""
     lowest = np.inf
     for s in scores:
         lowest = min(lowest, s)
@@ -204,12 +205,9 @@ def pick_index(scores):
 
 
 def pick_split(scores, bins, missing_left) -> Split | None:
-    """The winner among per-feature bests: lowest score, lowest index among ties (inf: none)."""
-    lowest = scores.min()
-    if not np.isfinite(lowest):
-        return None
-    f = int(np.flatnonzero(scores <= lowest + TIE_RTOL * lowest)[0])
-    return Split(float(scores[f]), f, int(bins[f]), bool(missing_left[f]))
+    """The winner among per-feature bests (:func:`pick_index`), or None."""
+    f = int(pick_index(np.asarray(scores, dtype=np.float64)))
+    return None if f < 0 else Split(float(scores[f]), f, int(bins[f]), bool(missing_left[f]))
 
 
 def split_sums(
