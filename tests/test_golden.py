@@ -52,10 +52,11 @@ def test_golden_model_file_loads_with_the_same_predictions(case, dataset):
 
 
 # The default learner's cases: a refit writes the golden file's model section bit for bit (the
-# JSON floats round-trip exactly), on one thread and on two -- up to the last bits of numpy's
-# logarithm, whose SIMD code differs between instruction sets: on an AMD EPYC (AVX2) 2 of the
-# 6,200 leaf values of the pendigits file written on another machine differ by 1 ulp, and the
-# boosting iterations carry such differences on (5 ulps after 12 sampled trees). Every
+# JSON floats round-trip exactly), on one thread and on two -- up to the last bits of the
+# logarithm: the files were written with numpy's, whose SIMD code differs between instruction
+# sets (2 of the 6,200 leaf values of the pendigits file differed by 1 ulp on an AVX2 machine);
+# leaf steps now take the C library's (compiled), within an ulp of numpy's, and the boosting
+# iterations carry such differences on (5 ulps after 12 sampled trees). Every
 # integer, flag and string must be equal (the same splits), every float within MAX_ULP units
 # in the last place (1.4e-14 relative; a 1e-13 relative change of a leaf step still fails).
 BITWISE = [(case, dataset) for case, dataset in CASES if case.startswith("rebel_vtree")]

@@ -99,7 +99,9 @@ def test_smoothing_shrinks_steps_towards_zero_and_keeps_the_loss_down():
     for leaf in np.unique(grower_exact.leaf_of_row):
         sums = np.concatenate([channels[grower_exact.leaf_of_row == leaf].sum(axis=0), [1.0]])
         prior = np.full(k, 10.0 * sums[:2 * k].mean())
-        a = vector_leaf.leaf_vectors(sums[None], prior, k)[0]
+        a = np.empty((1, k))
+        vector_leaf.leaf_vectors(sums[None], prior, k, a)
+        a = a[0]
         a0 = grower_exact.leaf_values[leaf]
         assert np.all(np.abs(a) <= np.abs(a0) + 1e-12) and np.all(a * a0 >= 0)
 

@@ -147,9 +147,7 @@ class Binner:
         X = as_float(X)
         out = np.empty(X.shape, dtype=np.uint8)
         counts = np.array([len(t) for t in self.thresholds_], dtype=np.int64)
-        table = np.full((len(counts), max(int(counts.max(initial=0)), 1)), np.inf)
-        for j, thr in enumerate(self.thresholds_):
-            table[j, : len(thr)] = thr
+        table = self.threshold_table()
         with numba_threads(None):  # a fit's n_jobs, else the CPUs this process may use
             _bin_rows(X, table, counts, self.missing_bin, out)
         for j in np.flatnonzero(self.categorical_):
@@ -164,6 +162,15 @@ class Binner:
         """A categorical feature's codes that go left, given which bins go left (the
         missing bin's entry: the side of missing values and of the rarest codes)."""
         return left_bins[self.code_bins_[feature]]
+
+    def threshold_table(self) -> np.ndarray:
+        """:meth:`threshold` of every feature and bin: (n_features, most thresholds + 1),
+        infinite past a feature's own."""
+        width = max((len(t) for t in self.thresholds_), default=0) + 1
+        table = np.full((len(self.thresholds_), width), np.inf)
+        for j, thr in enumerate(self.thresholds_):
+            table[j, : len(thr)] = thr
+        return table
 
     def threshold(self, feature: int, bin_index: int) -> float:
         """Raw value ``t`` with ``x <= t`` exactly for the values binned ``<= bin_index``."""

@@ -22,6 +22,7 @@ from ..exact_sums import rounded
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.row_set import BinTree, split_table
 from ..learners.vector_tree import VectorTreeGrower, VectorTreeOptions, sample_rows
+from ..losses.rebel import scale_and_loss
 from ..search.histograms import feature_cells
 from ..search.quantize import channel_scales, dequantize
 from . import tasks as part_fn
@@ -282,9 +283,8 @@ class BlockRebelBooster:
         self.root_histogram = cluster.reduce_gather(part_fn.add, hists)
         self.root_sums = stats[1:-1]  # (without the row count)
         self.root_rows = int(stats[-1])
-        with np.errstate(over="ignore"):
-            self.scale = float(np.exp(shift))
-            return float(np.exp(shift + np.log(stats[0])))
+        self.scale, loss = scale_and_loss(shift, stats[0])
+        return loss
 
     def initial_loss(self) -> float:
         return self._initial

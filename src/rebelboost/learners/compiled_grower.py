@@ -26,7 +26,7 @@ from ..search.splits import TIE_RTOL
 from ..search.vector_leaf import leaf_loss
 from ..search.vector_scan import _best_serial
 from .row_channels import PARALLEL_GATHER, _gather
-from .row_set import _PARALLEL_PARTITION, LocalRows, _partition_in_place_serial
+from .row_set import _PARALLEL_PARTITION, BinTree, LocalRows, _partition_in_place_serial, route_bins
 
 # leaf fields (int64 table): the rows' range of the order array, depth, parent leaf (-1: the
 # root), side, histogram slot (-1: none), split feature (-1: no split), split bin, missing
@@ -190,13 +190,67 @@ def applies(grower, rows) -> bool:
             and grower.histograms_in_budget() > grower.options.max_leaves)
 
 
-def grow_tree(grower, rows, root) -> dict:
+@numba.njit(cache=True, nogil=True)
+def _lay_out(leaf, sums, losses, nodes, has_missing, thresholds, order, leaf_of_row,
+             max_leaves):
+    """:func:`grow_numeric`'s tree as :meth:`.vector_tree.VectorTreeGrower._assemble` lays it
+    out: the node arrays (``max_leaves - 1`` nodes, the unused ones sending every row to leaf
+    0; a leaf child ``~i``, leaves numbered left to right), the split bins, the leaves' sums
+    in that order and their summed loss (added in that order). ``leaf_of_row``: each row of
+    ``order`` gets its leaf's number (None: not written)."""
+    m = max_leaves - 1
+    feature = np.full(m, -1, dtype=np.int32)
+    threshold = np.zeros(m)
+    missing_left = np.zeros(m, dtype=np.bool_)
+    left = np.full(m, -1, dtype=np.int32)
+    right = np.full(m, -1, dtype=np.int32)
+    split_bin = np.zeros(m, dtype=np.int32)
+    node_of = np.full(leaf.shape[0], -1, dtype=np.int64)
+    for n in range(nodes.shape[0]):
+        i = nodes[n]
+        node_of[i] = n
+        f, b = leaf[i, _FEATURE], leaf[i, _BIN]
+        feature[n], split_bin[n], threshold[n] = f, b, thresholds[f, b]
+        first = 1 + 2 * n  # its children: made in split order, left then right
+        if has_missing[f]:
+            missing_left[n] = leaf[i, _MISSING] == 1
+        else:  # NaN at prediction: the larger side
+            missing_left[n] = (leaf[first, _STOP] - leaf[first, _START]
+                               >= leaf[first + 1, _STOP] - leaf[first + 1, _START])
+    ordered = np.empty((nodes.shape[0] + 1, sums.shape[1]))
+    loss = 0.0
+    n_leaves = 0
+    stack = [0]  # made leaves, the left child popped first
+    while len(stack):
+        j = stack.pop()
+        n = node_of[j]
+        if n >= 0:
+            stack.append(2 + 2 * n)
+            stack.append(1 + 2 * n)
+            continue
+        ordered[n_leaves] = sums[j]
+        loss += losses[j]
+        if leaf_of_row is not None:
+            for r in range(leaf[j, _START], leaf[j, _STOP]):
+                leaf_of_row[order[r]] = n_leaves
+        parent = leaf[j, _PARENT]
+        if parent >= 0:
+            (left if leaf[j, _SIDE] == 0 else right)[node_of[parent]] = ~n_leaves
+        n_leaves += 1
+    for n in range(nodes.shape[0]):
+        for child, links in ((1 + 2 * n, left), (2 + 2 * n, right)):
+            if node_of[child] >= 0:
+                links[n] = node_of[child]
+    return feature, threshold, missing_left, left, right, split_bin, ordered, loss
+
+
+def grow_tree(grower, rows, root) -> tuple:
     """:func:`grow_numeric` for ``grower`` (a :class:`.vector_tree.VectorTreeGrower` whose
     tree is set up: features, prior) over ``rows`` from ``root`` (its leaf, sums and loss
-    set); the tree's nodes as the Python grower
-    records them (``feature``, ``threshold``, ``missing_left``, ``left``, ``right``,
-    ``split_bins``, ``gains``), its final leaves as ``(range, n_rows, sums, depth, parent
-    node, side, loss)``, and the histogram additions and leaves searched."""
+    set): the tree's node arrays (``feature``, ``threshold``, ``missing_left``, ``left``,
+    ``right``, each of ``max_leaves - 1`` nodes, and the split bins), its leaves' sums left
+    to right, their loss, the leaf of every row, the splits' ``(feature, gain)`` and the
+    histogram additions and leaves searched, as the Python grower counts them."""
     opt, data, features = grower.options, rows.data, grower.features
     sparse = _NO_SPARSE if data.sparse is None else (
         np.ascontiguousarray(data.sparse.default_bin, dtype=np.intp), data.sparse.indptr,
@@ -207,36 +261,20 @@ def grow_tree(grower, rows, root) -> dict:
     if grower._can_split(root):  # (the row set builds it: on every thread if large)
         rows.histogram(root.rows, root.sums, features, root_hist)
         root_updates = root.n_rows * len(features)
-    leaves, sums, losses, split, gains, updates, searched = grow_numeric(
+    leaves, sums, losses, nodes, gains, updates, searched = grow_numeric(
         root_hist, root.sums, rows.channels, rows.row_weight, rows.amplify, rows.order,
         rows._scratch, data.bins, features, grower.n_value_bins, grower.has_missing,
         grower.offsets, grower.missing_bin, grower.layout.n_bins_total, grower.prior,
         float(opt.min_samples_leaf), opt.max_leaves,
         -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
         feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels), *sparse)
-    tree = {"feature": [], "threshold": [], "missing_left": [], "left": [], "right": [],
-            "split_bins": [], "gains": []}
-    node_of = {}
-    for n, i in enumerate(split.tolist()):
-        node_of[i] = n
-        f, b, parent = int(leaves[i, _FEATURE]), int(leaves[i, _BIN]), int(leaves[i, _PARENT])
-        if parent >= 0:
-            tree["left" if leaves[i, _SIDE] == 0 else "right"][node_of[parent]] = n
-        first = 1 + 2 * n  # its children: made in split order, left then right
-        n_left = leaves[first, _STOP] - leaves[first, _START]
-        n_right = leaves[first + 1, _STOP] - leaves[first + 1, _START]
-        tree["feature"].append(f)
-        tree["threshold"].append(grower.binner.threshold(f, b))
-        tree["split_bins"].append(b)
-        tree["missing_left"].append(bool(leaves[i, _MISSING]) if grower.has_missing[f]
-                                    else bool(n_left >= n_right))  # NaN: the larger side
-        tree["left"].append(-1)
-        tree["right"].append(-1)
-        tree["gains"].append((f, float(gains[n])))
-    tree["leaves"] = [
-        ((int(leaves[j, _START]), int(leaves[j, _STOP])),
-         int(leaves[j, _STOP] - leaves[j, _START]), sums[j], int(leaves[j, _DEPTH]),
-         node_of.get(int(leaves[j, _PARENT]), -1), int(leaves[j, _SIDE]), float(losses[j]))
-        for j in range(len(leaves)) if j not in node_of]
-    tree["updates"], tree["searched"] = root_updates + int(updates), int(searched)
-    return tree
+    route = rows.sampled and len(nodes)  # rows outside the sample: through the tree
+    leaf_of_row = None if route else np.zeros(data.n_samples, dtype=np.intp)
+    *arrays, split_bin, leaf_sums, loss = _lay_out(
+        leaves, sums, losses, nodes, grower.has_missing, grower.thresholds, rows.order,
+        leaf_of_row, opt.max_leaves)
+    if route:
+        leaf_of_row = route_bins(data.bins, BinTree(arrays[0], split_bin, *arrays[2:]),
+                                 grower.missing_bin)
+    gains = list(zip(arrays[0][:len(nodes)].tolist(), gains.tolist(), strict=True))
+    return arrays, leaf_sums, loss, leaf_of_row, gains, root_updates + int(updates), int(searched)

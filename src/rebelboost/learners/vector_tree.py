@@ -126,6 +126,7 @@ class VectorTreeGrower:
         self.offsets = layout.cell_offsets()  # of the compact leaf histograms
         self.hist_shape = (int(self.offsets[-1]), 2 * n_classes + 1)
         self.categorical = np.asarray(binner.categorical_, dtype=bool)
+        self.thresholds = binner.threshold_table()  # (the compiled grower's)
         self._free: list[np.ndarray] = []  # histogram buffers to reuse (no fresh page faults)
         self._scan: np.ndarray | None = None  # dequantized histogram (quantized row sets)
         self.features = np.arange(binner.n_features, dtype=np.intp)  # this tree's (sampled)
@@ -141,7 +142,6 @@ class VectorTreeGrower:
         self.features = self._sample_features()
         is_cat = self.categorical[self.features]
         self.numeric, self.categories = self.features[~is_cat], self.features[is_cat]
-        self.rowset = rows
         self.updates = 0
         self.searched = 0
         handle = rows.root()
@@ -156,6 +156,7 @@ class VectorTreeGrower:
         root.loss = leaf_loss(total, self.prior, k)
         if compiled_grower.applies(self, rows):
             return self._grow_compiled(rows, root)
+        self.rowset = rows
         feature, threshold, missing_left, left, right = [], [], [], [], []
         split_bins, bin_sets, code_sets = [], [], []
         gains = []
@@ -210,11 +211,12 @@ class VectorTreeGrower:
 
     def _grow_compiled(self, rows, root: _Leaf) -> VectorTreeFit:
         """The tree grown in one compiled call (:mod:`.compiled_grower`: the same tree)."""
-        tree = compiled_grower.grow_tree(self, rows, root)
-        self.updates, self.searched = tree.pop("updates"), tree.pop("searched")
-        leaves = [_Leaf(*fields[:6], loss=fields[6]) for fields in tree.pop("leaves")]
-        # (the node lists, in _assemble's order; no categorical node)
-        return self._assemble(leaves, *tree.values(), [], [None] * len(tree["feature"]))
+        (arrays, sums, loss, leaf_of_row, gains, self.updates,
+         self.searched) = compiled_grower.grow_tree(self, rows, root)
+        values = np.zeros((self.options.max_leaves, self.k))
+        leaf_vectors(sums, self.prior, self.k, values)
+        return VectorTreeFit(LeafTreeArrays(*(a[None] for a in arrays)), values, leaf_of_row,
+                             loss, gains, self.updates, self.searched)
 
     def _assemble(self, leaves, feature, threshold, missing_left, left, right, split_bins,
                   gains, bin_sets, code_sets) -> VectorTreeFit:
@@ -228,8 +230,7 @@ class VectorTreeGrower:
             if leaf.parent >= 0:
                 (left if leaf.side == 0 else right)[leaf.parent] = ~i
             loss += leaf.loss
-        values[:len(order)] = leaf_vectors(np.array([leaf.sums for leaf in order]),
-                                           self.prior, k)
+        leaf_vectors(np.array([leaf.sums for leaf in order]), self.prior, k, values)
         t = len(feature)
         if feature:
             arrays.feature[0, :t] = feature

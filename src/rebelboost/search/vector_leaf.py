@@ -18,14 +18,18 @@ import numpy as np
 from ..losses.rebel import STEP_EPS
 
 
-def leaf_vectors(sums: np.ndarray, prior: np.ndarray, k: int) -> np.ndarray:
-    """Leaves' smoothed steps ``1/2 ln(Q- / Q+)`` (0 for a class without weight): (L, K) from
-    the leaves' channel sums (L, 2K + 1), in one pass for a whole tree."""
-    # sums of the larger child are its parent's minus the smaller's: clamp rounding below 0
-    p, m = np.maximum(sums[:, :k], 0.0), np.maximum(sums[:, k:2 * k], 0.0)
-    eps = np.maximum(STEP_EPS * (p + m), np.finfo(np.float64).tiny)
-    a = 0.5 * (np.log(m + prior + eps) - np.log(p + prior + eps))
-    return np.where(p + m > 0, a, 0.0)
+@numba.njit(cache=True, nogil=True)
+def leaf_vectors(sums: np.ndarray, prior: np.ndarray, k: int, out: np.ndarray) -> None:
+    """Leaves' smoothed steps ``1/2 ln(Q- / Q+)`` (0 for a class without weight) into the
+    first rows of ``out`` (L', K): from the leaves' channel sums (L, 2K + 1), for a whole tree
+    in one call."""
+    for i in range(sums.shape[0]):
+        for c in range(k):
+            # sums of the larger child are its parent's minus the smaller's: clamp rounding
+            p, m = max(sums[i, c], 0.0), max(sums[i, k + c], 0.0)
+            eps = max(STEP_EPS * (p + m), 2.2250738585072014e-308)
+            a = 0.5 * (math.log(m + prior[c] + eps) - math.log(p + prior[c] + eps))
+            out[i, c] = a if p + m > 0 else 0.0
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
