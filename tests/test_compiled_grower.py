@@ -70,6 +70,34 @@ def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra)
     np.testing.assert_array_equal(a.feature_importances_, b.feature_importances_)
 
 
+def test_compiled_trees_are_those_of_the_python_growers_threads(monkeypatch):
+    """Rows enough for the Python grower's multi-threaded histograms below the root (split
+    by feature): the one-thread compiled tree is still the same, its buffers reused."""
+    from rebelboost.search.histograms import dense
+
+    X, y = _data(7, 6000, 60, 4, missing=True)
+    threaded, used = [], []
+    real, grow = dense._add_rows_parallel, compiled_grower.grow_tree
+    fits = []
+    for compiled in (False, True):
+        if compiled:
+            monkeypatch.setattr(compiled_grower, "grow_tree",
+                                lambda *args: used.append(True) or grow(*args))
+        else:
+            monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
+            monkeypatch.setattr(dense, "_add_rows_parallel",
+                                lambda *args: threaded.append(True) or real(*args))
+        fits.append(RebelClassifier(8, random_state=0, colsample_bytree=0.8).fit(X, y))
+        monkeypatch.undo()
+    assert len(threaded) > 8 and len(used) == 8  # (threads beyond the roots' histograms)
+    a, b = fits
+    for name in ("feature", "threshold", "missing_left", "left", "right"):
+        np.testing.assert_array_equal(getattr(a.trees_, name), getattr(b.trees_, name))
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+    np.testing.assert_array_equal(a.train_loss_, b.train_loss_)
+    np.testing.assert_array_equal(a.histogram_updates_, b.histogram_updates_)
+
+
 def test_the_python_grower_keeps_what_the_compiled_one_does_not_take():
     """Categorical columns, quantized histograms: the Python grower (no compiled tree)."""
     import pandas as pd

@@ -1,15 +1,15 @@
 """A vector-leaf tree grown in one compiled call, for rows held in this process.
 
 :class:`.vector_tree.VectorTreeGrower` grows a tree leaf by leaf in Python around compiled
-kernels. On small data the Python between the kernels (the leaf heap, each child's sums and
-histogram, the split tables) is most of a tree's time (BENCHMARKS.md, "Less bookkeeping per
-leaf"). Here the same loop runs in numba
-for the common case: rows in this process (:class:`.row_set.LocalRows`), float histograms,
-numeric features only, and every histogram the tree keeps within the grower's budget. It
-takes the same decisions from the same sums, summed in the same order, and breaks ties the
-same way (the leaf heap's order, the scan's pick), so the tree is the Python grower's bit for
-bit (``tests/test_compiled_grower.py`` grows both on random data). The caller builds the
-tree's arrays from the result as before.
+kernels. Up to tens of thousands of rows the Python between the kernels (the leaf heap, each
+child's sums and histogram, the split tables, the tree's arrays) is much of a tree's time
+(BENCHMARKS.md, "Less bookkeeping per leaf"). Here the same loop runs in numba for the common
+case (:func:`applies`): rows in this process (:class:`.row_set.LocalRows`), float
+histograms, numeric features only, and every histogram the tree keeps within the grower's
+budget. It takes the same decisions from the same sums, summed in the same order, and breaks
+ties the same way (the leaf heap's order, the scan's pick), so the tree is the Python
+grower's bit for bit (``tests/test_compiled_grower.py`` grows both on random data), and lays
+the tree out as the Python grower does (node arrays, leaves left to right, each row's leaf).
 """
 
 from __future__ import annotations
@@ -19,19 +19,20 @@ import heapq
 import numba
 import numpy as np
 
-from ..search.histograms.dense import PARALLEL_ADDS, _add_rows_serial, _task_starts, feature_tile
+from ..search.histograms.dense import _add_rows_serial, _task_starts, feature_tile
 from ..search.histograms.leaf import _fill_defaults_serial, _subtract_serial
 from ..search.histograms.sparse import _column_sums, _sparse_serial
 from ..search.splits import TIE_RTOL
 from ..search.vector_leaf import leaf_loss
 from ..search.vector_scan import _best_serial
-from .row_channels import PARALLEL_GATHER, _gather
-from .row_set import _PARALLEL_PARTITION, BinTree, LocalRows, _partition_in_place_serial, route_bins
+from .row_channels import _gather
+from .row_set import BinTree, LocalRows, _partition_in_place_serial, route_bins
 
 # leaf fields (int64 table): the rows' range of the order array, depth, parent leaf (-1: the
 # root), side, histogram slot (-1: none), split feature (-1: no split), split bin, missing
 # side (1: left)
 _START, _STOP, _DEPTH, _PARENT, _SIDE, _SLOT, _FEATURE, _BIN, _MISSING = range(9)
+_MAX_ROWS = 1 << 16  # rows of the trees grown here (above, the Python grower's threads pay)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -61,16 +62,20 @@ def _can_split(leaf, sums, losses, j, min_weight, max_depth, n_features):
 
 
 @numba.njit(cache=True, nogil=True)
-def grow_numeric(root_hist, root_sums, channels, row_weight, amplify, order, scratch, bins,
+def grow_numeric(store, root_sums, channels, row_weight, amplify, order, scratch, bins,
                  features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total,
                  prior, min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr,
                  entries):
     """Grow one tree over the rows ``order`` (partitioned in place, as the row set does).
 
-    ``root_hist``, ``root_sums``: the root's histogram (if it can be split) and sums, built
-    by the caller as the row set builds them; ``max_depth`` -1: none. Every kernel here runs
+    ``store``: (S >= 1, n_cells, C) histogram buffers kept from tree to tree (fresh memory
+    costs a page fault a page), ``store[0]`` the root's histogram (if it can be split) and
+    ``root_sums`` its sums, built by the caller as the row set builds them; buffers beyond
+    ``store`` are allocated as needed (returned: how many the tree used at most).
+    ``max_depth`` -1: none. Every kernel here runs
     on the calling thread (the caller checks that the Python grower's would too, but for the
-    root's). Returns ``(leaves, sums, losses, nodes, gains, updates, searched)``: ``leaves``
+    root's). Returns ``(leaves, sums, losses, nodes, gains, updates, searched, n_buffers)``:
+    ``leaves``
     (L, 9) the int fields of every leaf made (the root, then each split's children, left and
     right), ``sums`` (L, C) and ``losses`` (L,) theirs, ``nodes`` the leaves split, in split
     order, with their loss reductions ``gains``; the histogram additions (the root's not
@@ -86,8 +91,8 @@ def grow_numeric(root_hist, root_sums, channels, row_weight, amplify, order, scr
     nodes = np.empty(max_leaves, dtype=np.int64)
     gains = np.empty(max_leaves)
     caps = n_value_bins.astype(np.intp)
-    pool = [root_hist]  # histograms, taken and given back by slot
-    free = [0]
+    pool = [store[s] for s in range(store.shape[0])]  # histograms, taken and given back
+    free = [s for s in range(store.shape[0] - 1, -1, -1)]  # (slot 0 first: the root's)
     n_made, n_nodes, updates, searched, ticket = 1, 0, 0, 0, 1
     min_weight = 2.0 * min_samples_leaf
     sums[0] = root_sums
@@ -167,7 +172,7 @@ def grow_numeric(root_hist, root_sums, channels, row_weight, amplify, order, scr
             free.append(parent_slot)
         to_search = [left, right]
     return (leaf[:n_made].copy(), sums[:n_made].copy(), losses[:n_made].copy(),
-            nodes[:n_nodes].copy(), gains[:n_nodes].copy(), updates, searched)
+            nodes[:n_nodes].copy(), gains[:n_nodes].copy(), updates, searched, len(pool))
 
 
 _NO_SPARSE = (np.empty(0, dtype=np.intp), np.empty((0, 0), dtype=np.int64),
@@ -176,17 +181,16 @@ _NO_SPARSE = (np.empty(0, dtype=np.intp), np.empty((0, 0), dtype=np.int64),
 
 def applies(grower, rows) -> bool:
     """Whether :func:`grow_numeric` grows ``grower``'s tree over ``rows``: rows in this
-    process with float histograms, no categorical feature, every histogram the tree can
-    hold at once within the grower's budget (so the Python grower would drop none either),
-    and every kernel after the root's on the calling thread in the Python grower too (a
-    child's histogram has at most half the root's rows; the scans and subtractions follow
-    the histogram's size)."""
-    n_cells, n_channels = grower.hist_shape
-    n = len(rows.order) if type(rows) is LocalRows else 0
+    process with float histograms, no categorical feature, histograms small enough for the
+    one-thread scan, every histogram the tree can hold at once within the grower's budget
+    (so the Python grower would drop none either), and under 65,536 rows. Every kernel here
+    runs on the calling thread; the Python grower's threads split the same work by feature
+    or keep its order (a stable partition), so the tree is the same either way, and up to
+    that size the compiled tree was the faster (BENCHMARKS.md, "Trees compiled up to 65,536
+    rows"): 0.59-0.97x the fit time on 19 suite sets of 1,500-80,000 rows, 1.09x on
+    100,000 synthetic rows of 20 dense features, where the threads pay."""
     return (type(rows) is LocalRows and rows.quantized is None and not len(grower.categories)
-            and not grower._big_histograms and n < 2 * PARALLEL_GATHER
-            and n < 2 * _PARALLEL_PARTITION
-            and n * n_channels * max(1, len(grower.features)) < 2 * PARALLEL_ADDS
+            and not grower._big_histograms and len(rows.order) < _MAX_ROWS
             and grower.histograms_in_budget() > grower.options.max_leaves)
 
 
@@ -256,18 +260,20 @@ def grow_tree(grower, rows, root) -> tuple:
         np.ascontiguousarray(data.sparse.default_bin, dtype=np.intp), data.sparse.indptr,
         data.sparse.entries)
     n_cells, n_channels = grower.hist_shape
-    root_hist = np.empty(grower.hist_shape)
+    store = grower.histogram_store
     root_updates = 0
     if grower._can_split(root):  # (the row set builds it: on every thread if large)
-        rows.histogram(root.rows, root.sums, features, root_hist)
+        rows.histogram(root.rows, root.sums, features, store[0])
         root_updates = root.n_rows * len(features)
-    leaves, sums, losses, nodes, gains, updates, searched = grow_numeric(
-        root_hist, root.sums, rows.channels, rows.row_weight, rows.amplify, rows.order,
+    leaves, sums, losses, nodes, gains, updates, searched, n_buffers = grow_numeric(
+        store, root.sums, rows.channels, rows.row_weight, rows.amplify, rows.order,
         rows._scratch, data.bins, features, grower.n_value_bins, grower.has_missing,
         grower.offsets, grower.missing_bin, grower.layout.n_bins_total, grower.prior,
         float(opt.min_samples_leaf), opt.max_leaves,
         -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
         feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels), *sparse)
+    if n_buffers > len(store):  # the next tree's buffers, all kept
+        grower.histogram_store = np.empty((n_buffers, *grower.hist_shape))
     route = rows.sampled and len(nodes)  # rows outside the sample: through the tree
     leaf_of_row = None if route else np.zeros(data.n_samples, dtype=np.intp)
     *arrays, split_bin, leaf_sums, loss = _lay_out(

@@ -126,8 +126,9 @@ class VectorTreeGrower:
         self.offsets = layout.cell_offsets()  # of the compact leaf histograms
         self.hist_shape = (int(self.offsets[-1]), 2 * n_classes + 1)
         self.categorical = np.asarray(binner.categorical_, dtype=bool)
-        self.thresholds = binner.threshold_table()  # (the compiled grower's)
         self._free: list[np.ndarray] = []  # histogram buffers to reuse (no fresh page faults)
+        self.histogram_store = np.empty((1, *self.hist_shape))  # the compiled grower's, as _free
+        self.thresholds = binner.threshold_table()  # (the compiled grower's)
         self._scan: np.ndarray | None = None  # dequantized histogram (quantized row sets)
         self.features = np.arange(binner.n_features, dtype=np.intp)  # this tree's (sampled)
         self.updates = 0  # row x feature histogram additions of this tree
@@ -222,8 +223,7 @@ class VectorTreeGrower:
                   gains, bin_sets, code_sets) -> VectorTreeFit:
         k, m = self.k, self.options.max_leaves - 1
         arrays = constant_leaf_tree(self.options.max_leaves)  # the nodes not used stay so
-        values = np.zeros((self.options.max_leaves, k))
-        loss = 0.0
+        values, loss = np.zeros((self.options.max_leaves, k)), 0.0
         # leaves numbered left to right
         order = _left_to_right(leaves, left, right)
         for i, leaf in enumerate(order):
