@@ -2,9 +2,10 @@
 
 Each version is a source tree (``git worktree add --detach /tmp/before REV``, then its
 ``src``); every fit runs in a fresh process with that tree first on ``PYTHONPATH`` (after a
-3-tree warm-up that compiles the kernels), on a set's seed-0 training split: the best fit CPU
-time of 3, and a hash of the training set's ``predict_proba``, so a change meant to keep the
-models shows that it did. Versions alternate round by round; the table gives medians.
+3-tree warm-up that compiles the kernels), on a set's seed-0 training split: the best fit
+CPU and wall times of 3, and a hash of the training set's ``predict_proba``, so a change
+meant to keep the models shows that it did. Versions alternate round by round; the table
+gives medians.
 
     python benchmarks/ab_fit_time.py analcatdata_happiness,vehicle,satimage /tmp/before/src src
 """
@@ -27,11 +28,13 @@ X, y = load(sys.argv[1])
 X, _, y, _ = split(X, y, 0)
 RebelClassifier(3, n_jobs=2).fit(X, y)
 times = []
+walls = []
 for _ in range(3):
-    t = time.process_time()
+    t, w = time.process_time(), time.perf_counter()
     model = RebelClassifier(n_jobs=2).fit(X, y)
     times.append(time.process_time() - t)
-print(min(times), hashlib.sha256(model.predict_proba(X).tobytes()).hexdigest()[:16])
+    walls.append(time.perf_counter() - w)
+print(min(times), min(walls), hashlib.sha256(model.predict_proba(X).tobytes()).hexdigest()[:16])
 """
 
 
@@ -46,14 +49,15 @@ def main() -> None:
                 env = dict(os.environ, PYTHONPATH=os.path.abspath(path))
                 out = subprocess.run([sys.executable, "-c", CHILD, name], env=env, check=True,
                                      capture_output=True, text=True).stdout.split()
-                runs[name][tag].append((float(out[0]), out[1]))
-    print("| set | before (s) | after (s) | after / before | same model |")
-    print("|---|---|---|---|---|")
+                runs[name][tag].append((float(out[0]), float(out[1]), out[2]))
+    print("| set | CPU before (s) | CPU after (s) | after / before | wall after / before "
+          "| same model |")
+    print("|---|---|---|---|---|---|")
     for name, got in runs.items():
-        b = np.median([t for t, _ in got["before"]])
-        a = np.median([t for t, _ in got["after"]])
-        same = {h for _, h in got["before"]} == {h for _, h in got["after"]}
-        print(f"| {name} | {b:.3f} | {a:.3f} | {a / b:.2f} | {same} |")
+        b, bw = np.median([t[:2] for t in got["before"]], axis=0)
+        a, aw = np.median([t[:2] for t in got["after"]], axis=0)
+        same = {t[2] for t in got["before"]} == {t[2] for t in got["after"]}
+        print(f"| {name} | {b:.3f} | {a:.3f} | {a / b:.2f} | {aw / bw:.2f} | {same} |")
 
 
 if __name__ == "__main__":

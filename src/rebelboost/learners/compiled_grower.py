@@ -19,7 +19,7 @@ import heapq
 import numba
 import numpy as np
 
-from ..search.histograms.dense import _add_rows_serial, _task_starts, feature_tile
+from ..search.histograms.dense import PARALLEL_ADDS, _add_rows_serial, _task_starts, feature_tile
 from ..search.histograms.leaf import _fill_defaults_serial, _subtract_serial
 from ..search.histograms.sparse import _column_sums, _sparse_serial
 from ..search.splits import TIE_RTOL
@@ -62,16 +62,17 @@ def _can_split(leaf, sums, losses, j, min_weight, max_depth, n_features):
 
 
 @numba.njit(cache=True, nogil=True)
-def grow_numeric(store, root_sums, channels, row_weight, amplify, order, scratch, bins,
-                 features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total,
+def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, order, scratch,
+                 bins, features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total,
                  prior, min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr,
                  entries):
     """Grow one tree over the rows ``order`` (partitioned in place, as the row set does).
 
     ``store``: (S >= 1, n_cells, C) histogram buffers kept from tree to tree (fresh memory
-    costs a page fault a page), ``store[0]`` the root's histogram (if it can be split) and
-    ``root_sums`` its sums, built by the caller as the row set builds them; buffers beyond
-    ``store`` are allocated as needed (returned: how many the tree used at most).
+    costs a page fault a page), ``store[0]`` the root's histogram if it can be split: built
+    here from ``root_rows`` (its rows' channels, gathered), or (no rows) by the caller on
+    every thread; ``root_sums`` its sums; buffers beyond ``store`` are allocated as needed
+    (returned: how many the tree used at most).
     ``max_depth`` -1: none. Every kernel here runs
     on the calling thread (the caller checks that the Python grower's would too, but for the
     root's). Returns ``(leaves, sums, losses, nodes, gains, updates, searched, n_buffers)``:
@@ -91,6 +92,9 @@ def grow_numeric(store, root_sums, channels, row_weight, amplify, order, scratch
     nodes = np.empty(max_leaves, dtype=np.int64)
     gains = np.empty(max_leaves)
     caps = n_value_bins.astype(np.intp)
+    if root_rows.shape[0] > 0:
+        _build(store[0], root_rows, order, 0, order.shape[0], root_sums, bins, features,
+               n_value_bins, caps, offsets, starts, tile, sparse, indptr, entries)
     pool = [store[s] for s in range(store.shape[0])]  # histograms, taken and given back
     free = [s for s in range(store.shape[0] - 1, -1, -1)]  # (slot 0 first: the root's)
     n_made, n_nodes, updates, searched, ticket = 1, 0, 0, 0, 1
@@ -175,6 +179,7 @@ def grow_numeric(store, root_sums, channels, row_weight, amplify, order, scratch
             nodes[:n_nodes].copy(), gains[:n_nodes].copy(), updates, searched, len(pool))
 
 
+_NO_ROWS = np.empty((0, 0))
 _NO_SPARSE = (np.empty(0, dtype=np.intp), np.empty((0, 0), dtype=np.int64),
               np.empty(0, dtype=np.uint32))
 
@@ -195,20 +200,40 @@ def applies(grower, rows) -> bool:
 
 
 @numba.njit(cache=True, nogil=True)
+def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, order, scratch,
+                  bins, features, n_value_bins, has_missing, offsets, missing_bin,
+                  n_bins_total, prior, min_samples_leaf, max_leaves, max_depth, starts, tile,
+                  sparse, indptr, entries, thresholds, n_samples):
+    """:func:`grow_numeric` and :func:`_lay_out` in one call (each array a call returns
+    costs a microsecond or so): ``(nodes, threshold, missing_left, leaf sums, loss, leaf of
+    every row, gains, updates, searched, n_buffers)``, ``nodes`` (4, max_leaves - 1) int32:
+    feature, left, right and split bin."""
+    leaves, sums, losses, split, gains, updates, searched, n_buffers = grow_numeric(
+        store, root_rows, root_sums, channels, row_weight, amplify, order, scratch, bins,
+        features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
+        min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries)
+    leaf_of_row = np.zeros(n_samples, dtype=np.intp)
+    nodes, threshold, missing_left, ordered, loss = _lay_out(
+        leaves, sums, losses, split, has_missing, thresholds, order, leaf_of_row, max_leaves)
+    return (nodes, threshold, missing_left, ordered, loss, leaf_of_row, gains, updates,
+            searched, n_buffers)
+
+
+@numba.njit(cache=True, nogil=True)
 def _lay_out(leaf, sums, losses, nodes, has_missing, thresholds, order, leaf_of_row,
              max_leaves):
     """:func:`grow_numeric`'s tree as :meth:`.vector_tree.VectorTreeGrower._assemble` lays it
     out: the node arrays (``max_leaves - 1`` nodes, the unused ones sending every row to leaf
-    0; a leaf child ``~i``, leaves numbered left to right), the split bins, the leaves' sums
-    in that order and their summed loss (added in that order). ``leaf_of_row``: each row of
-    ``order`` gets its leaf's number (None: not written)."""
+    0; a leaf child ``~i``, leaves numbered left to right: feature, left, right and split
+    bin in one int32 table, the thresholds and missing sides), the leaves' sums in that
+    order and their summed loss (added in that order). ``leaf_of_row``: each row of
+    ``order`` gets its leaf's number."""
     m = max_leaves - 1
-    feature = np.full(m, -1, dtype=np.int32)
+    table = np.full((4, m), -1, dtype=np.int32)
+    feature, left, right, split_bin = table[0], table[1], table[2], table[3]
+    split_bin[:] = 0
     threshold = np.zeros(m)
     missing_left = np.zeros(m, dtype=np.bool_)
-    left = np.full(m, -1, dtype=np.int32)
-    right = np.full(m, -1, dtype=np.int32)
-    split_bin = np.zeros(m, dtype=np.int32)
     node_of = np.full(leaf.shape[0], -1, dtype=np.int64)
     for n in range(nodes.shape[0]):
         i = nodes[n]
@@ -234,9 +259,8 @@ def _lay_out(leaf, sums, losses, nodes, has_missing, thresholds, order, leaf_of_
             continue
         ordered[n_leaves] = sums[j]
         loss += losses[j]
-        if leaf_of_row is not None:
-            for r in range(leaf[j, _START], leaf[j, _STOP]):
-                leaf_of_row[order[r]] = n_leaves
+        for r in range(leaf[j, _START], leaf[j, _STOP]):
+            leaf_of_row[order[r]] = n_leaves
         parent = leaf[j, _PARENT]
         if parent >= 0:
             (left if leaf[j, _SIDE] == 0 else right)[node_of[parent]] = ~n_leaves
@@ -245,42 +269,45 @@ def _lay_out(leaf, sums, losses, nodes, has_missing, thresholds, order, leaf_of_
         for child, links in ((1 + 2 * n, left), (2 + 2 * n, right)):
             if node_of[child] >= 0:
                 links[n] = node_of[child]
-    return feature, threshold, missing_left, left, right, split_bin, ordered, loss
+    return table, threshold, missing_left, ordered, loss
 
 
 def grow_tree(grower, rows, root) -> tuple:
     """:func:`grow_numeric` for ``grower`` (a :class:`.vector_tree.VectorTreeGrower` whose
     tree is set up: features, prior) over ``rows`` from ``root`` (its leaf, sums and loss
     set): the tree's node arrays (``feature``, ``threshold``, ``missing_left``, ``left``,
-    ``right``, each of ``max_leaves - 1`` nodes, and the split bins), its leaves' sums left
-    to right, their loss, the leaf of every row, the splits' ``(feature, gain)`` and the
-    histogram additions and leaves searched, as the Python grower counts them."""
+    ``right``, each of ``max_leaves - 1`` nodes), its leaves' sums left to right, their
+    loss, the leaf of every row, the splits' ``(feature, gain)`` and the histogram additions
+    and leaves searched, as the Python grower counts them."""
     opt, data, features = grower.options, rows.data, grower.features
     sparse = _NO_SPARSE if data.sparse is None else (
         np.ascontiguousarray(data.sparse.default_bin, dtype=np.intp), data.sparse.indptr,
         data.sparse.entries)
     n_cells, n_channels = grower.hist_shape
     store = grower.histogram_store
-    root_updates = 0
-    if grower._can_split(root):  # (the row set builds it: on every thread if large)
-        rows.histogram(root.rows, root.sums, features, store[0])
+    root_updates, root_rows = 0, _NO_ROWS
+    if grower._can_split(root):  # its histogram: in the call, or by the row set (threads)
         root_updates = root.n_rows * len(features)
-    leaves, sums, losses, nodes, gains, updates, searched, n_buffers = grow_numeric(
-        store, root.sums, rows.channels, rows.row_weight, rows.amplify, rows.order,
+        kept = rows.kept_channels(root.rows)
+        if kept is not None and root_updates * n_channels < PARALLEL_ADDS:
+            root_rows = kept  # (one thread in the row set too: the same histogram)
+        else:
+            rows.histogram(root.rows, root.sums, features, store[0])
+    (nodes, threshold, missing_left, leaf_sums, loss, leaf_of_row, gains, updates, searched,
+     n_buffers) = grow_laid_out(
+        store, root_rows, root.sums, rows.channels, rows.row_weight, rows.amplify, rows.order,
         rows._scratch, data.bins, features, grower.n_value_bins, grower.has_missing,
         grower.offsets, grower.missing_bin, grower.layout.n_bins_total, grower.prior,
         float(opt.min_samples_leaf), opt.max_leaves,
         -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
-        feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels), *sparse)
+        feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels), *sparse,
+        grower.thresholds, data.n_samples)
     if n_buffers > len(store):  # the next tree's buffers, all kept
         grower.histogram_store = np.empty((n_buffers, *grower.hist_shape))
-    route = rows.sampled and len(nodes)  # rows outside the sample: through the tree
-    leaf_of_row = None if route else np.zeros(data.n_samples, dtype=np.intp)
-    *arrays, split_bin, leaf_sums, loss = _lay_out(
-        leaves, sums, losses, nodes, grower.has_missing, grower.thresholds, rows.order,
-        leaf_of_row, opt.max_leaves)
-    if route:
-        leaf_of_row = route_bins(data.bins, BinTree(arrays[0], split_bin, *arrays[2:]),
-                                 grower.missing_bin)
-    gains = list(zip(arrays[0][:len(nodes)].tolist(), gains.tolist(), strict=True))
+    feature, left, right, split_bin = nodes
+    arrays = feature, threshold, missing_left, left, right
+    if rows.sampled and len(gains):  # rows outside the sample: through the tree
+        leaf_of_row = route_bins(data.bins, BinTree(feature, split_bin, missing_left, left,
+                                                    right), grower.missing_bin)
+    gains = list(zip(feature[:len(gains)].tolist(), gains.tolist(), strict=True))
     return arrays, leaf_sums, loss, leaf_of_row, gains, root_updates + int(updates), int(searched)

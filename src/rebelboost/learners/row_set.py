@@ -249,6 +249,12 @@ class LocalRows(RowArrays):
         self._gathered = (leaf, gathered)
         return sums
 
+    def kept_channels(self, leaf: tuple[int, int]) -> np.ndarray | None:
+        """The channels and row weight of ``leaf``'s rows that :meth:`sums` gathered (in its
+        rows' order), if it was the last leaf summed."""
+        kept = self._gathered
+        return kept[1] if kept is not None and kept[0] == leaf else None
+
     def split(self, leaf: tuple[int, int], feature: int, split_bin: int, missing_left: bool,
               left_bins: np.ndarray | None = None) -> tuple[tuple[int, int], tuple[int, int]]:
         """The ranges going left and right, the leaf's range partitioned in place."""
@@ -270,8 +276,7 @@ class LocalRows(RowArrays):
                   out: np.ndarray) -> np.ndarray:
         rows = self.rows_of(leaf)
         if self.quantized is None:
-            kept, self._gathered = self._gathered, None
-            gathered = kept[1] if kept is not None and kept[0] == leaf else None
+            gathered, self._gathered = self.kept_channels(leaf), None
             return self.histogram_of(rows, sums, features, out, gathered)
         data = self.data
         if data.sparse is not None:  # integers in float64 cells: exact below 2^53

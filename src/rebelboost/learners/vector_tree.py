@@ -42,7 +42,7 @@ from ..binning import Binner
 from ..search.category_split import best_category_split
 from ..search.histograms import big_histograms, subtract_histogram
 from ..search.splits import is_better
-from ..search.vector_leaf import leaf_loss, leaf_vectors
+from ..search.vector_leaf import leaf_loss, leaf_vectors, root_priors
 from ..search.vector_scan import best_vector_split
 from . import compiled_grower
 from .category_sets import category_bitsets
@@ -147,14 +147,10 @@ class VectorTreeGrower:
         self.searched = 0
         handle = rows.root()
         root = _Leaf(handle, rows.count(handle), rows.sums(handle), 0, -1, 0)
-        total = root.sums
-        count = max(total[2 * k], 1.0)
-        mean = (total[:k] + total[k:2 * k]) / (2.0 * count)
-        self.prior = opt.leaf_smoothing * mean
         # categorical splits are scored with cat_l2 more pseudo-rows (LightGBM's cat_l2): a
         # set chosen among many is held to more evidence than one threshold
-        self.category_prior = (opt.leaf_smoothing + opt.cat_l2) * mean
-        root.loss = leaf_loss(total, self.prior, k)
+        self.prior, self.category_prior, root.loss = root_priors(
+            root.sums, k, opt.leaf_smoothing, opt.leaf_smoothing + opt.cat_l2)
         if compiled_grower.applies(self, rows):
             return self._grow_compiled(rows, root)
         self.rowset = rows

@@ -140,8 +140,13 @@ class RebelLoss:
         """:meth:`weights` and :meth:`loss` at once: the loss is the weights' total
         (channels written into ``out`` when given: no new (n, 2K) array an iteration)."""
         scores = self._check_scores(scores)
-        shift = _max_exponent(*self._tables(), scores) if len(scores) else -np.inf
-        channels, total = self.scaled_weights(scores, shift, out)
+        channels = self._channels_out(scores, out)
+        if scores.size >= PARALLEL_CELLS or not len(scores):
+            shift = _max_exponent(*self._tables(), scores) if len(scores) else -np.inf
+            channels, total = self.scaled_weights(scores, shift, channels)
+        else:  # few rows: one compiled call
+            shift, row_sums = _weights_serial(*self._tables(), scores, channels)
+            total = self._total(row_sums)
         return channels, *scale_and_loss(shift, total)
 
     def max_exponent(self, scores: np.ndarray) -> float:
@@ -163,13 +168,17 @@ class RebelLoss:
         """:meth:`scaled_weights` with each row's total instead of their sum (a partition of
         an exact fit adds them to the other partitions' exactly)."""
         scores = self._check_scores(scores)
+        channels = self._channels_out(scores, out)
+        return channels, _fill_weights(*self._tables(), scores, shift, channels)
+
+    def _channels_out(self, scores: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         shape = (scores.shape[0], 2 * self.n_classes)
         channels = np.empty(shape) if out is None else out
         if (channels.shape != shape or channels.dtype != np.float64
                 or (channels.shape[0] > 0 and channels.strides[1] != 8)):
             raise ValueError(f"out must be a float64 array of shape {shape} with contiguous "
                              "rows")
-        return channels, _fill_weights(*self._tables(), scores, shift, channels)
+        return channels
 
     def _total(self, row_sums: np.ndarray) -> float:
         return exact_sum(row_sums) if self.exact else float(row_sums.sum())
@@ -302,6 +311,14 @@ def _max_exponent_serial(log_plus, log_minus, row_of, log_w, scores):
     for r in range(scores.shape[0]):
         row_max[r] = _row_max(log_plus, log_minus, row_of, log_w, scores, r)
     return row_max.max()
+
+
+@numba.njit(cache=True, nogil=True)
+def _weights_serial(log_plus, log_minus, row_of, log_w, scores, channels):
+    """:func:`_max_exponent_serial` and :func:`_fill_weights_serial` in one call."""
+    shift = _max_exponent_serial(log_plus, log_minus, row_of, log_w, scores)
+    return shift, _fill_weights_serial(log_plus, log_minus, row_of, log_w, scores, shift,
+                                       channels)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

@@ -59,6 +59,19 @@ def leaf_loss(sums, prior, k):
     return total
 
 
+@numba.njit(cache=True, nogil=True)
+def root_priors(total, k, smoothing, category_smoothing):
+    """A tree's pseudo-rows from its root's sums ``total`` (2K + 1): ``smoothing`` (and,
+    for categorical splits, ``category_smoothing``) times each class's mean channel weight
+    per row; and the root's loss under the first."""
+    count = max(total[2 * k], 1.0)
+    prior, category_prior = np.empty(k), np.empty(k)
+    for c in range(k):
+        mean = (total[c] + total[k + c]) / (2.0 * count)
+        prior[c], category_prior[c] = smoothing * mean, category_smoothing * mean
+    return prior, category_prior, leaf_loss(total, prior, k)
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def pair_loss(left, right, prior, k, min_count):
     if left[2 * k] < min_count or right[2 * k] < min_count:
