@@ -32,7 +32,7 @@ from .row_set import BinTree, LocalRows, _partition_in_place_serial, route_bins
 # root), side, histogram slot (-1: none), split feature (-1: no split), split bin, missing
 # side (1: left)
 _START, _STOP, _DEPTH, _PARENT, _SIDE, _SLOT, _FEATURE, _BIN, _MISSING = range(9)
-_MAX_ROWS = 1 << 16  # rows of the trees grown here (above, the Python grower's threads pay)
+_MAX_ROWS = 1 << 17  # rows of the trees grown here (above, the Python grower's threads pay)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -188,12 +188,14 @@ def applies(grower, rows) -> bool:
     """Whether :func:`grow_numeric` grows ``grower``'s tree over ``rows``: rows in this
     process with float histograms, no categorical feature, histograms small enough for the
     one-thread scan, every histogram the tree can hold at once within the grower's budget
-    (so the Python grower would drop none either), and under 65,536 rows. Every kernel here
-    runs on the calling thread; the Python grower's threads split the same work by feature
-    or keep its order (a stable partition), so the tree is the same either way, and up to
-    that size the compiled tree was the faster (BENCHMARKS.md, "Trees compiled up to 65,536
-    rows"): 0.59-0.97x the fit time on 19 suite sets of 1,500-80,000 rows, 1.09x on
-    100,000 synthetic rows of 20 dense features, where the threads pay."""
+    (so the Python grower would drop none either), and under 131,072 rows. Every kernel
+    here but the root's histogram (on threads where the row set would use them) runs on the
+    calling thread; the Python grower's threads split the same work by feature or keep its
+    order (a stable partition), so the tree is the same either way, and up to that size the
+    compiled tree was the faster (BENCHMARKS.md, "Trees compiled up to 131,072 rows"):
+    0.60-1.00x the fit's wall time on 9 suite sets of 1,500-80,000 rows and 0.88-0.92x on
+    20,000-100,000 synthetic rows of 20 dense features; 1.13x on 300,000, where the
+    threads pay (``benchmarks/compiled_tree_limit.py``)."""
     return (type(rows) is LocalRows and rows.quantized is None and not len(grower.categories)
             and not grower._big_histograms and len(rows.order) < _MAX_ROWS
             and grower.histograms_in_budget() > grower.options.max_leaves)
