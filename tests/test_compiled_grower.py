@@ -61,7 +61,10 @@ def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra)
         fits.append(model)
         monkeypatch.undo()
     assert len(used) == 15  # every tree of the second fit took the compiled path
-    a, b = fits
+    _assert_same_models(*fits, X)
+
+
+def _assert_same_models(a, b, X):
     for name in ("feature", "threshold", "missing_left", "left", "right"):
         np.testing.assert_array_equal(getattr(a.trees_, name), getattr(b.trees_, name))
     np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
@@ -90,12 +93,7 @@ def test_compiled_trees_are_those_of_the_python_growers_threads(monkeypatch):
         fits.append(RebelClassifier(8, random_state=0, colsample_bytree=0.8).fit(X, y))
         monkeypatch.undo()
     assert len(threaded) > 8 and len(used) == 8  # (threads beyond the roots' histograms)
-    a, b = fits
-    for name in ("feature", "threshold", "missing_left", "left", "right"):
-        np.testing.assert_array_equal(getattr(a.trees_, name), getattr(b.trees_, name))
-    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
-    np.testing.assert_array_equal(a.train_loss_, b.train_loss_)
-    np.testing.assert_array_equal(a.histogram_updates_, b.histogram_updates_)
+    _assert_same_models(*fits, X)
 
 
 def test_the_python_grower_keeps_what_the_compiled_one_does_not_take():
