@@ -98,7 +98,8 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
     fold_ids = np.unique(folds)
     n_jobs = resolve_n_jobs(model.get_params().get("n_jobs"))
     extra = [] if alongside is None else [alongside]
-    work = X.shape[1] * (len(codes) + min(len(codes), 255)) * (2 * int(codes.max()) + 3)
+    k = model.cost_matrix_.shape[0]
+    work = X.shape[1] * (len(codes) + min(len(codes), 255)) * (2 * k + 1)
     workers = min(n_jobs, len(fold_ids) + len(extra)) if work >= PARALLEL_FOLD_WORK else 1
     threads = max(1, n_jobs // workers)  # each task's share of the threads
 
@@ -118,8 +119,7 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
     tasks = [delayed(task)(threads) for task in extra] + [delayed(fit_fold)(f)
                                                           for f in fold_ids]
     done = Parallel(n_jobs=workers, prefer="threads")(tasks)
-    scores = assemble_scores(done[len(extra):], fold_ids, folds, codes,
-                             model.cost_matrix_.shape[0])
+    scores = assemble_scores(done[len(extra):], fold_ids, folds, codes, k)
     return scores if alongside is None else (scores, done[0])
 
 

@@ -72,15 +72,12 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     costs a page fault a page), ``store[0]`` the root's histogram if it can be split: built
     here from ``root_rows`` (its rows' channels, gathered), or (no rows) by the caller on
     every thread; ``root_sums`` its sums; buffers beyond ``store`` are allocated as needed
-    (returned: how many the tree used at most).
-    ``max_depth`` -1: none. Every kernel here runs
-    on the calling thread (the caller checks that the Python grower's would too, but for the
-    root's). Returns ``(leaves, sums, losses, nodes, gains, updates, searched, n_buffers)``:
-    ``leaves``
-    (L, 9) the int fields of every leaf made (the root, then each split's children, left and
-    right), ``sums`` (L, C) and ``losses`` (L,) theirs, ``nodes`` the leaves split, in split
-    order, with their loss reductions ``gains``; the histogram additions (the root's not
-    counted) and the leaves searched."""
+    (returned: how many the tree used at most). ``max_depth`` -1: none. Every kernel here
+    runs on the calling thread. Returns ``(leaves, sums, losses, nodes, gains, updates,
+    searched, n_buffers)``: ``leaves`` (L, 9) the int fields of every leaf made (the root,
+    then each split's children, left and right), ``sums`` (L, C) and ``losses`` (L,) theirs,
+    ``nodes`` the leaves split, in split order, with their loss reductions ``gains``; the
+    histogram additions (the root's not counted) and the leaves searched."""
     k = prior.shape[0]
     n_channels = channels.shape[1] + 1
     n_cells = offsets[-1]
