@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from rebelboost import RebelClassifier
+from rebelboost.ensemble import _compiled_stages
 from rebelboost.learners import compiled_grower
+
+
+def _tree_by_tree(monkeypatch):
+    """Each tree from the booster's loop, not the whole fit in one compiled call
+    (``tests/test_compiled_stages.py``): these tests compare the trees' growers."""
+    monkeypatch.setattr(_compiled_stages, "applies", lambda booster: False)
 
 
 def _data(seed, n, d, k, missing=False, binary=False):
@@ -53,6 +60,7 @@ def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra)
 
     fits = []
     for compiled in (False, True):
+        _tree_by_tree(monkeypatch)
         if compiled:
             monkeypatch.setattr(compiled_grower, "grow_tree", spy)
         else:
@@ -83,6 +91,7 @@ def test_compiled_trees_are_those_of_the_python_growers_threads(monkeypatch):
     real, grow = dense._add_rows_parallel, compiled_grower.grow_tree
     fits = []
     for compiled in (False, True):
+        _tree_by_tree(monkeypatch)
         if compiled:
             monkeypatch.setattr(compiled_grower, "grow_tree",
                                 lambda *args: used.append(True) or grow(*args))
@@ -96,21 +105,20 @@ def test_compiled_trees_are_those_of_the_python_growers_threads(monkeypatch):
     _assert_same_models(*fits, X)
 
 
-def test_the_python_grower_keeps_what_the_compiled_one_does_not_take():
+def test_the_python_grower_keeps_what_the_compiled_one_does_not_take(monkeypatch):
     """Categorical columns, quantized histograms: the Python grower (no compiled tree)."""
     import pandas as pd
 
+    _tree_by_tree(monkeypatch)
     X, y = _data(0, 300, 3, 3)
     used = []
     real = compiled_grower.grow_tree
-    compiled_grower.grow_tree = lambda *args: used.append(True) or real(*args)
-    try:
-        frame = pd.DataFrame({"a": X[:, 0], "c": pd.Categorical(np.where(X[:, 1] > 0, "u", "v"))})
-        RebelClassifier(5).fit(frame, y)
-        RebelClassifier(5, histogram_bits=12).fit(X, y)
-        assert not used
-        RebelClassifier(5).fit(X, y)
-        assert len(used) == 5
-    finally:
-        compiled_grower.grow_tree = real
+    monkeypatch.setattr(compiled_grower, "grow_tree",
+                        lambda *args: used.append(True) or real(*args))
+    frame = pd.DataFrame({"a": X[:, 0], "c": pd.Categorical(np.where(X[:, 1] > 0, "u", "v"))})
+    RebelClassifier(5).fit(frame, y)
+    RebelClassifier(5, histogram_bits=12).fit(X, y)
+    assert not used
+    RebelClassifier(5).fit(X, y)
+    assert len(used) == 5
 

@@ -110,9 +110,7 @@ def test_default_route_records_its_out_of_fold_evidence():
 
 def test_folds_fitted_on_threads_give_the_serial_scores(monkeypatch):
     """One fold per thread (one numba thread each) gives exactly the serial fit's evidence."""
-    from rebelboost.ensemble import _cost_route
 
-    monkeypatch.setattr(_cost_route, "PARALLEL_FOLD_WORK", 0)  # threads even for small fits
     X, y = _problem()
     fits = [RebelClassifier(15, cost_matrix=COST, cost_strategy="auto", random_state=0,
                             n_jobs=n_jobs).fit(X, y) for n_jobs in (1, 3)]
@@ -135,7 +133,6 @@ def test_the_final_fit_runs_beside_the_folds_and_is_the_one_fitted_after_them(mo
         return real(*args, alongside=alongside, **kwargs)
 
     monkeypatch.setattr(_cost_route, "out_of_fold_scores", spy)
-    monkeypatch.setattr(_cost_route, "PARALLEL_FOLD_WORK", 0)  # threads even for small fits
     X, y = _problem()
     fits = [RebelClassifier(15, cost_matrix=COST, random_state=0, n_jobs=n_jobs).fit(X, y)
             for n_jobs in (1, 2)]

@@ -46,6 +46,11 @@ class Booster(Protocol):
     def validation_loss(self, scores: np.ndarray) -> float:
         """The loss of the validation rows (given at construction) at these scores."""
 
+    # optional: ``fit_stages(n_iterations, target_loss) -> list[Stage] | None``, up to
+    # ``n_iterations`` stages at once (stopping after a loss below ``target_loss`` or zero),
+    # the stages ``fit_stage`` would fit; None where it cannot. The loop asks for it where
+    # nothing looks at a stage before the next (no validation, callbacks or output).
+
     def stack(self, pieces: list[LearnerStack]) -> LearnerStack:
         """One learner stack from the stages' learners."""
 
@@ -86,8 +91,14 @@ def boost(booster: Booster, n_iterations: int, n_features: int, *,
     val_losses: list[float] = []
     val_scores = None
     init_loss = booster.initial_loss()
+    at_once = None
     with numba_threads(n_jobs, blas_threads=booster.blas_threads):
-        for it in range(n_iterations):
+        if validation is None and not callbacks and not verbose and n_iterations > 0:
+            at_once = getattr(booster, "fit_stages", lambda *_: None)(n_iterations,
+                                                                     target_loss)
+        if at_once is not None:
+            stages, train_loss = at_once, [s.loss for s in at_once]
+        for it in range(0 if at_once is not None else n_iterations):
             stage = booster.fit_stage(it)
             stages.append(stage)
             train_loss.append(stage.loss)

@@ -17,10 +17,11 @@ models are fitted side by side on threads when ``n_jobs`` allows.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import clone
 
 from ..calibration import CalibrationMap, fit_calibration
@@ -35,15 +36,6 @@ from ..parallel import numba_threads, resolve_n_jobs
 # 2.0 is where most remaining cases are one test row's decision (a 2.3% one-sided level).
 MARGIN_SE = 2.0
 SMALL_FOLD_LEAVES = 10  # a fold of fewer rows than this many leaves gets smaller leaves
-# A fit's compiled work, roughly features x (rows + bins) x (2K + 1) cells, from which the
-# fold models (and the final fit) run side by side on threads: below it a fit is mostly
-# Python (per-tree bookkeeping) and threads wait on each other for the interpreter. Measured
-# with 2 threads against one after another (best of 2, hedge costs, seed-0 splits, trees
-# grown in one compiled call): balance_scale, lymphography, analcatdata_dmft (19k-42k
-# cells) 1.54-1.76x the time, vehicle, calendarDOW, wine_quality_red, mfeat_morphological,
-# dermatology, car_evaluation (137k-277k) 0.65-1.22x, allrep (0.76M) 0.73x, and from 1.4M
-# (movement_libras, satimage, mfeat_zernike, dna, optdigits) 0.57-0.83x.
-PARALLEL_FOLD_WORK = 1 << 18
 
 
 @dataclass
@@ -91,16 +83,16 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
     final model's leaves (smaller ones cost 2.3x the fit time on vehicle's 395-row folds).
 
     The folds are fitted side by side on threads when the model's ``n_jobs`` allows more
-    than one (the threads shared out among them) and the fits are large enough to gain
-    (:data:`PARALLEL_FOLD_WORK`); each fold's result does not depend on which thread fits
-    it, so the scores equal the serial ones.
+    than one (the threads shared out among them); each fold's result does not depend on
+    which thread fits it, so the scores equal the serial ones. Even the smallest sets gain:
+    their fits run in one compiled call that holds no lock on the interpreter
+    (:mod:`._compiled_stages`; BENCHMARKS.md, "Boosting in one compiled call").
     """
     fold_ids = np.unique(folds)
     n_jobs = resolve_n_jobs(model.get_params().get("n_jobs"))
     extra = [] if alongside is None else [alongside]
     k = model.cost_matrix_.shape[0]
-    work = X.shape[1] * (len(codes) + min(len(codes), 255)) * (2 * k + 1)
-    workers = min(n_jobs, len(fold_ids) + len(extra)) if work >= PARALLEL_FOLD_WORK else 1
+    workers = min(n_jobs, len(fold_ids) + len(extra))
     threads = max(1, n_jobs // workers)  # each task's share of the threads
 
     def fit_fold(f):
@@ -116,9 +108,13 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
 
     # the largest task first: with two threads the final fit (all rows) and three folds of
     # 2/3 of them finish in 5/3 of a fit instead of 1 + 2/3 + 2/3 + ... after one another
-    tasks = [delayed(task)(threads) for task in extra] + [delayed(fit_fold)(f)
+    tasks = [partial(task, threads) for task in extra] + [partial(fit_fold, f)
                                                           for f in fold_ids]
-    done = Parallel(n_jobs=workers, prefer="threads")(tasks)
+    if workers > 1:  # (a pool that waits on its tasks, not one that polls: a fold of a small
+        with ThreadPoolExecutor(workers) as pool:  # set takes a few milliseconds)
+            done = [future.result() for future in [pool.submit(task) for task in tasks]]
+    else:
+        done = [task() for task in tasks]
     scores = assemble_scores(done[len(extra):], fold_ids, folds, codes, k)
     return scores if alongside is None else (scores, done[0])
 

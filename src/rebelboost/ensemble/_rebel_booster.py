@@ -7,6 +7,7 @@ import numpy as np
 from ..engine import Stage
 from ..learners.contract import LearnerFit
 from ..losses.rebel import RebelLoss
+from . import _compiled_stages
 
 
 class RebelBooster:
@@ -40,6 +41,11 @@ class RebelBooster:
         gains = [(f, gain * self.scale) for f, gain in fit.gains]
         self.channels, self.scale, loss = self.loss.weights_and_loss(self.scores, self.channels)
         return Stage(fit.arrays, values[None], loss, gains, {"vector": vector, "work": fit.work})
+
+    def fit_stages(self, n_iterations: int, target_loss: float | None) -> list[Stage] | None:
+        """Up to ``n_iterations`` stages in one compiled call where :mod:`._compiled_stages`
+        applies (small fits of vector-leaf trees; the same stages), else None."""
+        return _compiled_stages.fit_stages(self, n_iterations, target_loss)
 
     def validation_loss(self, scores) -> float:
         return self.val_loss.loss(scores)

@@ -194,7 +194,14 @@ def applies(grower, rows) -> bool:
     20,000-100,000 synthetic rows of 20 dense features; 1.13x on 300,000, where the
     threads pay (``benchmarks/compiled_tree_limit.py``)."""
     return (type(rows) is LocalRows and rows.quantized is None and not len(grower.categories)
-            and not grower._big_histograms and len(rows.order) < _MAX_ROWS
+            and fits_in_call(grower, len(rows.order)))
+
+
+def fits_in_call(grower, n_rows: int) -> bool:
+    """Whether ``grower``'s trees over ``n_rows`` rows fit :func:`grow_numeric`: histograms
+    for the one-thread scan, as many as the tree can hold at once within the grower's budget,
+    and under 131,072 rows (:func:`applies`)."""
+    return (not grower._big_histograms and n_rows < _MAX_ROWS
             and grower.histograms_in_budget() > grower.options.max_leaves)
 
 

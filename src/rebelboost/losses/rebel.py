@@ -181,7 +181,7 @@ class RebelLoss:
         return channels
 
     def _total(self, row_sums: np.ndarray) -> float:
-        return exact_sum(row_sums) if self.exact else float(row_sums.sum())
+        return exact_sum(row_sums) if self.exact else pairwise_sum(row_sums)
 
     def log_partial_sums(self) -> np.ndarray:
         """``log`` of the ``c+`` and ``c-`` totals at ``H = 0`` (a partition's share of the
@@ -335,6 +335,64 @@ def _fill_weights_serial(log_plus, log_minus, row_of, log_w, scores, shift, chan
     for r in range(scores.shape[0]):
         row_sums[r] = _row_fill(log_plus, log_minus, row_of, log_w, scores, shift, channels, r)
     return row_sums
+
+
+@numba.njit(cache=True, nogil=True)
+def pairwise_sum(values):
+    """``values.sum()`` as numpy adds a contiguous float64 array (pairwise halves down to
+    blocks of at most 128, each summed with 8 partial sums), callable from compiled code: a
+    compiled boosting loop's loss is the Python loop's bit for bit. (The halves are walked
+    with a stack: numba's cache crashes on recursive functions.)"""
+    start = np.zeros(64, dtype=np.int64)  # the halves being summed, outermost first
+    size = np.zeros(64, dtype=np.int64)
+    first = np.zeros(64)  # a half's first part's sum, once known
+    waiting = np.zeros(64, dtype=np.int8)  # 0: not split yet, 1: first part, 2: second part
+    top = 0
+    size[0] = values.shape[0]
+    while True:
+        if size[top] > 128 and waiting[top] == 0:
+            waiting[top] = 1
+            top += 1
+            start[top], size[top], waiting[top] = start[top - 1], _half(size[top - 1]), 0
+            continue
+        total = _block_sum(values, start[top], size[top])
+        while True:  # hand the sum up until a half has its second part still to sum
+            top -= 1
+            if top < 0:
+                return total
+            if waiting[top] == 2:
+                total = first[top] + total
+                continue
+            first[top], waiting[top] = total, 2
+            half = _half(size[top])
+            top += 1
+            start[top], size[top], waiting[top] = start[top - 1] + half, size[top - 1] - half, 0
+            break
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _half(n):
+    half = n // 2
+    return half - half % 8
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block_sum(a, lo, n):
+    if n < 8:
+        total = 0.0
+        for i in range(lo, lo + n):
+            total += a[i]
+        return total
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    stop = lo + n - n % 8
+    for i in range(lo + 8, stop, 8):
+        r0, r1, r2, r3 = r0 + a[i], r1 + a[i + 1], r2 + a[i + 2], r3 + a[i + 3]
+        r4, r5, r6, r7 = r4 + a[i + 4], r5 + a[i + 5], r6 + a[i + 6], r7 + a[i + 7]
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(stop, lo + n):
+        total += a[i]
+    return total
 
 
 def add_slot_values(scores, slot_of_row, weight_of_row, values) -> None:

@@ -1,0 +1,152 @@
+"""REBEL's vector-leaf trees boosted in one compiled call, for small fits.
+
+A small fit (a few hundred rows, hundreds of trees) spent most of its time in the Python
+around each tree: the booster's stage, the family's row set, the grower's set-up and the
+dispatch of a dozen compiled calls, ~50 us a tree against ~30 us of compiled work
+(BENCHMARKS.md, "Boosting in one compiled call"). Where every kernel of a fit runs on the
+calling thread anyway (:func:`applies`), the whole loop runs here: REBEL's weights, the tree
+(:func:`.compiled_grower.grow_laid_out`), its leaf steps and the score update, iteration after
+iteration. It takes the same steps in the same order as :meth:`.RebelBooster.fit_stage` with
+:class:`.VectorTreeFamily`, so the model is the Python loop's bit for bit
+(``tests/test_compiled_stages.py``); it holds no lock on the interpreter, so the cost route's
+folds fit side by side on threads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ..engine import Stage
+from ..learners.compiled_grower import fits_in_call, grow_laid_out
+from ..learners.leaf_tree import LeafTreeArrays
+from ..learners.rebel_learners import VectorTreeFamily
+from ..losses.rebel import PARALLEL_CELLS, _weights_serial, pairwise_sum
+from ..search.histograms.dense import PARALLEL_ADDS, _task_starts, feature_tile
+from ..search.histograms.sparse import _column_sums
+from ..search.vector_leaf import leaf_vectors, root_priors
+
+
+def applies(booster) -> bool:
+    """Whether :func:`fit_stages` runs ``booster``'s fit: vector-leaf trees on every row and
+    feature (no sampling), float histograms, no categorical feature, REBEL's weights and the
+    root's histogram small enough for one thread (:data:`.PARALLEL_CELLS`,
+    :data:`.PARALLEL_ADDS`) and every tree one :func:`.compiled_grower.grow_laid_out`."""
+    family = booster.family
+    if type(family) is not VectorTreeFamily or booster.exact_sums:
+        return False
+    opt, grower = family.options, family.grower
+    n, k = booster.scores.shape
+    n_features = grower.binner.n_features
+    return (family._packed is not None and booster.channels.base is family._packed
+            and opt.subsample >= 1.0 and opt.colsample_bytree >= 1.0
+            and opt.histogram_bits is None and not grower.categorical.any()
+            and n * k < PARALLEL_CELLS and n * n_features * (2 * k + 1) < PARALLEL_ADDS
+            and fits_in_call(grower, n))
+
+
+def fit_stages(booster, n_iterations: int, target_loss: float | None) -> list[Stage] | None:
+    """Up to ``n_iterations`` stages of ``booster`` in one call (None where it does not
+    :func:`apply <applies>`), stopping, as the boosting loop does, after the first whose loss
+    is below ``target_loss`` or zero; the booster's scores, channels and scale advance."""
+    if not applies(booster):
+        return None
+    family, loss = booster.family, booster.loss
+    grower, opt, data = family.grower, family.options, family.data
+    features = np.arange(grower.binner.n_features, dtype=np.intp)
+    n_cells, n_channels = grower.hist_shape
+    sparse = ((np.empty(0, dtype=np.intp), np.empty((0, 0), dtype=np.int64),
+               np.empty(0, dtype=np.uint32)) if data.sparse is None else
+              (np.ascontiguousarray(data.sparse.default_bin, dtype=np.intp),
+               data.sparse.indptr, data.sparse.entries))
+    (done, booster.scale, grower.histogram_store, nodes, threshold, missing_left, values,
+     losses, gains, n_gains, work) = _boost(
+        n_iterations, -np.inf if target_loss is None else float(target_loss),
+        float(booster.learning_rate), float(booster.scale), *loss._tables(), booster.scores,
+        family._packed, np.ascontiguousarray(family.sample_weight, dtype=np.float64),
+        grower.histogram_store, data.bins, features, grower.n_value_bins, grower.has_missing,
+        grower.offsets, grower.missing_bin, grower.layout.n_bins_total,
+        float(opt.leaf_smoothing), float(opt.min_samples_leaf), opt.max_leaves,
+        -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
+        feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels), *sparse,
+        grower.thresholds)
+    stages = []
+    for t, tree_loss in enumerate(losses[:done].tolist()):
+        feature, left, right = nodes[t:t + 1, 0], nodes[t:t + 1, 1], nodes[t:t + 1, 2]
+        arrays = LeafTreeArrays(feature, threshold[t:t + 1], missing_left[t:t + 1], left, right)
+        g = n_gains[t]
+        tree_gains = list(zip(feature[0, :g].tolist(), gains[t, :g].tolist(), strict=True))
+        stages.append(Stage(arrays, values[t:t + 1], tree_loss, tree_gains,
+                            {"vector": None, "work": int(work[t])}))
+    return stages
+
+
+@numba.njit(cache=True, nogil=True)
+def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, row_of, log_w,
+           scores, packed, row_weight, store, bins, features, n_value_bins, has_missing,
+           offsets, missing_bin, n_bins_total, smoothing, min_samples_leaf, max_leaves,
+           max_depth, starts, tile, sparse, indptr, entries, thresholds):
+    """The stages: per tree its nodes (4, max_leaves - 1) (feature, left, right, split bin),
+    thresholds, missing sides, shrunk leaf values, loss after it, its splits' gains (in the
+    scale of the weights it was fitted to) and histogram additions. ``packed`` holds the
+    current weights (its first 2K columns) and the row weights; ``scores`` and ``packed``
+    advance in place."""
+    n, k = scores.shape
+    m = max_leaves - 1
+    channels = packed[:, :2 * k]
+    nodes = np.empty((n_iterations, 4, m), dtype=np.int32)
+    thresholds_out = np.empty((n_iterations, m))
+    missing_out = np.empty((n_iterations, m), dtype=np.bool_)
+    values = np.zeros((n_iterations, max_leaves, k))
+    losses = np.empty(n_iterations)
+    gains_out = np.zeros((n_iterations, m))
+    n_gains = np.zeros(n_iterations, dtype=np.int64)
+    work = np.zeros(n_iterations, dtype=np.int64)
+    order = np.empty(n, dtype=np.intp)
+    scratch = np.empty(n, dtype=np.intp)
+    no_rows = packed[:0]
+    done = 0
+    for it in range(n_iterations):
+        for r in range(n):  # (a fresh row set: every row, in order)
+            order[r] = r
+        root_sums = _column_sums(packed)
+        prior, _, root_loss = root_priors(root_sums, k, smoothing, smoothing)
+        splits = (n >= 2 and root_sums[2 * k] >= 2.0 * min_samples_leaf and max_depth != 0
+                  and root_loss > 0.0 and features.shape[0] > 0)
+        (table, threshold, missing_left, leaf_sums, _, leaf_of_row, gains, updates, _,
+         n_buffers) = grow_laid_out(
+            store, packed if splits else no_rows, root_sums, channels, row_weight, None, order,
+            scratch, bins, features, n_value_bins, has_missing, offsets, missing_bin,
+            n_bins_total, prior, min_samples_leaf, max_leaves, max_depth, starts, tile, sparse,
+            indptr, entries, thresholds, n)
+        if n_buffers > store.shape[0]:  # the next tree's buffers, all kept
+            store = np.empty((n_buffers, store.shape[1], store.shape[2]))
+        nodes[it] = table
+        thresholds_out[it] = threshold
+        missing_out[it] = missing_left
+        leaf_values = values[it]
+        leaf_vectors(leaf_sums, prior, k, leaf_values)
+        for i in range(max_leaves):
+            for c in range(k):
+                leaf_values[i, c] = learning_rate * leaf_values[i, c]
+        for r in range(n):
+            s = leaf_of_row[r]
+            for c in range(k):
+                scores[r, c] += leaf_values[s, c]
+        for j in range(gains.shape[0]):
+            gains_out[it, j] = gains[j] * scale
+        n_gains[it] = gains.shape[0]
+        work[it] = (n * features.shape[0] if splits else 0) + updates
+        shift, row_sums = _weights_serial(log_plus, log_minus, row_of, log_w, scores, channels)
+        total = pairwise_sum(row_sums)
+        scale = math.exp(shift)
+        log_total = math.log(total) if total > 0.0 else (-np.inf if total == 0.0 else np.nan)
+        loss = math.exp(shift + log_total)
+        losses[it] = loss
+        done = it + 1
+        if loss < stop_below or loss == 0.0:
+            break
+    return (done, scale, store, nodes, thresholds_out, missing_out, values, losses, gains_out,
+            n_gains, work)
