@@ -71,8 +71,9 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
                        sample_cost=None, alongside=None) -> tuple[np.ndarray, np.ndarray]:
     """``(scores, unseen)``: each row's class scores from the model fitted without its fold,
     and whether its class was absent from that model's training rows. ``alongside``: a
-    callable of a thread count run as one more task, first (the final model's fit); then
-    ``(scores, unseen), its result``.
+    callable of a thread count run as one more task (the final model's fit), after the
+    first folds, so that the caller's calibration of the scores runs while it finishes;
+    then ``(scores, unseen), wait``, ``wait()`` its result.
 
     A class a fold model never saw gets, in each row, the lowest score of the classes it
     did see (as unlikely as the least likely one) rather than a made-up extreme. A fold
@@ -106,17 +107,35 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
             got = fold_model.model_.scores(fold_model.encode(X[folds == f]))
         return np.unique(codes[train]), got
 
-    # the largest task first: with two threads the final fit (all rows) and three folds of
-    # 2/3 of them finish in 5/3 of a fit instead of 1 + 2/3 + 2/3 + ... after one another
-    tasks = [partial(task, threads) for task in extra] + [partial(fit_fold, f)
-                                                          for f in fold_ids]
-    if workers > 1:  # (a pool that waits on its tasks, not one that polls: a fold of a small
-        with ThreadPoolExecutor(workers) as pool:  # set takes a few milliseconds)
-            done = [future.result() for future in [pool.submit(task) for task in tasks]]
-    else:
-        done = [task() for task in tasks]
-    scores = assemble_scores(done[len(extra):], fold_ids, folds, codes, k)
-    return scores if alongside is None else (scores, done[0])
+    folds_first = [partial(fit_fold, f) for f in fold_ids]
+    if workers == 1:
+        scores = assemble_scores([task() for task in folds_first], fold_ids, folds, codes, k)
+        return scores if alongside is None else (scores, partial(alongside, threads))
+    # (a pool that waits on its tasks, not one that polls: a small set's fold takes a few
+    # milliseconds.) The final fit goes in after as many folds as there are threads: with
+    # two threads and three folds of 2/3 of the rows, the folds are done after 4/3 of a fit
+    # and the calibration runs beside the final fit's last third
+    pool = ThreadPoolExecutor(workers)
+    fold_runs = [pool.submit(task) for task in folds_first[:workers]]
+    final = None if alongside is None else pool.submit(alongside, threads)
+    fold_runs += [pool.submit(task) for task in folds_first[workers:]]
+    try:
+        scores = assemble_scores([run.result() for run in fold_runs], fold_ids, folds, codes,
+                                 k)
+    except BaseException:
+        pool.shutdown(cancel_futures=True)
+        raise
+    if final is None:
+        pool.shutdown()
+        return scores
+
+    def wait():
+        try:
+            return final.result()
+        finally:
+            pool.shutdown()
+
+    return scores, wait
 
 
 def fold_estimator(model, params: dict, n_train: int, n_rows: int):
@@ -176,7 +195,7 @@ def choose_route(model, X, codes, sample_weight, sample_cost, folds,
 def choose_route_alongside(model, X, codes, sample_weight, sample_cost, folds, train
                            ) -> tuple[RouteChoice, object]:
     """:func:`choose_route` with ``train(n_jobs)``, the final model's cost-neutral fit, run
-    beside the first fold models; ``(choice, train's result)``. For ``cost_strategy=
+    beside the fold models and the calibration; ``(choice, train's result)``. For ``cost_strategy=
     'posterior'``, whose final model does not depend on the choice."""
     if model.cost_strategy != "posterior":
         raise ValueError("only a 'posterior' model's final fit can run beside its folds")
@@ -189,7 +208,6 @@ def _choose(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, alo
     out_of_fold = out_of_fold_scores if out_of_fold is None else out_of_fold
     if folds is None:
         return RouteChoice("loss", "loss"), _run(alongside, model)
-    cost = model.cost_matrix_
     n_folds = model.cost_cv
     short = [f for f in range(n_folds) if len(np.unique(codes[folds != f])) < 2]
     if len(codes) < 2 * n_folds or short:
@@ -197,12 +215,25 @@ def _choose(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, alo
             "reason": f"{len(codes)} rows are too few to cross-fit {n_folds} folds with two "
                       "classes in each: uncalibrated minimum risk"}), _run(alongside, model)
     neutral_params = {"cost_strategy": "loss", "cost_matrix": None, "decisions": None}
-    trained = None
     if alongside is None:
         scores, unseen = out_of_fold(model, X, codes, sample_weight, folds, neutral_params)
-    else:
-        (scores, unseen), trained = out_of_fold(model, X, codes, sample_weight, folds,
-                                                neutral_params, alongside=alongside)
+        return _decide(model, X, codes, sample_weight, sample_cost, folds, out_of_fold,
+                       scores, unseen), None
+    (scores, unseen), wait = out_of_fold(model, X, codes, sample_weight, folds,
+                                         neutral_params, alongside=alongside)
+    try:  # (the final fit may still be running: the calibration runs beside it)
+        choice = _decide(model, X, codes, sample_weight, sample_cost, folds, out_of_fold,
+                         scores, unseen)
+    finally:
+        trained = wait()
+    return choice, trained
+
+
+def _decide(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, scores, unseen
+            ) -> RouteChoice:
+    """The route chosen on the out-of-fold ``scores`` (:func:`_choose`)."""
+    cost = model.cost_matrix_
+    n_folds = model.cost_cv
     calibration, proba, evidence = fit_calibration(scores, codes, sample_weight,
                                                    np.where(unseen, -1, folds))
     picks = {"argmax": certain_codes(np.argmax(scores, axis=1), cost),
@@ -221,8 +252,8 @@ def _choose(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, alo
     if route == "min_risk" and binary_threshold(cost) is not None:
         evidence["threshold"] = binary_threshold(cost)  # on predict_proba[:, 1]
     if route == "loss":
-        return RouteChoice("loss", "loss", CalibrationMap(), route_costs, evidence), trained
-    return RouteChoice("posterior", route, calibration, route_costs, evidence), trained
+        return RouteChoice("loss", "loss", CalibrationMap(), route_costs, evidence)
+    return RouteChoice("posterior", route, calibration, route_costs, evidence)
 
 
 def _run(train, model):
