@@ -26,8 +26,8 @@ CASES = [
 def test_stages_in_one_call_are_the_loops(monkeypatch, seed, case):
     """Models fitted with the booster's loop and in one compiled call: the same trees, leaf
     values, training losses, histogram additions and importances, on dense and sparse bins,
-    missing values, weights of zero, cost-sensitive training losses and per-row costs, and
-    a fit that stops at its target loss."""
+    missing values, weights of zero, cost-sensitive training losses and per-row costs, a fit
+    that stops at its target loss, and fits in several calls of a few stages."""
     params, fit_params = dict(case), {}
     n, k = (60, 300, 700, 1500)[seed], 2 + seed % 4
     X, y = _data(seed, n, 3 + 3 * seed, k, missing=seed % 2 == 1, binary=seed == 3)
@@ -49,12 +49,15 @@ def test_stages_in_one_call_are_the_loops(monkeypatch, seed, case):
     for in_one_call in (False, True):
         if in_one_call:
             monkeypatch.setattr(_compiled_stages, "_boost",
-                                lambda *args: calls.append(True) or real(*args))
+                                lambda *args: calls.append(args[0]) or real(*args))
+            if seed % 2:  # in chunks of 7 stages: the same stages
+                monkeypatch.setattr(_compiled_stages, "CHUNK", 7)
         else:
             monkeypatch.setattr(_compiled_stages, "applies", lambda booster: False)
         fits.append(RebelClassifier(40, random_state=seed, **params).fit(X, y, **fit_params))
         monkeypatch.undo()
-    assert calls  # the second fit took the compiled call
+    assert calls  # the second fit took the compiled call (one per fit, or chunks of 7)
+    assert max(calls) == (40 if seed % 2 == 0 else 7)
     if "target_loss" in params:
         assert len(fits[1].train_loss_) < 40
     assert len(fits[0].train_loss_) == len(fits[1].train_loss_)

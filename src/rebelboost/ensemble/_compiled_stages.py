@@ -28,6 +28,10 @@ from ..search.histograms.dense import PARALLEL_ADDS, _task_starts, feature_tile
 from ..search.histograms.sparse import _column_sums
 from ..search.vector_leaf import leaf_vectors, root_priors
 
+# Stages per compiled call: its arrays are allocated for every stage it may fit, so a fit of
+# many iterations that stops early at its target loss allocates a chunk's worth, not all.
+CHUNK = 500
+
 
 def applies(booster) -> bool:
     """Whether :func:`fit_stages` runs ``booster``'s fit: vector-leaf trees on every row and
@@ -48,9 +52,10 @@ def applies(booster) -> bool:
 
 
 def fit_stages(booster, n_iterations: int, target_loss: float | None) -> list[Stage] | None:
-    """Up to ``n_iterations`` stages of ``booster`` in one call (None where it does not
-    :func:`apply <applies>`), stopping, as the boosting loop does, after the first whose loss
-    is below ``target_loss`` or zero; the booster's scores, channels and scale advance."""
+    """Up to ``n_iterations`` stages of ``booster`` in compiled calls of at most
+    :data:`CHUNK` stages each (None where it does not :func:`apply <applies>`), stopping, as
+    the boosting loop does, after the first whose loss is below ``target_loss`` or zero; the
+    booster's scores, channels and scale advance."""
     if not applies(booster):
         return None
     family, loss = booster.family, booster.loss
@@ -61,25 +66,32 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> list[St
                np.empty(0, dtype=np.uint32)) if data.sparse is None else
               (np.ascontiguousarray(data.sparse.default_bin, dtype=np.intp),
                data.sparse.indptr, data.sparse.entries))
-    (done, booster.scale, grower.histogram_store, nodes, threshold, missing_left, values,
-     losses, gains, n_gains, work) = _boost(
-        n_iterations, -np.inf if target_loss is None else float(target_loss),
-        float(booster.learning_rate), float(booster.scale), *loss._tables(), booster.scores,
-        family._packed, np.ascontiguousarray(family.sample_weight, dtype=np.float64),
-        grower.histogram_store, data.bins, features, grower.n_value_bins, grower.has_missing,
-        grower.offsets, grower.missing_bin, grower.layout.n_bins_total,
-        float(opt.leaf_smoothing), float(opt.min_samples_leaf), opt.max_leaves,
-        -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
-        feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels), *sparse,
-        grower.thresholds)
-    stages = []
-    for t, tree_loss in enumerate(losses[:done].tolist()):
-        feature, left, right = nodes[t:t + 1, 0], nodes[t:t + 1, 1], nodes[t:t + 1, 2]
-        arrays = LeafTreeArrays(feature, threshold[t:t + 1], missing_left[t:t + 1], left, right)
-        g = n_gains[t]
-        tree_gains = list(zip(feature[0, :g].tolist(), gains[t, :g].tolist(), strict=True))
-        stages.append(Stage(arrays, values[t:t + 1], tree_loss, tree_gains,
-                            {"vector": None, "work": int(work[t])}))
+    stop_below = -np.inf if target_loss is None else float(target_loss)
+    row_weight = np.ascontiguousarray(family.sample_weight, dtype=np.float64)
+    tile = feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels)
+    stages: list[Stage] = []
+    while len(stages) < n_iterations:
+        asked = min(CHUNK, n_iterations - len(stages))
+        (done, booster.scale, grower.histogram_store, nodes, threshold, missing_left, values,
+         losses, gains, n_gains, work) = _boost(
+            asked, stop_below, float(booster.learning_rate), float(booster.scale),
+            *loss._tables(), booster.scores, family._packed, row_weight,
+            grower.histogram_store, data.bins, features, grower.n_value_bins,
+            grower.has_missing, grower.offsets, grower.missing_bin,
+            grower.layout.n_bins_total, float(opt.leaf_smoothing),
+            float(opt.min_samples_leaf), opt.max_leaves,
+            -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
+            tile, *sparse, grower.thresholds)
+        for t, tree_loss in enumerate(losses[:done].tolist()):
+            feature, left, right = nodes[t:t + 1, 0], nodes[t:t + 1, 1], nodes[t:t + 1, 2]
+            arrays = LeafTreeArrays(feature, threshold[t:t + 1], missing_left[t:t + 1], left,
+                                    right)
+            g = n_gains[t]
+            tree_gains = list(zip(feature[0, :g].tolist(), gains[t, :g].tolist(), strict=True))
+            stages.append(Stage(arrays, values[t:t + 1], tree_loss, tree_gains,
+                                {"vector": None, "work": int(work[t])}))
+        if done < asked or losses[done - 1] < stop_below or losses[done - 1] == 0.0:
+            break  # stopped at the target (or a zero loss)
     return stages
 
 
