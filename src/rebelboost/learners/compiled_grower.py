@@ -19,9 +19,15 @@ import heapq
 import numba
 import numpy as np
 
-from ..search.histograms.dense import PARALLEL_ADDS, _add_rows_serial, _task_starts, feature_tile
-from ..search.histograms.leaf import _fill_defaults_serial, _subtract_serial
-from ..search.histograms.sparse import _column_sums, _sparse_serial
+from ..search.histograms.dense import (
+    PARALLEL_ADDS,
+    _add_rows_parallel,
+    _add_rows_serial,
+    _task_starts,
+    feature_tile,
+)
+from ..search.histograms.leaf import _fill_defaults, _fill_defaults_serial, _subtract_serial
+from ..search.histograms.sparse import _column_sums, _sparse_parallel, _sparse_serial
 from ..search.splits import TIE_RTOL
 from ..search.vector_leaf import leaf_loss
 from ..search.vector_scan import _best_serial
@@ -32,7 +38,7 @@ from .row_set import BinTree, LocalRows, _partition_in_place_serial, route_bins
 # root), side, histogram slot (-1: none), split feature (-1: no split), split bin, missing
 # side (1: left)
 _START, _STOP, _DEPTH, _PARENT, _SIDE, _SLOT, _FEATURE, _BIN, _MISSING = range(9)
-_MAX_ROWS = 1 << 17  # rows of the trees grown here (above, the Python grower's threads pay)
+_MAX_ROWS = 1 << 18  # rows of the trees grown here (above, the Python grower's threads pay)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -40,17 +46,31 @@ def _build(hist, gathered, order, start, stop, sums, bins, features, n_value_bin
            offsets, starts, tile, sparse, indptr, entries):
     """A leaf's histogram into ``hist`` (:func:`~..search.histograms.leaf.
     build_leaf_histogram`); ``caps``: ``n_value_bins`` as intp; ``sparse``: the sparse bins'
-    default bin per feature (empty: dense bins), with their ``indptr`` and ``entries``."""
+    default bin per feature (empty: dense bins), with their ``indptr`` and ``entries``. From
+    ``PARALLEL_ADDS`` additions on, and where ``starts`` deals the features to several tasks,
+    the tasks run on numba's threads (each feature's cells add the same rows in the same
+    order: the same histogram)."""
     rows = order[start:stop]
     n_channels = gathered.shape[1]
+    parallel = (starts.shape[0] > 2
+                and (stop - start) * features.shape[0] * n_channels >= PARALLEL_ADDS)
     if sparse.shape[0] == 0:
-        _add_rows_serial(bins, gathered, rows, 0, stop - start, features, starts, hist,
-                         n_value_bins, offsets, tile, True, None, ())
+        if parallel:
+            _add_rows_parallel(bins, gathered, rows, 0, stop - start, features, starts, hist,
+                               n_value_bins, offsets, tile, True, None, ())
+        else:
+            _add_rows_serial(bins, gathered, rows, 0, stop - start, features, starts, hist,
+                             n_value_bins, offsets, tile, True, None, ())
         return
     hist[:] = 0.0  # sparse bins: every feature's entries, then the default bins
-    _sparse_serial(indptr, entries, gathered.reshape(-1), n_channels, rows, 0, stop - start,
-                   hist, offsets, caps, ())
-    _fill_defaults_serial(hist, offsets, sparse, sums)
+    if parallel:
+        _sparse_parallel(indptr, entries, gathered.reshape(-1), n_channels, rows, 0,
+                         stop - start, hist, offsets, caps, ())
+        _fill_defaults(hist, offsets, sparse, sums)
+    else:
+        _sparse_serial(indptr, entries, gathered.reshape(-1), n_channels, rows, 0,
+                       stop - start, hist, offsets, caps, ())
+        _fill_defaults_serial(hist, offsets, sparse, sums)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -72,8 +92,10 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     costs a page fault a page), ``store[0]`` the root's histogram if it can be split: built
     here from ``root_rows`` (its rows' channels, gathered), or (no rows) by the caller on
     every thread; ``root_sums`` its sums; buffers beyond ``store`` are allocated as needed
-    (returned: how many the tree used at most). ``max_depth`` -1: none. Every kernel here
-    runs on the calling thread. Returns ``(leaves, sums, losses, nodes, gains, updates,
+    (returned: how many the tree used at most). ``max_depth`` -1: none. A histogram of at
+    least ``PARALLEL_ADDS`` additions runs on numba's threads (``starts``: the features'
+    tasks; one task keeps it on the calling thread), every other kernel on the calling
+    thread. Returns ``(leaves, sums, losses, nodes, gains, updates,
     searched, n_buffers)``: ``leaves`` (L, 9) the int fields of every leaf made (the root,
     then each split's children, left and right), ``sums`` (L, C) and ``losses`` (L,) theirs,
     ``nodes`` the leaves split, in split order, with their loss reductions ``gains``; the
@@ -185,14 +207,15 @@ def applies(grower, rows) -> bool:
     """Whether :func:`grow_numeric` grows ``grower``'s tree over ``rows``: rows in this
     process with float histograms, no categorical feature, histograms small enough for the
     one-thread scan, every histogram the tree can hold at once within the grower's budget
-    (so the Python grower would drop none either), and under 131,072 rows. Every kernel
-    here but the root's histogram (on threads where the row set would use them) runs on the
-    calling thread; the Python grower's threads split the same work by feature or keep its
-    order (a stable partition), so the tree is the same either way, and up to that size the
-    compiled tree was the faster (BENCHMARKS.md, "Trees compiled up to 131,072 rows"):
-    0.60-1.00x the fit's wall time on 9 suite sets of 1,500-80,000 rows and 0.88-0.92x on
-    20,000-100,000 synthetic rows of 20 dense features; 1.13x on 300,000, where the
-    threads pay (``benchmarks/compiled_tree_limit.py``)."""
+    (so the Python grower would drop none either), and under 262,144 rows. The histograms
+    of at least ``PARALLEL_ADDS`` additions run on numba's threads (split by feature, as the
+    Python grower's), every other kernel on the calling thread, where the Python grower's
+    threads split by feature or keep the order (a stable partition): the tree is the same
+    either way, and up to that size the compiled tree was the faster (BENCHMARKS.md,
+    "Trees compiled up to 131,072 rows" and "Boosting in one compiled call"): 0.76-0.82x
+    the fit's wall time on connect4 and sleep, 0.93-0.96x on 100,000-300,000 synthetic rows
+    of 20 dense features; 1.16x on 500,000, where the Python grower's threaded partitions
+    pay (``benchmarks/compiled_tree_limit.py``)."""
     return (type(rows) is LocalRows and rows.quantized is None and not len(grower.categories)
             and fits_in_call(grower, len(rows.order)))
 
@@ -200,7 +223,7 @@ def applies(grower, rows) -> bool:
 def fits_in_call(grower, n_rows: int) -> bool:
     """Whether ``grower``'s trees over ``n_rows`` rows fit :func:`grow_numeric`: histograms
     for the one-thread scan, as many as the tree can hold at once within the grower's budget,
-    and under 131,072 rows (:func:`applies`)."""
+    and under 262,144 rows (:func:`applies`)."""
     return (not grower._big_histograms and n_rows < _MAX_ROWS
             and grower.histograms_in_budget() > grower.options.max_leaves)
 
@@ -305,7 +328,8 @@ def grow_tree(grower, rows, root) -> tuple:
         rows._scratch, data.bins, features, grower.n_value_bins, grower.has_missing,
         grower.offsets, grower.missing_bin, grower.layout.n_bins_total, grower.prior,
         float(opt.min_samples_leaf), opt.max_leaves,
-        -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
+        -1 if opt.max_depth is None else opt.max_depth,
+        _task_starts(len(features), numba.get_num_threads()),
         feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels), *sparse,
         grower.thresholds, data.n_samples)
     if n_buffers > len(store):  # the next tree's buffers, all kept
