@@ -46,13 +46,26 @@ class Booster(Protocol):
     def validation_loss(self, scores: np.ndarray) -> float:
         """The loss of the validation rows (given at construction) at these scores."""
 
-    # optional: ``fit_stages(n_iterations, target_loss) -> list[Stage] | None``, up to
+    # optional: ``fit_stages(n_iterations, target_loss) -> StageRun | None``, up to
     # ``n_iterations`` stages at once (stopping after a loss below ``target_loss`` or zero),
     # the stages ``fit_stage`` would fit; None where it cannot. The loop asks for it where
     # nothing looks at a stage before the next (no validation, callbacks or output).
 
     def stack(self, pieces: list[LearnerStack]) -> LearnerStack:
         """One learner stack from the stages' learners."""
+
+
+@dataclass
+class StageRun:
+    """Stages fitted at once (``Booster.fit_stages``), one learner each, as arrays: what the
+    stages of the loop would hold, without an object per stage."""
+
+    learners: LearnerStack  # one learner per stage
+    values: np.ndarray  # (n_stages, n_slots, K)
+    losses: list[float]  # training loss after each stage
+    gain_features: np.ndarray  # every split's feature, stage by stage (intp)
+    gains: np.ndarray  # and its gain
+    records: list[dict]  # per stage
 
 
 @dataclass
@@ -91,14 +104,12 @@ def boost(booster: Booster, n_iterations: int, n_features: int, *,
     val_losses: list[float] = []
     val_scores = None
     init_loss = booster.initial_loss()
-    at_once = None
     with numba_threads(n_jobs, blas_threads=booster.blas_threads):
         if validation is None and not callbacks and not verbose and n_iterations > 0:
-            at_once = getattr(booster, "fit_stages", lambda *_: None)(n_iterations,
-                                                                     target_loss)
-        if at_once is not None:
-            stages, train_loss = at_once, [s.loss for s in at_once]
-        for it in range(0 if at_once is not None else n_iterations):
+            run = getattr(booster, "fit_stages", lambda *_: None)(n_iterations, target_loss)
+            if run is not None:
+                return _run_result(run, init_loss, n_features)
+        for it in range(n_iterations):
             stage = booster.fit_stage(it)
             stages.append(stage)
             train_loss.append(stage.loss)
@@ -134,17 +145,33 @@ def boost(booster: Booster, n_iterations: int, n_features: int, *,
     for s in kept:
         for f, gain in s.gains:
             importances[f] += gain
-    total = importances.sum()
     return BoostResult(
         model=AdditiveModel(learners, values, ends),
         init_loss=init_loss,
         train_loss=np.asarray(train_loss[:keep]),
         validation_loss=np.asarray(val_losses) if validation is not None else None,
         best_iteration=keep if early_stopping is not None else None,
-        feature_importances=importances / total if total > 0 else importances,
+        feature_importances=_normalized(importances),
         records=[s.record for s in stages],
         n_kept=keep,
     )
+
+
+def _run_result(run: StageRun, init_loss: float, n_features: int) -> BoostResult:
+    """The loop's result for stages fitted at once (every stage kept)."""
+    importances = np.zeros(n_features)
+    np.add.at(importances, run.gain_features, run.gains)  # (in order, as the loop adds)
+    n = len(run.losses)
+    return BoostResult(
+        model=AdditiveModel(run.learners, run.values, np.arange(1, n + 1, dtype=np.int64)),
+        init_loss=init_loss, train_loss=np.asarray(run.losses), validation_loss=None,
+        best_iteration=None, feature_importances=_normalized(importances),
+        records=run.records, n_kept=n)
+
+
+def _normalized(importances: np.ndarray) -> np.ndarray:
+    total = importances.sum()
+    return importances / total if total > 0 else importances
 
 
 def _report(verbose: int, it: int, train_loss: float, val_loss: float | None) -> None:

@@ -2,7 +2,7 @@
 
 A small fit (a few hundred rows, hundreds of trees) spent most of its time in the Python
 around each tree: the booster's stage, the family's row set, the grower's set-up and the
-dispatch of a dozen compiled calls, ~50 us a tree against ~30 us of compiled work
+dispatch of a dozen compiled calls, ~45 us a tree against ~25 us of compiled work
 (BENCHMARKS.md, "Boosting in one compiled call"). Where every kernel of a fit runs on the
 calling thread anyway (:func:`applies`), the whole loop runs here: REBEL's weights, the tree
 (:func:`.compiled_grower.grow_laid_out`), its leaf steps and the score update, iteration after
@@ -19,8 +19,8 @@ import math
 import numba
 import numpy as np
 
-from ..engine import Stage
-from ..learners.compiled_grower import fits_in_call, grow_laid_out
+from ..engine import StageRun
+from ..learners.compiled_grower import fits_in_call, grow_laid_out, sparse_arrays
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.rebel_learners import VectorTreeFamily
 from ..losses.rebel import PARALLEL_CELLS, _weights_serial, pairwise_sum
@@ -51,7 +51,7 @@ def applies(booster) -> bool:
             and fits_in_call(grower, n))
 
 
-def fit_stages(booster, n_iterations: int, target_loss: float | None) -> list[Stage] | None:
+def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRun | None:
     """Up to ``n_iterations`` stages of ``booster`` in compiled calls of at most
     :data:`CHUNK` stages each (None where it does not :func:`apply <applies>`), stopping, as
     the boosting loop does, after the first whose loss is below ``target_loss`` or zero; the
@@ -62,18 +62,14 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> list[St
     grower, opt, data = family.grower, family.options, family.data
     features = np.arange(grower.binner.n_features, dtype=np.intp)
     n_cells, n_channels = grower.hist_shape
-    sparse = ((np.empty(0, dtype=np.intp), np.empty((0, 0), dtype=np.int64),
-               np.empty(0, dtype=np.uint32)) if data.sparse is None else
-              (np.ascontiguousarray(data.sparse.default_bin, dtype=np.intp),
-               data.sparse.indptr, data.sparse.entries))
+    sparse = sparse_arrays(data)
     stop_below = -np.inf if target_loss is None else float(target_loss)
     row_weight = np.ascontiguousarray(family.sample_weight, dtype=np.float64)
     tile = feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels)
-    stages: list[Stage] = []
-    while len(stages) < n_iterations:
-        asked = min(CHUNK, n_iterations - len(stages))
-        (done, booster.scale, grower.histogram_store, nodes, threshold, missing_left, values,
-         losses, gains, n_gains, work) = _boost(
+    chunks, n_done = [], 0
+    while n_done < n_iterations:
+        asked = min(CHUNK, n_iterations - n_done)
+        done, booster.scale, grower.histogram_store, *arrays = _boost(
             asked, stop_below, float(booster.learning_rate), float(booster.scale),
             *loss._tables(), booster.scores, family._packed, row_weight,
             grower.histogram_store, data.bins, features, grower.n_value_bins,
@@ -82,17 +78,18 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> list[St
             float(opt.min_samples_leaf), opt.max_leaves,
             -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
             tile, *sparse, grower.thresholds)
-        for t, tree_loss in enumerate(losses[:done].tolist()):
-            feature, left, right = nodes[t:t + 1, 0], nodes[t:t + 1, 1], nodes[t:t + 1, 2]
-            arrays = LeafTreeArrays(feature, threshold[t:t + 1], missing_left[t:t + 1], left,
-                                    right)
-            g = n_gains[t]
-            tree_gains = list(zip(feature[0, :g].tolist(), gains[t, :g].tolist(), strict=True))
-            stages.append(Stage(arrays, values[t:t + 1], tree_loss, tree_gains,
-                                {"vector": None, "work": int(work[t])}))
-        if done < asked or losses[done - 1] < stop_below or losses[done - 1] == 0.0:
+        chunks.append([a[:done] for a in arrays])
+        n_done += done
+        last = arrays[4][done - 1]
+        if done < asked or last < stop_below or last == 0.0:
             break  # stopped at the target (or a zero loss)
-    return stages
+    nodes, threshold, missing_left, values, losses, gains, n_gains, work = (
+        np.concatenate(parts) for parts in zip(*chunks, strict=True))
+    feature, left, right = (np.ascontiguousarray(nodes[:, i]) for i in range(3))
+    split = np.arange(gains.shape[1]) < n_gains[:, None]  # each stage's splits, in order
+    return StageRun(LeafTreeArrays(feature, threshold, missing_left, left, right), values,
+                    losses.tolist(), feature[split].astype(np.intp), gains[split],
+                    [{"vector": None, "work": w} for w in work.tolist()])
 
 
 @numba.njit(cache=True, nogil=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine import Stage
+from ..engine import Stage, StageRun
 from ..learners.contract import LearnerFit
 from ..losses.rebel import RebelLoss
 from . import _compiled_stages
@@ -42,7 +42,7 @@ class RebelBooster:
         self.channels, self.scale, loss = self.loss.weights_and_loss(self.scores, self.channels)
         return Stage(fit.arrays, values[None], loss, gains, {"vector": vector, "work": fit.work})
 
-    def fit_stages(self, n_iterations: int, target_loss: float | None) -> list[Stage] | None:
+    def fit_stages(self, n_iterations: int, target_loss: float | None) -> StageRun | None:
         """Up to ``n_iterations`` stages in one compiled call where :mod:`._compiled_stages`
         applies (small fits of vector-leaf trees; the same stages), else None."""
         return _compiled_stages.fit_stages(self, n_iterations, target_loss)

@@ -203,6 +203,15 @@ _NO_SPARSE = (np.empty(0, dtype=np.intp), np.empty((0, 0), dtype=np.int64),
               np.empty(0, dtype=np.uint32))
 
 
+def sparse_arrays(data) -> tuple:
+    """The ``sparse, indptr, entries`` arguments of :func:`grow_numeric` for binned ``data``
+    (empty arrays: dense bins)."""
+    if data.sparse is None:
+        return _NO_SPARSE
+    return (np.ascontiguousarray(data.sparse.default_bin, dtype=np.intp), data.sparse.indptr,
+            data.sparse.entries)
+
+
 def applies(grower, rows) -> bool:
     """Whether :func:`grow_numeric` grows ``grower``'s tree over ``rows``: rows in this
     process with float histograms, no categorical feature, histograms small enough for the
@@ -309,9 +318,7 @@ def grow_tree(grower, rows, root) -> tuple:
     loss, the leaf of every row, the splits' ``(feature, gain)`` and the histogram additions
     and leaves searched, as the Python grower counts them."""
     opt, data, features = grower.options, rows.data, grower.features
-    sparse = _NO_SPARSE if data.sparse is None else (
-        np.ascontiguousarray(data.sparse.default_bin, dtype=np.intp), data.sparse.indptr,
-        data.sparse.entries)
+    sparse = sparse_arrays(data)
     n_cells, n_channels = grower.hist_shape
     store = grower.histogram_store
     root_updates, root_rows = 0, _NO_ROWS
