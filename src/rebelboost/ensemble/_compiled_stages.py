@@ -14,8 +14,6 @@ folds fit side by side on threads.
 
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
 
@@ -23,7 +21,7 @@ from ..engine import StageRun
 from ..learners.compiled_grower import fits_in_call, grow_laid_out, sparse_arrays
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.rebel_learners import VectorTreeFamily
-from ..losses.rebel import PARALLEL_CELLS, _weights_serial, pairwise_sum
+from ..losses.rebel import PARALLEL_CELLS, _weights_serial, pairwise_sum, scale_and_loss
 from ..search.histograms.dense import PARALLEL_ADDS, _task_starts, feature_tile
 from ..search.histograms.sparse import _column_sums
 from ..search.vector_leaf import leaf_vectors, root_priors
@@ -115,21 +113,18 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
     work = np.zeros(n_iterations, dtype=np.int64)
     order = np.empty(n, dtype=np.intp)
     scratch = np.empty(n, dtype=np.intp)
-    no_rows = packed[:0]
     done = 0
     for it in range(n_iterations):
         for r in range(n):  # (a fresh row set: every row, in order)
             order[r] = r
         root_sums = _column_sums(packed)
-        prior, _, root_loss = root_priors(root_sums, k, smoothing, smoothing)
-        splits = (n >= 2 and root_sums[2 * k] >= 2.0 * min_samples_leaf and max_depth != 0
-                  and root_loss > 0.0 and features.shape[0] > 0)
+        prior = root_priors(root_sums, k, smoothing, smoothing)[0]
         (table, threshold, missing_left, leaf_sums, _, leaf_of_row, gains, updates, _,
          n_buffers) = grow_laid_out(
-            store, packed if splits else no_rows, root_sums, channels, row_weight, None, order,
-            scratch, bins, features, n_value_bins, has_missing, offsets, missing_bin,
-            n_bins_total, prior, min_samples_leaf, max_leaves, max_depth, starts, tile, sparse,
-            indptr, entries, thresholds, n)
+            store, packed, root_sums, channels, row_weight, None, order, scratch, bins,
+            features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
+            min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
+            thresholds, n)
         if n_buffers > store.shape[0]:  # the next tree's buffers, all kept
             store = np.empty((n_buffers, store.shape[1], store.shape[2]))
         nodes[it] = table
@@ -147,12 +142,9 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
         for j in range(gains.shape[0]):
             gains_out[it, j] = gains[j] * scale
         n_gains[it] = gains.shape[0]
-        work[it] = (n * features.shape[0] if splits else 0) + updates
+        work[it] = updates
         shift, row_sums = _weights_serial(log_plus, log_minus, row_of, log_w, scores, channels)
-        total = pairwise_sum(row_sums)
-        scale = math.exp(shift)
-        log_total = math.log(total) if total > 0.0 else (-np.inf if total == 0.0 else np.nan)
-        loss = math.exp(shift + log_total)
+        scale, loss = scale_and_loss(shift, pairwise_sum(row_sums))
         losses[it] = loss
         done = it + 1
         if loss < stop_below or loss == 0.0:

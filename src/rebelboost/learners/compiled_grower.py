@@ -90,16 +90,16 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
 
     ``store``: (S >= 1, n_cells, C) histogram buffers kept from tree to tree (fresh memory
     costs a page fault a page), ``store[0]`` the root's histogram if it can be split: built
-    here from ``root_rows`` (its rows' channels, gathered), or (no rows) by the caller on
-    every thread; ``root_sums`` its sums; buffers beyond ``store`` are allocated as needed
-    (returned: how many the tree used at most). ``max_depth`` -1: none. A histogram of at
-    least ``PARALLEL_ADDS`` additions runs on numba's threads (``starts``: the features'
-    tasks; one task keeps it on the calling thread), every other kernel on the calling
-    thread. Returns ``(leaves, sums, losses, nodes, gains, updates,
+    here from ``root_rows`` (its rows' channels, gathered; its additions counted), or (no
+    rows) by the caller on every thread; ``root_sums`` its sums; buffers beyond ``store``
+    are allocated as needed (returned: how many the tree used at most). ``max_depth`` -1:
+    none. A histogram of at least ``PARALLEL_ADDS`` additions runs on numba's threads
+    (``starts``: the features' tasks; one task keeps it on the calling thread), every other
+    kernel on the calling thread. Returns ``(leaves, sums, losses, nodes, gains, updates,
     searched, n_buffers)``: ``leaves`` (L, 9) the int fields of every leaf made (the root,
     then each split's children, left and right), ``sums`` (L, C) and ``losses`` (L,) theirs,
     ``nodes`` the leaves split, in split order, with their loss reductions ``gains``; the
-    histogram additions (the root's not counted) and the leaves searched."""
+    histogram additions made here and the leaves searched."""
     k = prior.shape[0]
     n_channels = channels.shape[1] + 1
     n_cells = offsets[-1]
@@ -111,9 +111,6 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     nodes = np.empty(max_leaves, dtype=np.int64)
     gains = np.empty(max_leaves)
     caps = n_value_bins.astype(np.intp)
-    if root_rows.shape[0] > 0:
-        _build(store[0], root_rows, order, 0, order.shape[0], root_sums, bins, features,
-               n_value_bins, caps, offsets, starts, tile, sparse, indptr, entries)
     pool = [store[s] for s in range(store.shape[0])]  # histograms, taken and given back
     free = [s for s in range(store.shape[0] - 1, -1, -1)]  # (slot 0 first: the root's)
     n_made, n_nodes, updates, searched, ticket = 1, 0, 0, 0, 1
@@ -121,6 +118,11 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     sums[0] = root_sums
     leaf[0, _START], leaf[0, _STOP], leaf[0, _DEPTH], leaf[0, _SIDE] = 0, order.shape[0], 0, 0
     losses[0] = leaf_loss(sums[0], prior, k)
+    if root_rows.shape[0] > 0 and _can_split(leaf, sums, losses, 0, min_weight, max_depth,
+                                             n_features):
+        _build(store[0], root_rows, order, 0, order.shape[0], root_sums, bins, features,
+               n_value_bins, caps, offsets, starts, tile, sparse, indptr, entries)
+        updates += order.shape[0] * n_features
     heap = [(0.0, 0, 0)]
     heap.pop()
     to_search = [0]
@@ -321,13 +323,13 @@ def grow_tree(grower, rows, root) -> tuple:
     sparse = sparse_arrays(data)
     n_cells, n_channels = grower.hist_shape
     store = grower.histogram_store
-    root_updates, root_rows = 0, _NO_ROWS
-    if grower._can_split(root):  # its histogram: in the call, or by the row set (threads)
-        root_updates = root.n_rows * len(features)
-        kept = rows.kept_channels(root.rows)
-        if kept is not None and root_updates * n_channels < PARALLEL_ADDS:
-            root_rows = kept  # (one thread in the row set too: the same histogram)
-        else:
+    root_updates, root_rows = 0, rows.kept_channels(root.rows)
+    # the root's histogram: in the call (one thread in the row set too: the same histogram)
+    # or by the row set, on every thread
+    if root_rows is None or root.n_rows * len(features) * n_channels >= PARALLEL_ADDS:
+        root_rows = _NO_ROWS
+        if grower._can_split(root):
+            root_updates = root.n_rows * len(features)
             rows.histogram(root.rows, root.sums, features, store[0])
     (nodes, threshold, missing_left, leaf_sums, loss, leaf_of_row, gains, updates, searched,
      n_buffers) = grow_laid_out(
