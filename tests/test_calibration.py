@@ -31,12 +31,15 @@ def test_temperature_recovers_a_known_temperature_sharper_or_softer(true_t):
     assert fit_temperature(scores, codes) == pytest.approx(true_t, rel=0.06)
 
 
-def test_scaling_gradient_matches_finite_differences():
-    """The analytic gradient of the penalised likelihood (what L-BFGS trusts)."""
+@pytest.mark.parametrize("kind", ["vector", "matrix"])
+def test_scaling_gradient_matches_finite_differences(kind):
+    """The compiled penalised likelihood and its gradient (what L-BFGS trusts), against
+    the plain formula and finite differences."""
     from rebelboost import calibration
 
     rng = np.random.default_rng(1)
     log_p = np.log(rng.dirichlet(np.ones(3), size=50))
+    log_p[0, 1] = calibration.LOG_FLOOR  # a floored probability
     codes = rng.integers(0, 3, 50)
     captured = {}
     real_minimize = calibration.minimize
@@ -48,19 +51,38 @@ def test_scaling_gradient_matches_finite_differences():
     calibration.minimize = spy
     weight = rng.uniform(0.1, 3.0, 50)
     try:
-        fit_scaling(log_p, codes, weight, "matrix")
+        fit_scaling(log_p, codes, weight, kind)
     finally:
         calibration.minimize = real_minimize
     fun = captured["fun"]
-    theta = rng.standard_normal(12)
+    theta = rng.standard_normal(6 if kind == "vector" else 12) * 2
     assert check_grad(lambda t: fun(t)[0], lambda t: fun(t)[1], theta) < 1e-5
     # the value: the weighted mean -log softmax(W log p + b)[true class], plus the penalty
-    W, b = theta[:9].reshape(3, 3), theta[9:]
+    W = np.diag(theta[:3]) if kind == "vector" else theta[:9].reshape(3, 3)
+    b = theta[-3:]
     z = log_p @ W.T + b
     logq = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
     want = -np.average(logq[np.arange(50), codes], weights=weight)
     want += calibration.PENALTY / 50 * (((W - np.eye(3)) ** 2).sum() + (b ** 2).sum())
     assert fun(theta)[0] == pytest.approx(want, rel=1e-12)
+
+
+def test_temperature_loss_is_the_log_loss_of_the_tempered_posteriors():
+    """The compiled loss the temperature search minimises, against ``row_log_loss`` of
+    ``proba_from_scores``: extreme scores included, where the sigmoid underflows."""
+    from rebelboost.calibration import _temperature_loss
+
+    rng = np.random.default_rng(3)
+    scores = rng.standard_normal((40, 4)) * 3
+    scores[0] = [-900.0, -800.0, -950.0, -990.0]  # every class's sigmoid below the floor
+    scores[1, 2] = 400.0
+    codes = rng.integers(0, 4, 40)
+    weight = rng.uniform(0.1, 2.0, 40)
+    for log_t in (-4.0, -1.0, 0.0, 2.5, 5.0):
+        want = np.average(row_log_loss(proba_from_scores(scores, np.exp(log_t)), codes),
+                          weights=weight)
+        got = _temperature_loss(log_t, scores, codes, weight / weight.sum())
+        assert got == pytest.approx(want, rel=1e-12)
 
 
 def test_matrix_scaling_undoes_a_known_dirichlet_distortion():
