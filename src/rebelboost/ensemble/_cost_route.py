@@ -72,7 +72,7 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
     """``(scores, unseen)``: each row's class scores from the model fitted without its fold,
     and whether its class was absent from that model's training rows. ``alongside``: a
     callable of a thread count run as one more task (the final model's fit), after the
-    first folds, so that the caller's calibration of the scores runs while it finishes;
+    folds, so that the caller's calibration of the scores runs while it finishes;
     then ``(scores, unseen), wait``, ``wait()`` its result.
 
     A class a fold model never saw gets, in each row, the lowest score of the classes it
@@ -112,13 +112,14 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
         scores = assemble_scores([task() for task in folds_first], fold_ids, folds, codes, k)
         return scores if alongside is None else (scores, partial(alongside, threads))
     # (a pool that waits on its tasks, not one that polls: a small set's fold takes a few
-    # milliseconds.) The final fit goes in after as many folds as there are threads: with
-    # two threads and three folds of 2/3 of the rows, the folds are done after 4/3 of a fit
-    # and the calibration runs beside the final fit's last third
+    # milliseconds.) The final fit goes in last: the calibration waits for every fold, not
+    # for it. With two threads and three folds of 2/3 of the rows, the folds are done after
+    # 4/3 of a fit and the calibration runs beside the final fit's last third; where a
+    # fold takes as long as the final fit (a small set: fixed costs), the thread freed
+    # first takes the last fold, not the final fit
     pool = ThreadPoolExecutor(workers)
-    fold_runs = [pool.submit(task) for task in folds_first[:workers]]
+    fold_runs = [pool.submit(task) for task in folds_first]
     final = None if alongside is None else pool.submit(alongside, threads)
-    fold_runs += [pool.submit(task) for task in folds_first[workers:]]
     try:
         scores = assemble_scores([run.result() for run in fold_runs], fold_ids, folds, codes,
                                  k)
