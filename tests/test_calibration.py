@@ -67,6 +67,22 @@ def test_scaling_gradient_matches_finite_differences(kind):
     assert fun(theta)[0] == pytest.approx(want, rel=1e-12)
 
 
+@pytest.mark.parametrize("kind", ["vector", "matrix"])
+def test_scaling_started_from_its_solution_or_elsewhere_finds_the_same_map(kind):
+    """A warm start (the cross-fitting's) moves where the search begins, not where it ends:
+    the same map to the stopping tolerance, from no change or from a perturbed solution."""
+    rng = np.random.default_rng(4)
+    log_p = np.log(rng.dirichlet(np.ones(4) * 0.7, size=800))
+    codes = _draw(rng, softmax(1.6 * log_p + [0.3, 0.0, -0.2, 0.1], axis=1))
+    W, b = fit_scaling(log_p, codes, None, kind)
+    W2, b2 = fit_scaling(log_p, codes, None, kind,
+                         start=(W + rng.normal(0, 0.3, W.shape) * (W != 0), b - 0.2))
+    assert_allclose(W2, W, atol=2e-3)
+    assert_allclose(b2, b, atol=2e-3)
+    if kind == "vector":
+        assert not (W2 - np.diag(np.diag(W2))).any()
+
+
 def test_temperature_loss_is_the_log_loss_of_the_tempered_posteriors():
     """The compiled loss the temperature search minimises, against ``row_log_loss`` of
     ``proba_from_scores``: extreme scores included, where the sigmoid underflows."""
