@@ -154,6 +154,7 @@ def fit_scaling(log_p: np.ndarray, codes: np.ndarray, sample_weight, kind: str,
 
 
 def _packed(weights, bias, diagonal):
+    """``(W, b)`` as the search's vector (``W``'s diagonal only, for vector scaling)."""
     return np.concatenate([np.diag(weights) if diagonal else weights.ravel(), bias])
 
 
@@ -164,14 +165,12 @@ def _scaling_loss(theta, log_p, codes, w, lam, diagonal, grad):
     its diagonal, then ``b``)."""
     n, k = log_p.shape
     m = k if diagonal else k * k
-    weights_t = np.zeros((k, k))  # W transposed: row j holds column j of W
-    off = theta[:m].copy()  # W - I
-    for c in range(k):
-        off[c if diagonal else c * k + c] -= 1.0
-        for j in range(k):
-            if not diagonal:
+    weights_t = np.zeros((k, k))  # W transposed (matrix scaling): row j is column j of W
+    if not diagonal:
+        for c in range(k):
+            for j in range(k):
                 weights_t[j, c] = theta[c * k + j]
-    grad_w = np.zeros((k, k))  # d value / d W[c, j]
+    grad_w = np.zeros(m)  # d value / d (W's weights), in theta's layout
     grad_b = np.zeros(k)
     z = np.empty(k)
     value = 0.0
@@ -203,14 +202,15 @@ def _scaling_loss(theta, log_p, codes, w, lam, diagonal, grad):
         for c in range(k):
             grad_b[c] += z[c]
             if diagonal:
-                grad_w[c, c] += z[c] * log_p[i, c]
+                grad_w[c] += z[c] * log_p[i, c]
             else:
                 for j in range(k):
-                    grad_w[c, j] += z[c] * log_p[i, j]
-    for c in range(m):
-        grad[c] = (grad_w[c, c] if diagonal else grad_w[c // k, c % k]) + 2.0 * lam * off[c]
-        value += lam * off[c] * off[c]
-    for c in range(k):
+                    grad_w[c * k + j] += z[c] * log_p[i, j]
+    for u in range(m):  # the pull towards W = I
+        off = theta[u] - (1.0 if diagonal or u % (k + 1) == 0 else 0.0)
+        grad[u] = grad_w[u] + 2.0 * lam * off
+        value += lam * off * off
+    for c in range(k):  # and b = 0
         grad[m + c] = grad_b[c] + 2.0 * lam * theta[m + c]
         value += lam * theta[m + c] * theta[m + c]
     return value
@@ -248,7 +248,7 @@ def fit_calibration(scores: np.ndarray, codes: np.ndarray, sample_weight, folds:
     it by half a standard error of the per-row log-loss difference. The kept kind is refitted
     on all used rows; its cross-fitted probabilities are what an honest out-of-fold decision
     rule sees. A scaling's search starts from the mean of its kind's maps fitted so far (on
-    rows that overlap): 10-30% fewer steps on the suite's larger sets.
+    rows that overlap): 0-19% fewer steps on 9 suite sets.
     """
     used = folds >= 0
     w = np.ones(len(codes)) if sample_weight is None else np.asarray(sample_weight, float)
