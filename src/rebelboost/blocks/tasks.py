@@ -191,8 +191,10 @@ def merge_code_summaries(a: list, b: list) -> list:
 
 
 def fit_binner(summary: list, max_bins: int, has_missing, has_values,
-               categorical: np.ndarray | None = None, codes: list | None = None) -> Binner:
-    binner = Binner(max_bins).fit_summary(summary, has_missing, has_values)
+               categorical: np.ndarray | None = None, codes: list | None = None,
+               min_data_in_bin: int = 1) -> Binner:
+    binner = Binner(max_bins, min_data_in_bin=min_data_in_bin).fit_summary(
+        summary, has_missing, has_values)
     return binner if categorical is None else binner.fit_codes(categorical, codes)
 
 

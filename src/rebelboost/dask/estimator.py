@@ -171,7 +171,7 @@ class DaskRebelClassifier(RebelClassifier):
         n_positive = [f["n_positive"] for f in facts]
         binner = _fit_binner(cluster, raw, facts, n_positive, self.max_bins,
                              rng.randint(2**31), None if columns is None else columns.mask,
-                             classes)
+                             classes, self.min_data_in_bin)
         parts = [cluster.submit(part_fn.make_partition, raw[a:b], binner, classes,
                                 trained_costs, self.subcosts, weight_total, exact,
                                 self.cost_strategy_ == "loss", worker=worker)
@@ -393,7 +393,8 @@ def _classes(facts: list[dict]) -> np.ndarray:
 
 
 def _fit_binner(cluster: Cluster, raw: list, facts: list[dict], n_positive: list[int],
-                max_bins: int, seed: int, categorical: np.ndarray | None, classes: np.ndarray):
+                max_bins: int, seed: int, categorical: np.ndarray | None, classes: np.ndarray,
+                min_data_in_bin: int):
     """The binner of the local fit, from the value counts of the same sampled rows (drawn by
     their index among all rows of positive weight; ``n_positive`` per partition) and the
     ``categorical`` features' rows per code and class, each merged in a tree; a future."""
@@ -412,4 +413,4 @@ def _fit_binner(cluster: Cluster, raw: list, facts: list[dict], n_positive: list
         part_fn.merge_code_summaries, cluster.map(part_fn.code_summary, raw, categorical,
                                                   classes))
     return cluster.submit(part_fn.fit_binner, merged, max_bins, has_missing, has_values,
-                          categorical, codes)
+                          categorical, codes, min_data_in_bin)

@@ -131,6 +131,11 @@ default='from_dtype'
         left: prefixes of each class's order of the categories and of the values' own order.
     max_bins : int, default=255
         Value bins per feature for the split search (plus one bin for missing values).
+    min_data_in_bin : int, default=3
+        Fewest training rows a numeric feature's bin should hold (LightGBM's parameter and
+        default): on small data, rare adjacent values share a bin, and a feature has at most
+        one bin per this many rows, so no split isolates a single row by its value alone and
+        the search scans fewer candidates. 1: a bin per distinct value, up to ``max_bins``.
     similarity_mode : {'two-point', 'one-point'}, default='two-point'
         'one-point' restricts the similarity search to one-point learners (the paper's ablation).
     scaling : {'standard', 'minmax'} or None, default='standard'
@@ -203,6 +208,7 @@ default='from_dtype'
         "sampling": [StrOptions(set(SAMPLINGS))],
         "colsample_bytree": [Interval(numbers.Real, 0, 1, closed="right")],
         "histogram_bits": [Interval(numbers.Integral, 2, 16, closed="both"), None],
+        "min_data_in_bin": [Interval(numbers.Integral, 1, None, closed="left")],
         "cost_matrix": ["array-like", None],
         "subcosts": [StrOptions(set(SUBCOSTS))],
         "cost_strategy": [StrOptions(set(COST_STRATEGIES))],
@@ -232,6 +238,7 @@ default='from_dtype'
         decisions=None,
         cost_cv: int = 3,
         max_bins: int = 255,
+        min_data_in_bin: int = 3,
         categorical_features="from_dtype",
         learning_rate: float | None = None,
         similarity_mode: str = "two-point",
@@ -263,6 +270,7 @@ default='from_dtype'
         self.decisions = decisions
         self.cost_cv = cost_cv
         self.max_bins = max_bins
+        self.min_data_in_bin = min_data_in_bin
         self.categorical_features = categorical_features
         self.learning_rate = learning_rate
         self.similarity_mode = similarity_mode
@@ -311,7 +319,7 @@ default='from_dtype'
             depth=depth, max_bins=self.max_bins, quickboost=bool(self.quickboost),
             similarity_mode=self.similarity_mode, scaling=self.scaling,
             vector_tree=self._vector_tree_options() if vector else None,
-            categorical=self._categorical_mask(),
+            categorical=self._categorical_mask(), min_data_in_bin=self.min_data_in_bin,
         )
         family = REBEL_LEARNERS[self.weak_learner](X, codes, sample_weight, self.cost_matrix_,
                                                    options, rng)

@@ -43,6 +43,7 @@ class LearnerOptions:
     scaling: str | None
     vector_tree: VectorTreeOptions | None = None
     categorical: np.ndarray | None = None  # (n_features,) bool: columns of category codes
+    min_data_in_bin: int = 1  # the fewest rows a numeric feature's bin should hold
 
 
 class TreeFamily:
@@ -56,7 +57,8 @@ class TreeFamily:
         # Thresholds come from the samples that count, so a zero weight equals removal;
         # QuickBoost's prefixes also read a row-wise copy of the sparse entries.
         self.data = BinnedData.fit(X, sample_weight, options.max_bins, rng.randint(2**31),
-                                   row_layout=self.quickboost)
+                                   row_layout=self.quickboost,
+                                   min_data_in_bin=options.min_data_in_bin)
         self.pool = HistogramPool()
         self.codes = codes
         self.state: dict = {}
@@ -139,7 +141,7 @@ class VectorTreeFamily:
     def __init__(self, X, codes, sample_weight, cost_matrix, options: LearnerOptions, rng):
         self.data = BinnedData.fit(X, sample_weight, options.max_bins, rng.randint(2**31),
                                    row_layout=True, categorical=options.categorical,
-                                   labels=codes)
+                                   labels=codes, min_data_in_bin=options.min_data_in_bin)
         self.n_classes = cost_matrix.shape[0]
         self.options = options.vector_tree
         self.grower = VectorTreeGrower(self.data.binner, self.n_classes, self.options,

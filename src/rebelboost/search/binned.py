@@ -44,15 +44,16 @@ class BinnedData:
     def fit(cls, X: np.ndarray, sample_weight: np.ndarray | None = None, max_bins: int = 255,
             random_state=0, row_layout: bool = False,
             categorical: np.ndarray | None = None,
-            labels: np.ndarray | None = None) -> BinnedData:
+            labels: np.ndarray | None = None, min_data_in_bin: int = 1) -> BinnedData:
         """Bin ``X`` with thresholds from its rows of positive weight (a zero weight equals
         removal); ``random_state`` seeds the binner's subsample; ``categorical`` marks the
         features holding category codes and ``labels`` (class codes) group the levels of
-        those with more than ``max_bins`` (:meth:`Binner.fit`)."""
+        those with more than ``max_bins`` (:meth:`Binner.fit`); ``min_data_in_bin``: the
+        fewest rows a numeric bin should hold (:class:`Binner`)."""
         X = as_float(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-d, got {X.ndim} dims")
-        binner = Binner(max_bins, random_state=random_state)
+        binner = Binner(max_bins, random_state=random_state, min_data_in_bin=min_data_in_bin)
         fit_rows = X
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight, dtype=np.float64)
