@@ -77,6 +77,46 @@ def test_binner_invariants(X, max_bins):
 
 
 @FAST
+@given(st.integers(0, 2**32 - 1), st.integers(1, 300), st.sampled_from([2, 3, 5]),
+       st.sampled_from([4, 255]), st.booleans())
+def test_a_feature_gets_at_most_a_bin_per_min_data_in_bin_rows(seed, n, min_rows, max_bins,
+                                                               coarse):
+    """With ``min_data_in_bin`` the binner keeps its invariants and gives a feature at most
+    one bin per ``min_data_in_bin`` rows (two at least); a feature with no more distinct
+    values than that keeps a bin per value, and else its bins are the quantile bins of that
+    many bins."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 2))
+    if coarse:  # few distinct values, some rare
+        X = np.round(X * rng.uniform(0.5, 4))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    binner = Binner(max_bins, min_data_in_bin=min_rows)
+    codes = binner.fit_transform(X)
+    _check_binner(binner, X, codes)
+    plain = Binner(max_bins).fit(X)
+    for j in range(2):
+        col = codes[~np.isnan(X[:, j]), j]
+        if col.size == 0:
+            continue
+        cap = min(max_bins, max(2, col.size // min_rows))
+        assert binner.n_value_bins_[j] <= cap
+        np.testing.assert_array_equal(binner.thresholds_[j], Binner(cap).fit(X).thresholds_[j])
+        if len(np.unique(X[~np.isnan(X[:, j]), j])) <= cap:
+            np.testing.assert_array_equal(binner.thresholds_[j], plain.thresholds_[j])
+
+
+def test_min_data_in_bin_caps_the_bins_of_a_small_feature():
+    x = np.arange(40.0)  # 40 distinct values: 8 quantile bins of 5 rows at min_data_in_bin=5
+    binner = Binner(255, min_data_in_bin=5).fit(x[:, None])
+    np.testing.assert_array_equal(np.bincount(binner.transform(x[:, None])[:, 0]), [5] * 8)
+    few = np.repeat([0.0, 1.0, 2.0], [1, 30, 9])  # 3 values <= 8: a bin each, the rare one too
+    assert Binner(255, min_data_in_bin=5).fit(few[:, None]).n_value_bins_[0] == 3
+    assert Binner(255).fit(x[:, None]).n_value_bins_[0] == 40
+    with pytest.raises(ValueError, match="min_data_in_bin"):
+        Binner(255, min_data_in_bin=0)
+
+
+@FAST
 @given(st.integers(0, 2**32 - 1), st.sampled_from([2, 5, 16, 255]))
 def test_bins_and_thresholds_agree_on_unseen_values(seed, max_bins):
     rng = np.random.default_rng(seed)

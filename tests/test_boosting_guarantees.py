@@ -74,8 +74,9 @@ def test_long_training_on_separable_data_stays_finite():
     cost[2, 0] = 5.0
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        # (a bin per value: the class boundaries are thresholds the stumps can take)
         model = RebelClassifier(2000, weak_learner="stump", cost_matrix=cost,
-                                cost_strategy="loss", random_state=0)
+                                cost_strategy="loss", min_data_in_bin=1, random_state=0)
         model.fit(X, y)
         proba = model.predict_proba(X)
         decision = model.decision_function(X)
@@ -177,7 +178,8 @@ def test_rebel_k2_stumps_equal_discrete_adaboost(imbalanced):
     X, y, X_test = X_all[:n], y_all[:n], X_all[n:]
     sample_weight = rng.uniform(0.5, 1.5, size=n)
 
-    model = RebelClassifier(n_iter, weak_learner="stump", max_bins=255, random_state=0)
+    model = RebelClassifier(n_iter, weak_learner="stump", max_bins=255, min_data_in_bin=1,
+                            random_state=0)
     model.fit(X, y, sample_weight=sample_weight)
     reference = _discrete_adaboost(X, 2.0 * y - 1.0, sample_weight, Binner(255).fit(X), n_iter)
 

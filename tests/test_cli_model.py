@@ -235,3 +235,25 @@ def test_fit_reads_per_row_costs_from_cost_columns(tmp_path):
     bad = _invoke("fit", tmp_path / "bad.csv", "-t", "label", "--cost-columns",
                   "-o", tmp_path / "bad.json", "--quiet")
     assert bad.exit_code == 1 and "zero at each sample's true class" in bad.output
+
+
+def test_fit_passes_the_binning_options_to_the_model(tmp_path):
+    """--max-bins and --min-data-in-bin reach the estimator (and the model file's params):
+    one bin per value against bins of at least 40 rows give different trees."""
+    data = tmp_path / "train.csv"
+    _data(n=200).to_csv(data, index=False)
+    models = {}
+    for rows in (1, 40):
+        out = tmp_path / f"model{rows}.json"
+        result = _invoke("fit", data, "--target", "species", "--model-out", out,
+                         "--n-estimators", "5", "--max-bins", "64", "--min-data-in-bin", rows,
+                         "--random-state", "0", "--quiet")
+        assert result.exit_code == 0, result.output
+        models[rows] = load_model(out)
+        assert models[rows].get_params()["min_data_in_bin"] == rows
+        assert models[rows].get_params()["max_bins"] == 64
+    X = _data(n=200).drop(columns="species")
+    assert not np.array_equal(models[1].decision_function(X), models[40].decision_function(X))
+    result = _invoke("fit", data, "--target", "species", "--model-out", tmp_path / "bad.json",
+                     "--min-data-in-bin", "0")
+    assert result.exit_code != 0 and "min-data-in-bin" in result.output

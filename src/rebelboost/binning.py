@@ -3,10 +3,10 @@
 Each feature gets at most ``max_bins`` value bins separated by thresholds that lie strictly
 between distinct training values, so ``bin(x) <= b`` exactly when ``x <= thresholds[b]``. The
 trees learn on bins but store raw thresholds, so prediction never bins. The last bin index
-(``max_bins``) holds missing values (NaN); training learns which side they go to. A bin holds
-at least ``min_data_in_bin`` of the rows that place the thresholds where it can (LightGBM's
-parameter of that name): on a few hundred rows, one bin per distinct value would let a split
-isolate single rows, and would make the split search scan that many more candidates.
+(``max_bins``) holds missing values (NaN); training learns which side they go to. A feature
+gets at most one bin per ``min_data_in_bin`` of the rows that place the thresholds: on a few
+hundred rows of a continuous feature, a bin per distinct value would offer a split between
+every two rows, and the split search would scan that many candidates.
 """
 
 from __future__ import annotations
@@ -52,11 +52,10 @@ class Binner:
     random_state : int or numpy Generator
         Seed for the subsample.
     min_data_in_bin : int
-        Fewest sampled rows a numeric feature's bin should hold: a feature gets at most one
-        bin per ``min_data_in_bin`` rows, and where it has fewer distinct values than that,
-        rare ones share a bin with their neighbours (a value all but that many rows share
-        leaves the feature one bin: nothing to split). 1: one bin per distinct value, up to
-        ``max_bins``.
+        A numeric feature gets at most one value bin per ``min_data_in_bin`` sampled rows
+        (two at least), placed at quantiles: bins of about that many rows. A feature with
+        no more distinct values than that keeps one bin per value. 1: one bin per distinct
+        value, up to ``max_bins``.
     """
 
     def __init__(self, max_bins: int = 255, subsample: int | None = 200_000, random_state=0,
@@ -312,15 +311,14 @@ def merge_value_counts(*summaries: tuple[np.ndarray, np.ndarray]) -> tuple[np.nd
 
 def _thresholds(values: np.ndarray, counts: np.ndarray, max_bins: int,
                 min_count: int = 1) -> np.ndarray:
-    """Midpoints between distinct values, chosen so bins hold about equal counts, and at
-    least ``min_count`` rows where the values allow (:class:`Binner`)."""
+    """Midpoints between distinct values, chosen so bins hold about equal counts: at most
+    one bin per ``min_count`` rows (:class:`Binner`)."""
     if values.size == 0:
         return np.empty(0)
     if min_count > 1:  # at most one bin per min_count rows, at least two
         max_bins = min(max_bins, max(2, int(counts.sum()) // min_count))
     if len(values) <= max_bins:
-        cut_after = (np.arange(len(values) - 1) if min_count <= 1
-                     else _cuts_every(counts, min_count))
+        cut_after = np.arange(len(values) - 1)
     else:
         # Cut after the distinct value where the cumulative count crosses each quantile.
         cum = np.cumsum(counts)
@@ -332,21 +330,6 @@ def _thresholds(values: np.ndarray, counts: np.ndarray, max_bins: int,
         gap = hi - lo  # overflows for values of opposite sign near the float limit
         mid = np.where(np.isfinite(gap), lo + gap / 2.0, lo / 2.0 + hi / 2.0)
     return np.where(mid < hi, mid, lo)  # adjacent doubles: the midpoint may round up to hi
-
-
-def _cuts_every(counts: np.ndarray, min_count: int) -> np.ndarray:
-    """The distinct values (by index) to cut after so that, from the smallest value up, each
-    bin gathers at least ``min_count`` rows (a short last bin joins the one before it; one
-    bin if all the rows are fewer)."""
-    cuts, held = [], 0
-    for i, c in enumerate(counts[:-1]):
-        held += int(c)
-        if held >= min_count:
-            cuts.append(i)
-            held = 0
-    if cuts and int(counts[cuts[-1] + 1:].sum()) < min_count:
-        cuts.pop()
-    return np.array(cuts, dtype=np.intp)
 
 
 @numba.njit(parallel=True, cache=True)

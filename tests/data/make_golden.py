@@ -32,18 +32,22 @@ GOLDEN = HERE / "golden"
 # Each data slice: train rows, test rows (float64); glass gets NaNs in 5% of its entries.
 DATASETS = ("pendigits", "vowel", "glass_nan")
 
+# The RebelClassifier cases pin min_data_in_bin=1 (a bin per distinct value): the files were
+# written before bins held at least 3 rows by default (stop 29).
 CASES = {
-    "rebel_stump": (RebelClassifier, dict(n_estimators=30, weak_learner="stump")),
+    "rebel_stump": (RebelClassifier, dict(n_estimators=30, weak_learner="stump", min_data_in_bin=1)),
     # The paper's binary trees were the default weak learner when these files were written.
-    "rebel_tree2": (RebelClassifier, dict(n_estimators=25, weak_learner="tree", max_depth=2)),
+    "rebel_tree2": (RebelClassifier, dict(n_estimators=25, weak_learner="tree", max_depth=2,
+                                         min_data_in_bin=1)),
     "rebel_tree3_qb": (RebelClassifier, dict(n_estimators=15, weak_learner="tree", max_depth=3,
-                                             quickboost=True)),
+                                             quickboost=True, min_data_in_bin=1)),
     "rebel_tree2_cost": (RebelClassifier,
                          dict(n_estimators=20, weak_learner="tree", max_depth=2,
-                              cost_matrix="ordinal", subcosts="thesis", cost_strategy="loss")),
+                              cost_matrix="ordinal", subcosts="thesis", cost_strategy="loss",
+                              min_data_in_bin=1)),
     "rebel_tree2_es": (RebelClassifier, dict(n_estimators=40, weak_learner="tree", max_depth=2,
                                              early_stopping=True, n_iter_no_change=5,
-                                             validation_metric="loss")),
+                                             validation_metric="loss", min_data_in_bin=1)),
     # The default learner (format 2), every parameter that shapes it pinned so that a change of
     # defaults does not change the case.
     # (max_depth=-1: no depth limit, as these files were written before small data sets got
@@ -51,13 +55,14 @@ CASES = {
     "rebel_vtree": (RebelClassifier, dict(n_estimators=20, weak_learner="vector_tree",
                                           max_depth=-1, max_leaves=31, min_samples_leaf=20,
                                           leaf_smoothing=1.0,
-                                          learning_rate=0.3, max_bins=255)),
+                                          learning_rate=0.3, max_bins=255,
+                                          min_data_in_bin=1)),
     "rebel_vtree_sampled": (RebelClassifier,
                             dict(n_estimators=15, weak_learner="vector_tree", max_depth=-1,
                                  max_leaves=12,
                                  min_samples_leaf=5, leaf_smoothing=1.0, learning_rate=0.3,
                                  max_bins=63, subsample=0.7, sampling="uniform",
-                                 colsample_bytree=0.6)),
+                                 colsample_bytree=0.6, min_data_in_bin=1)),
     "rebel_similarity": (RebelClassifier, dict(n_estimators=25, weak_learner="similarity")),
     "mh_stump": (AdaBoostMHClassifier, dict(n_estimators=30)),
     "mh_tree2": (AdaBoostMHClassifier, dict(n_estimators=20, weak_learner="tree", max_depth=2)),

@@ -112,6 +112,9 @@ TARGET_TO_DROP = click.option(
               "1,000 rows), else 1].")
 @click.option("--max-bins", type=click.IntRange(2, 255), default=255, show_default=True,
               help="Value bins per feature for the split search (LightGBM's max_bin).")
+@click.option("--min-data-in-bin", type=click.IntRange(min=1), default=5, show_default=True,
+              help="At most one value bin per this many training rows for a numeric feature "
+                   "(LightGBM's min_data_in_bin); 1: a bin per distinct value.")
 @click.option("--histogram-bits", type=click.IntRange(2, 16),
               help="Quantize the split search's weights to this many bits (LightGBM's "
                    "use_quantized_grad; 12 keeps the accuracy): integer histograms and exact "
@@ -145,7 +148,7 @@ TARGET_TO_DROP = click.option(
 def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         n_estimators: int | None,
         max_depth: int | None, max_leaves: int | None, learning_rate: float | None, max_bins: int,
-        histogram_bits: int | None, cost_matrix: str | None, cost_columns: bool,
+        min_data_in_bin: int, histogram_bits: int | None, cost_matrix: str | None, cost_columns: bool,
         validation_fraction: float | None, n_iter_no_change: int | None,
         categorical: str | None, random_state: int | None, n_jobs: int | None,
         scheduler: str | None, quiet: bool) -> None:
@@ -171,8 +174,8 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         from .cluster_fit import fit_on_cluster
 
         params = dict(max_depth=max_depth, max_leaves=max_leaves, learning_rate=learning_rate,
-                      max_bins=max_bins, histogram_bits=histogram_bits,
-                      random_state=random_state, n_jobs=n_jobs)
+                      max_bins=max_bins, min_data_in_bin=min_data_in_bin,
+                      histogram_bits=histogram_bits, random_state=random_state, n_jobs=n_jobs)
         with _replacing(model_out) as temporary:
             with _library_errors(f"cannot fit {data!r} on {scheduler}"):
                 model = fit_on_cluster(scheduler, data, target, n_estimators, params,
@@ -194,7 +197,8 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         table.frame = table.frame.drop(columns=names)
     X = features(table, target=target)
     params = dict(weak_learner=weak_learner, max_depth=max_depth, max_leaves=max_leaves,
-                  learning_rate=learning_rate, max_bins=max_bins, histogram_bits=histogram_bits,
+                  learning_rate=learning_rate, max_bins=max_bins,
+                  min_data_in_bin=min_data_in_bin, histogram_bits=histogram_bits,
                   random_state=random_state, n_jobs=n_jobs,
                   categorical_features=categorical_columns(X, categorical))
     if cost_matrix is not None:
