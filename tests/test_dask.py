@@ -109,7 +109,8 @@ def test_weights_costs_feature_sampling_and_more_than_the_binning_sample(client,
     real_init = binning.Binner.__init__
 
     def small_sample(self, max_bins=255, subsample=200_000, random_state=0, min_data_in_bin=1):
-        real_init(self, max_bins, 500, random_state, min_data_in_bin)  # (in this process only: the client)
+        # (in this process only: the client)
+        real_init(self, max_bins, 500, random_state, min_data_in_bin)
 
     monkeypatch.setattr(binning.Binner, "__init__", small_sample)
     local = RebelClassifier(**params).fit(X, y, sample_weight=w)

@@ -33,9 +33,10 @@ GOLDEN = HERE / "golden"
 DATASETS = ("pendigits", "vowel", "glass_nan")
 
 # The RebelClassifier cases pin min_data_in_bin=1 (a bin per distinct value): the files were
-# written before bins held at least 3 rows by default (stop 29).
+# written before a feature got at most one bin per 5 training rows by default (stop 29).
 CASES = {
-    "rebel_stump": (RebelClassifier, dict(n_estimators=30, weak_learner="stump", min_data_in_bin=1)),
+    "rebel_stump": (RebelClassifier, dict(n_estimators=30, weak_learner="stump",
+                                          min_data_in_bin=1)),
     # The paper's binary trees were the default weak learner when these files were written.
     "rebel_tree2": (RebelClassifier, dict(n_estimators=25, weak_learner="tree", max_depth=2,
                                          min_data_in_bin=1)),

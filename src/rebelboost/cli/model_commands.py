@@ -148,7 +148,8 @@ TARGET_TO_DROP = click.option(
 def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         n_estimators: int | None,
         max_depth: int | None, max_leaves: int | None, learning_rate: float | None, max_bins: int,
-        min_data_in_bin: int, histogram_bits: int | None, cost_matrix: str | None, cost_columns: bool,
+        min_data_in_bin: int, histogram_bits: int | None, cost_matrix: str | None,
+        cost_columns: bool,
         validation_fraction: float | None, n_iter_no_change: int | None,
         categorical: str | None, random_state: int | None, n_jobs: int | None,
         scheduler: str | None, quiet: bool) -> None:
