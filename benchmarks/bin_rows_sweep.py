@@ -1,0 +1,75 @@
+"""How many training rows a bin should take: ``min_data_in_bin`` swept on the suite (issue 28).
+
+A feature gets at most one value bin per ``min_data_in_bin`` training rows, so only training
+sets under ``255 * m`` rows can change. For every suite set whose binning differs from one bin
+per distinct value (``min_data_in_bin=1``) at the largest ``m`` swept, on any of its seeds,
+``RebelClassifier(min_data_in_bin=m)`` is fitted for each ``m`` on the seeds and splits of
+``bench_suite`` (2 threads); prints each set's mean test error % and fit CPU time per ``m``,
+then the mean error, the mean rank among the ``m`` and the wins / losses against ``m = 1``.
+
+    python benchmarks/bin_rows_sweep.py                 # m in 1 2 3 4 5
+    python benchmarks/bin_rows_sweep.py --values 1 5 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from bench_suite import load, n_rows, seeds_for, set_names, split
+from scipy.stats import rankdata
+
+from rebelboost import RebelClassifier
+from rebelboost.binning import Binner
+
+
+def affected(name: str, m: int) -> bool:
+    """Whether ``min_data_in_bin=m`` bins any seed's training split differently from 1."""
+    X, y = load(name)
+    for seed in range(seeds_for(n_rows(name))):
+        X_tr = split(X, y, seed)[0]
+        a, b = Binner(255).fit(X_tr), Binner(255, min_data_in_bin=m).fit(X_tr)
+        if any(len(s) != len(t) or (s != t).any()
+               for s, t in zip(a.thresholds_, b.thresholds_, strict=True)):
+            return True
+    return False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--values", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    args = parser.parse_args()
+    sets = [s for s in set_names() if n_rows(s) < 255 * max(args.values) / 0.75
+            and affected(s, max(args.values))]
+    print("| set | rows | " + " | ".join(f"m = {m}" for m in args.values) + " |")
+    print("|---|---|" + "---|" * len(args.values))
+    errors = []
+    for name in sets:
+        X, y = load(name)
+        row, cells = [], []
+        for m in args.values:
+            err, cpu = [], []
+            for seed in range(seeds_for(len(y))):
+                X_tr, X_te, y_tr, y_te = split(X, y, seed)
+                start = time.process_time()
+                model = RebelClassifier(min_data_in_bin=m, n_jobs=2, random_state=seed)
+                model.fit(X_tr, y_tr)
+                cpu.append(time.process_time() - start)
+                err.append(100 * np.mean(model.predict(X_te) != y_te))
+            row.append(np.mean(err))
+            cells.append(f"{np.mean(err):.2f} ({np.mean(cpu):.2f}s)")
+        errors.append(row)
+        print(f"| {name} | {len(y)} | " + " | ".join(cells) + " |", flush=True)
+    errors = np.array(errors)
+    ranks = np.array([rankdata(r) for r in errors])
+    print(f"\n{len(sets)} sets. m: {args.values}")
+    print("mean error %:", np.round(errors.mean(axis=0), 2).tolist())
+    print("mean rank:", np.round(ranks.mean(axis=0), 2).tolist())
+    print(f"wins / losses against m = {args.values[0]}:",
+          [(int((errors[:, j] < errors[:, 0]).sum()), int((errors[:, j] > errors[:, 0]).sum()))
+           for j in range(len(args.values))])
+
+
+if __name__ == "__main__":
+    main()
