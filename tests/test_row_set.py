@@ -176,7 +176,8 @@ def test_a_list_backend_answering_in_shuffled_order_trains_the_local_model(seed)
     raw = [tasks.check_partition(X[a:b], y[a:b], None, d, i)
            for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True))]
     draws = np.random.RandomState(seed)  # drawn from as the local fit draws
-    binner = BinnedData.fit(X, None, local.max_bins, draws.randint(2**31)).binner
+    binner = BinnedData.fit(X, None, local.max_bins, draws.randint(2**31),
+                            min_data_in_bin=local.min_data_in_bin).binner
     # (the last block binned from two partitions, as a worker's block of several is)
     blocks = [raw[:1], raw[1:2], raw[2:3], raw[3:]]
     parts = [tasks.make_partition(b, binner, local.classes_, local.cost_matrix_,
