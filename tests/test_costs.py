@@ -218,7 +218,9 @@ def _cost_problem(n=600, seed=0):
 
 
 def test_posterior_route_predicts_the_least_expected_cost_class():
-    X, y, cost = _cost_problem(n=1500)  # 600 rows: min risk cheaper by < 2 se, not enough
+    # (on 600 or 1,500 rows min risk is cheaper out of fold by < 2 se, not enough: argmax;
+    # on 3,000, 0.262 against 0.294)
+    X, y, cost = _cost_problem(n=3000)
     model = RebelClassifier(20, cost_matrix=cost, cost_strategy="posterior", random_state=0)
     model.fit(X, y)
     assert model.cost_strategy_ == "posterior" and model.cost_route_ == "min_risk"
