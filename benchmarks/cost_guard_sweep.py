@@ -21,7 +21,8 @@ splits and matrices). Results: ``results/cost_guard_sweep.jsonl`` (resumable).
 
 Usage: ``nice -n 10 python benchmarks/cost_guard_sweep.py --sets 16 --seeds 5``, then
 ``python benchmarks/cost_guard_sweep.py --render`` (``--folds 2``: the route with
-``cost_cv=2``, into ``results/cost_guard_sweep_2folds.jsonl``).
+``cost_cv=2``, into ``results/cost_guard_sweep_2folds.jsonl``; ``--out`` another file,
+``--min-data-in-bin`` the models' binning).
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def allowed_switches(top, pick, diff, margin):
     return mask
 
 
-def run_split(name: str, seed: int, n_folds: int = 3) -> list[dict]:
+def run_split(name: str, seed: int, n_folds: int = 3, min_data_in_bin: int | None = None
+              ) -> list[dict]:
     from sklearn.base import clone
 
     from rebelboost import RebelClassifier
@@ -76,7 +78,8 @@ def run_split(name: str, seed: int, n_folds: int = 3) -> list[dict]:
 
     X, y, X_te, y_te = load_split(name, seed, 2000)
     k = int(y.max()) + 1
-    final = RebelClassifier(random_state=seed, n_jobs=1).fit(X, y)
+    bins = {} if min_data_in_bin is None else {"min_data_in_bin": min_data_in_bin}
+    final = RebelClassifier(random_state=seed, n_jobs=1, **bins).fit(X, y)
     s_te = final._scores(X_te)
     folds = fold_assignment(y, n_folds, np.random.RandomState(seed))
     model = clone(final)
@@ -166,8 +169,13 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--folds", type=int, default=3, help="cost_cv of the replayed route")
     ap.add_argument("--render", action="store_true")
+    ap.add_argument("--out", type=Path, default=None, help="results file (default: "
+                    "results/cost_guard_sweep.jsonl, or _{folds}folds with --folds)")
+    ap.add_argument("--min-data-in-bin", type=int, default=None,
+                    help="RebelClassifier's (default: its default)")
     args = ap.parse_args()
-    out = OUT if args.folds == 3 else OUT.with_name(f"cost_guard_sweep_{args.folds}folds.jsonl")
+    out = args.out or (OUT if args.folds == 3
+                       else OUT.with_name(f"cost_guard_sweep_{args.folds}folds.jsonl"))
     if args.render:
         print(render(out))
         return
@@ -179,7 +187,7 @@ def main() -> None:
             if (name, seed) in done:
                 continue
             with out.open("a") as fh:
-                for r in run_split(name, seed, args.folds):
+                for r in run_split(name, seed, args.folds, args.min_data_in_bin):
                     fh.write(json.dumps(r) + "\n")
             print(name, seed, flush=True)
 
