@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
 from rebelboost import RebelClassifier
@@ -14,6 +16,7 @@ from rebelboost.engine import boost
 from rebelboost.learners import row_channels, row_set
 from rebelboost.learners.row_set import LocalRows
 from rebelboost.search.binned import BinnedData
+from rebelboost.search.histograms import feature_cells
 
 
 def _bins(n, d=3, seed=0, missing_bin=255):
@@ -216,3 +219,19 @@ def test_partition_checks_over_row_blocks_see_every_row(monkeypatch):
     X[7, 2] = np.inf
     with pytest.raises(ValueError, match="partition 0: X contains infinity"):
         tasks.check_partition(X, np.arange(10) % 2, weight, 3, 0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 9), min_size=1, max_size=12), st.data())
+def test_feature_cells_are_each_features_cells_in_the_order_given(bins, data):
+    """:func:`feature_cells` (one arange, shifted per feature) lists the same cells as a
+    concatenation of each feature's own range, for any subset and order of features, empty
+    features (no bins) included."""
+    offsets = np.concatenate([[0], np.cumsum(bins)])
+    features = np.array(data.draw(st.lists(st.integers(0, len(bins) - 1), max_size=15)),
+                        dtype=np.intp)
+    want = [np.arange(offsets[f], offsets[f + 1]) for f in features]
+    want = np.concatenate(want) if want else np.empty(0, dtype=np.intp)
+    got = feature_cells(offsets, features)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == np.intp

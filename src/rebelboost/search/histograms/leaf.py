@@ -30,8 +30,12 @@ if TYPE_CHECKING:
 
 def feature_cells(offsets: np.ndarray, features: np.ndarray) -> np.ndarray:
     """The rows of a leaf histogram that hold ``features``' cells, feature by feature."""
-    cells = [np.arange(offsets[f], offsets[f + 1]) for f in features]
-    return np.concatenate(cells) if cells else np.empty(0, dtype=np.intp)
+    features = np.asarray(features, dtype=np.intp)
+    starts = np.asarray(offsets)[features].astype(np.intp)
+    sizes = np.asarray(offsets)[features + 1].astype(np.intp) - starts
+    # each feature's cells: its start plus 0, 1, ... (one arange over all, shifted per run)
+    shift = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
+    return np.arange(int(sizes.sum()), dtype=np.intp) + shift
 
 
 def big_histograms(n_value_bins: np.ndarray, n_classes: int) -> bool:
