@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 sys.path.insert(0, str(Path(__file__).parent / "data"))
 import make_golden  # noqa: E402
@@ -49,6 +50,20 @@ def test_golden_model_file_loads_with_the_same_predictions(case, dataset):
     _, _, X_test = make_golden.load(dataset)
     model = load_model(make_golden.GOLDEN / f"{case}-{dataset}.json.gz")
     _assert_same(model, X_test, *_expected(case, dataset))
+
+
+def test_a_parameter_added_since_a_file_was_written_loads_as_that_file_was_fitted(tmp_path):
+    """``min_data_in_bin`` is newer than the golden files: they load with 1, the value
+    their models were fitted with (a bin per value), not today's default; a file that has
+    the parameter keeps its own value."""
+    X, y, _ = make_golden.load("vowel")
+    old = load_model(make_golden.GOLDEN / "rebel_vtree-vowel.json.gz")
+    assert "min_data_in_bin" not in read_document(
+        make_golden.GOLDEN / "rebel_vtree-vowel.json.gz")["params"]
+    assert old.get_params()["min_data_in_bin"] == 1
+    new = clone(old).set_params(min_data_in_bin=5, n_estimators=3).fit(X, y)
+    new.save(tmp_path / "new.json")
+    assert load_model(tmp_path / "new.json").get_params()["min_data_in_bin"] == 5
 
 
 # The default learner's cases: a refit writes the golden file's model section bit for bit (the

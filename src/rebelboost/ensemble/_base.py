@@ -35,6 +35,9 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
 
     _fitted_fields: tuple[str, ...] = ()  # float arrays (or None) a subclass's file stores
     _renamed_params: dict[str, str] = {}  # old parameter name -> new, for old model files
+    # a parameter added since a model file was written -> the value such files were fitted
+    # with (their model's refit, ``clone(loaded).fit``, is the model they hold)
+    _params_before: dict = {}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -376,6 +379,7 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"model file holds a {doc.get('estimator')!r}, not a {cls.__name__}")
         head = read_header(doc)
         params = {cls._renamed_params.get(k, k): v for k, v in head["params"].items()}
+        params = {**cls._params_before, **params}
         known = cls._get_param_names()
         model = cls(**{k: v for k, v in params.items() if k in known})
         try:

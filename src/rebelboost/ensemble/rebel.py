@@ -222,6 +222,7 @@ default='from_dtype'
         "categorical_features": ["array-like", StrOptions({"from_dtype"}), None],
     }
     _fitted_fields = ("cost_matrix", "vectors")
+    _params_before = {"min_data_in_bin": 1}  # (files before stop 29: a bin per value)
 
     def __init__(
         self,
