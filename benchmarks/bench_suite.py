@@ -98,12 +98,11 @@ METHODS["rebel-defaults-v4"] = ("rebelboost", {})
 # With 63 leaves above 10,000 training rows and the compact leaf histograms (stop 20):
 METHODS["rebel-defaults-v5"] = ("rebelboost", {})
 # With at most one bin per min_data_in_bin = 5 training rows (stop 29; v5 had a bin per
-# distinct value). The records named "-merging" were fitted at b4808d6, whose first version of
-# the rule also merged rare values into their neighbours' bins (LightGBM's min_data_in_bin),
-# with 3 (its default) and 5; that rule was dropped for the cap alone (see BENCHMARKS.md).
+# distinct value). The records named rebel-mdib3-merging and rebel-mdib5-merging come from
+# b4808d6, whose first version of the rule also merged rare values into their neighbours'
+# bins (as LightGBM's min_data_in_bin), with 3 and 5 (run there as rebel-defaults-v6 and
+# rebel-mdib5, renamed since); that rule is gone, so they are not methods here.
 METHODS["rebel-defaults-v6"] = ("rebelboost", {})
-METHODS["rebel-mdib3-merging"] = ("rebelboost", {"min_data_in_bin": 3})
-METHODS["rebel-mdib5-merging"] = ("rebelboost", {"min_data_in_bin": 5})
 # An internal choice on small data (issue 28, part 2): up to CV_ROWS training rows, 3-fold
 # stratified cross-validation picks the defaults or the paper's trees (refit on all rows);
 # above it, the defaults.

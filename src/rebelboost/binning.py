@@ -315,8 +315,7 @@ def _thresholds(values: np.ndarray, counts: np.ndarray, max_bins: int,
     one bin per ``min_count`` rows (:class:`Binner`)."""
     if values.size == 0:
         return np.empty(0)
-    if min_count > 1:  # at most one bin per min_count rows, at least two
-        max_bins = min(max_bins, max(2, int(counts.sum()) // min_count))
+    max_bins = min(max_bins, max(2, int(counts.sum()) // min_count))  # (1: never binding)
     if len(values) <= max_bins:
         cut_after = np.arange(len(values) - 1)
     else:

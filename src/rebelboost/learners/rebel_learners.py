@@ -43,7 +43,7 @@ class LearnerOptions:
     scaling: str | None
     vector_tree: VectorTreeOptions | None = None
     categorical: np.ndarray | None = None  # (n_features,) bool: columns of category codes
-    min_data_in_bin: int = 1  # the fewest rows a numeric feature's bin should hold
+    min_data_in_bin: int = 1  # a numeric feature's bins: at most one per this many rows
 
 
 class TreeFamily:

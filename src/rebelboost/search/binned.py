@@ -48,8 +48,8 @@ class BinnedData:
         """Bin ``X`` with thresholds from its rows of positive weight (a zero weight equals
         removal); ``random_state`` seeds the binner's subsample; ``categorical`` marks the
         features holding category codes and ``labels`` (class codes) group the levels of
-        those with more than ``max_bins`` (:meth:`Binner.fit`); ``min_data_in_bin``: the
-        fewest rows a numeric bin should hold (:class:`Binner`)."""
+        those with more than ``max_bins`` (:meth:`Binner.fit`); ``min_data_in_bin``: a
+        numeric feature gets at most one bin per this many rows (:class:`Binner`)."""
         X = as_float(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-d, got {X.ndim} dims")
