@@ -118,6 +118,9 @@ class BlockRows:
     def is_split(self, leaf: int) -> bool:
         return leaf in self._done
 
+    def float_channels(self, leaf: int) -> None:
+        return None  # (the rows are on the workers)
+
     def split(self, leaf: int, feature: int, split_bin: int, missing_left: bool,
               left_bins: np.ndarray | None = None) -> tuple[int, int]:
         self._asked.add(leaf)

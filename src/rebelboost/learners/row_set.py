@@ -67,6 +67,11 @@ class RowSet(Protocol):
         """Whether ``leaf``'s rows are split already (by an :meth:`expect` batch): the
         grower may then take its children early. Rows in this process: never."""
 
+    def float_channels(self, leaf) -> tuple[np.ndarray, np.ndarray] | None:
+        """``leaf``'s rows and their channels (row weight last), in the order a histogram
+        adds them, where this process holds them and its histograms are float sums of dense
+        bins (the grower then builds and scans a split's children in one pass); else None."""
+
     def histogram(self, leaf, sums: np.ndarray, features: np.ndarray,
                   out: np.ndarray) -> np.ndarray:
         """``leaf``'s histogram over ``features`` (channel sums ``sums``) written into the
@@ -141,6 +146,9 @@ class RowArrays:
     def is_split(self, leaf) -> bool:
         return False
 
+    def float_channels(self, leaf) -> None:
+        return None  # (index arrays: the grower asks for histograms)
+
     def split_rows(self, rows: np.ndarray, feature: int, split_bin: int, missing_left: bool,
                    left_bins: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """New arrays of the rows going left and right (each increasing)."""
@@ -170,13 +178,14 @@ class RowArrays:
         """Writes the histogram of ``rows`` (channel sums ``sums``) over ``features`` into
         the cells of ``out`` (a compact leaf histogram, n_cells x (2K + 1)); ``gathered``:
         the rows' channels already gathered."""
-        if gathered is not None:
-            row_channels = gathered
-        elif self._packed is not None and len(rows) == self.data.n_samples:
-            row_channels = self._packed  # every row, in order (rows increase): as they are
-        else:
-            row_channels = gather(self.channels, rows, self.amplify, self.row_weight)
+        row_channels = self._row_channels(rows) if gathered is None else gathered
         return build_leaf_histogram(self.data, row_channels, rows, sums, features, out)
+
+    def _row_channels(self, rows: np.ndarray) -> np.ndarray:
+        """The rows' channels and row weight as a histogram reads them."""
+        if self._packed is not None and len(rows) == self.data.n_samples:
+            return self._packed  # every row, in order (rows increase): as they are
+        return gather(self.channels, rows, self.amplify, self.row_weight)
 
     def leaves_of(self, leaves: list[np.ndarray], tree: BinTree, sampled: bool) -> np.ndarray:
         """The leaf of every row (leaves in the tree's numbering; ``sampled``: the rows
@@ -271,6 +280,13 @@ class LocalRows(RowArrays):
 
     def release(self, leaf: tuple[int, int]) -> None:
         """A leaf that was split (its range now belongs to its children)."""
+
+    def float_channels(self, leaf: tuple[int, int]) -> tuple[np.ndarray, np.ndarray] | None:
+        if self.quantized is not None or self.data.sparse is not None:
+            return None
+        rows = self.rows_of(leaf)
+        gathered, self._gathered = self.kept_channels(leaf), None
+        return rows, self._row_channels(rows) if gathered is None else gathered
 
     def histogram(self, leaf: tuple[int, int], sums: np.ndarray, features: np.ndarray,
                   out: np.ndarray) -> np.ndarray:

@@ -41,7 +41,9 @@ import numpy as np
 from ..binning import Binner
 from ..search.category_split import best_category_split
 from ..search.histograms import big_histograms, subtract_histogram
+from ..search.histograms.dense import PARALLEL_ADDS
 from ..search.splits import is_better
+from ..search.vector_children import search_children
 from ..search.vector_leaf import leaf_loss, leaf_vectors, root_priors
 from ..search.vector_scan import best_vector_split
 from . import compiled_grower
@@ -143,6 +145,9 @@ class VectorTreeGrower:
         self.features = self._sample_features()
         is_cat = self.categorical[self.features]
         self.numeric, self.categories = self.features[~is_cat], self.features[is_cat]
+        # what the one-pass children search scans per feature: 0 nothing (categorical), 1 the
+        # value bins, 2 also the missing bin
+        self._scanned = np.where(is_cat, 0, 1 + self.has_missing[self.features]).astype(np.int8)
         self.updates = 0
         self.searched = 0
         handle = rows.root()
@@ -264,12 +269,49 @@ class VectorTreeGrower:
         children = [small, big] if small_side == 0 else [big, small]
         for child in children:
             child.loss = leaf_loss(child.sums, self.prior, self.k)
-        self._children_histograms(leaf, children)
+        if not self._search_children(leaf, small, big, rows):
+            self._children_histograms(leaf, children)
+            for child in children:
+                self._search(child, child.hist)
         for child in children:
-            self._search(child, child.hist)
             if child.split is None and child.hist is not None:
                 self._release(child)
         return children
+
+    def _search_children(self, parent: _Leaf, small: _Leaf, big: _Leaf, rows: RowSet) -> bool:
+        """Both children's histograms and searches in one pass (:mod:`..search.
+        vector_children`: the same histograms and splits), where the parent's histogram is
+        kept, the larger child can be split and the rows are held here as float channels of
+        dense bins; False (nothing done) otherwise."""
+        if parent.hist is None or not self._can_split(big):
+            return False
+        held = rows.float_channels(small.rows)
+        if held is None:
+            return False
+        row_ids, row_channels = held
+        small.hist = self._buffer()
+        big.hist, parent.hist = parent.hist, None
+        self.updates += small.n_rows * len(self.features)
+        wanted = (self._can_split(small), True)
+        n_channels = self.hist_shape[1]
+        parallel = (self._big_histograms
+                    or len(row_ids) * n_channels * len(self.features) >= PARALLEL_ADDS)
+        found = search_children(
+            rows.data.bins, row_channels, row_ids, self.features, self._scanned, small.hist,
+            big.hist, self.n_value_bins, self.offsets, self.prior,
+            float(self.options.min_samples_leaf), wanted, parallel)
+        for child, can_split, best in zip((small, big), wanted, found, strict=True):
+            if not can_split:
+                child.split = None
+                continue
+            self.searched += 1
+            if best is not None:
+                j, score, split_bin, missing_left = best
+                best = (int(self.features[j]), score, split_bin, missing_left)
+            self._choose(child, child.hist, best)
+        if not wanted[0]:
+            self._release(small)
+        return True
 
     def _look_ahead(self, heap, budget: int, rows: RowSet) -> None:
         """Children of the waiting leaves that can still be split (the ``budget`` best)
@@ -319,15 +361,22 @@ class VectorTreeGrower:
                 self._scan = np.empty(self.hist_shape)
             hist = self.rowset.dequantize(hist, self.features, self._scan)
         self.searched += 1
-        opt = self.options
-        numeric, categorical = self.numeric, self.categories
+        numeric = self.numeric
         best = None if not len(numeric) else best_vector_split(
             hist, numeric, self.n_value_bins, self.has_missing, self.offsets, self.prior,
-            float(opt.min_samples_leaf), self._big_histograms)
+            float(self.options.min_samples_leaf), self._big_histograms)
+        if best is not None:
+            best = (int(numeric[best.feature]), best.score, best.bin, best.missing_left)
+        self._choose(leaf, hist, best)
+
+    def _choose(self, leaf: _Leaf, hist: np.ndarray, best: tuple | None) -> None:
+        """``leaf.split`` from the best numeric split ``(feature, score, bin,
+        missing_left)`` (or None) and the categorical features' best, if better."""
+        opt = self.options
+        categorical = self.categories
         leaf.split = None
-        if best is not None and is_better(best.score, leaf.loss):
-            leaf.split = (best.score, int(numeric[best.feature]), best.bin, best.missing_left,
-                          None)
+        if best is not None and is_better(best[1], leaf.loss):
+            leaf.split = (best[1], best[0], best[2], best[3], None)
         found = best_category_split(hist, categorical, self.layout, self.offsets,
                                     self.category_prior, float(opt.min_samples_leaf),
                                     opt.cat_smooth, opt.min_data_per_category,
@@ -363,12 +412,16 @@ class VectorTreeGrower:
     def _build(self, leaf: _Leaf) -> np.ndarray:
         """The histogram of the leaf's rows, built directly (into a reused buffer: only the
         cells a search reads are written, so a buffer need not be cleared whole)."""
-        dtype = getattr(self.rowset, "hist_dtype", np.float64)
-        self._free = [h for h in self._free if h.dtype == dtype]
-        hist = self._free.pop() if self._free else np.empty(self.hist_shape, dtype=dtype)
+        hist = self._buffer()
         self.rowset.histogram(leaf.rows, leaf.sums, self.features, hist)
         self.updates += leaf.n_rows * len(self.features)
         return hist
+
+    def _buffer(self) -> np.ndarray:
+        """A histogram buffer of the row set's cell type, reused if one is free."""
+        dtype = getattr(self.rowset, "hist_dtype", np.float64)
+        self._free = [h for h in self._free if h.dtype == dtype]
+        return self._free.pop() if self._free else np.empty(self.hist_shape, dtype=dtype)
 
     def _release(self, leaf: _Leaf) -> None:
         if leaf.hist is not None:

@@ -1,0 +1,116 @@
+"""A split's two children searched in one pass over the features: the smaller child's
+histogram built from its rows, the larger child's by subtraction from the parent's (in place),
+and both scanned under the vector-leaf loss while a tile of features' cells is still in the
+core's cache.
+
+The separate kernels (:func:`.histograms.dense.add_rows`, :func:`.histograms.leaf.
+subtract_histogram`, :func:`.vector_scan.best_vector_split` twice) each start numba's threads
+and each pass over the whole histogram (4.6 MB at 216 features of ~125 bins and K = 10); on
+wide data with many classes those starts and passes were half of a tree's time and kept the
+second thread idle (mfeat_factors: 1.3x from a second thread). Here one parallel region does
+all of it, tile by tile. Every cell adds the same rows in the same order, subtracts the same
+cells, and every feature is scanned by the same function, so the children's histograms and
+best splits are those of the separate kernels, bit for bit (``tests/test_vector_children.py``).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .histograms.dense import _task, feature_tile, simd_width
+from .splits import pick_index
+from .vector_scan import scan_vector_feature
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _tile(bins, row_channels, rows, features, j0, j1, small, big, caps, offsets, width,
+          scanned, prior, min_count, scan_small, scan_big, scores, split_bins, missing_left):
+    """Features ``j0:j1``: the small child's cells built, the big child's subtracted, and the
+    numeric ones (``scanned[j]``) scanned for each child wanted (row 0: small, 1: big)."""
+    _task(bins, row_channels, rows, 0, rows.shape[0], features, j0, j1, small, caps, offsets,
+          j1 - j0, True, None, width)
+    n_channels = small.shape[1]
+    most = 1
+    for j in range(j0, j1):
+        f = features[j]
+        for cell in range(offsets[f], offsets[f + 1]):
+            for c in range(n_channels):
+                big[cell, c] -= small[cell, c]
+        most = max(most, np.intp(caps[f]))
+    work = np.empty((4 * n_channels + 3, most))
+    candidates = np.empty(most, dtype=np.intp)
+    for j in range(j0, j1):
+        if not scanned[j]:
+            continue
+        f = features[j]
+        n_bins = caps[f]
+        has_missing = scanned[j] == 2
+        if scan_small:
+            scores[0, j], split_bins[0, j], missing_left[0, j] = scan_vector_feature(
+                small[offsets[f]:offsets[f + 1]], n_bins, has_missing, n_bins, prior,
+                min_count, work, candidates)
+        if scan_big:
+            scores[1, j], split_bins[1, j], missing_left[1, j] = scan_vector_feature(
+                big[offsets[f]:offsets[f + 1]], n_bins, has_missing, n_bins, prior,
+                min_count, work, candidates)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _children_parallel(bins, row_channels, rows, features, tiles, small, big, caps, offsets,
+                       width, scanned, prior, min_count, scan_small, scan_big, scores,
+                       split_bins, missing_left):
+    for t in numba.prange(tiles.shape[0] - 1):
+        _tile(bins, row_channels, rows, features, tiles[t], tiles[t + 1], small, big, caps,
+              offsets, width, scanned, prior, min_count, scan_small, scan_big, scores,
+              split_bins, missing_left)
+
+
+@numba.njit(cache=True, nogil=True)
+def _children_serial(bins, row_channels, rows, features, tiles, small, big, caps, offsets,
+                     width, scanned, prior, min_count, scan_small, scan_big, scores,
+                     split_bins, missing_left):
+    for t in range(tiles.shape[0] - 1):
+        _tile(bins, row_channels, rows, features, tiles[t], tiles[t + 1], small, big, caps,
+              offsets, width, scanned, prior, min_count, scan_small, scan_big, scores,
+              split_bins, missing_left)
+
+
+def search_children(bins: np.ndarray, row_channels: np.ndarray, rows: np.ndarray,
+                    features: np.ndarray, scanned: np.ndarray, small: np.ndarray,
+                    big: np.ndarray, caps: np.ndarray, offsets: np.ndarray, prior: np.ndarray,
+                    min_count: float, scan: tuple[bool, bool], parallel: bool
+                    ) -> list[tuple[int, float, int, bool] | None]:
+    """Fills ``small`` with the histogram of ``rows`` (their channels ``row_channels``) over
+    ``features``, subtracts it from ``big`` (the parent's histogram, which becomes the larger
+    child's) and scans each child whose ``scan`` flag is set: per child (small, big) None or
+    ``(j, score, bin, missing_left)`` of the best split, ``j`` indexing ``features``.
+
+    ``scanned[j]``: 0 for a feature the scan skips (a categorical one: built and subtracted
+    only), 1 for a numeric one, 2 for a numeric one with a missing bin. ``caps``: each
+    feature's value bins (int32). Dense bins and float histograms only."""
+    n_channels = small.shape[1]
+    n_features = max(1, len(caps))
+    tile = feature_tile(small.shape[0] / n_features, n_channels)
+    tiles = np.arange(0, len(features) + tile, tile, dtype=np.intp)
+    tiles[-1] = len(features)
+    tiles = np.unique(tiles)
+    width = simd_width(len(rows) * len(features) * n_channels, n_channels)
+    scores = np.full((2, len(features)), np.inf)
+    split_bins = np.zeros((2, len(features)), dtype=np.int32)
+    missing_left = np.zeros((2, len(features)), dtype=np.bool_)
+    if parallel:
+        with numba.parallel_chunksize(1):  # tiles dealt as threads come free
+            _children_parallel(bins, row_channels, rows, features, tiles, small, big, caps,
+                               offsets, width, scanned, prior, min_count, scan[0], scan[1],
+                               scores, split_bins, missing_left)
+    else:
+        _children_serial(bins, row_channels, rows, features, tiles, small, big, caps, offsets,
+                         width, scanned, prior, min_count, scan[0], scan[1], scores,
+                         split_bins, missing_left)
+    found = []
+    for side in range(2):
+        j = pick_index(scores[side]) if scan[side] else -1
+        found.append(None if j < 0 else (j, float(scores[side, j]), int(split_bins[side, j]),
+                                         bool(missing_left[side, j])))
+    return found

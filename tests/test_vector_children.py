@@ -1,0 +1,125 @@
+"""A split's children built, subtracted and scanned in one pass: the separate kernels' bits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rebelboost import RebelClassifier
+from rebelboost.ensemble import _compiled_stages
+from rebelboost.learners import compiled_grower, vector_tree
+from rebelboost.search.histograms.dense import add_rows
+from rebelboost.search.vector_children import search_children
+from rebelboost.search.vector_scan import best_vector_split
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("parallel", [False, True])
+def test_one_pass_gives_the_separate_kernels_histograms_and_splits(seed, parallel):
+    """Random bins, channels, missing bins, skipped (categorical) features, leaf limits: the
+    small child's histogram, the parent's minus it, and each child's best split are those
+    of add_rows, a subtraction and best_vector_split, bit for bit."""
+    rng = np.random.default_rng(seed)
+    n, d, k = int(rng.integers(20, 400)), int(rng.integers(1, 40)), int(rng.integers(2, 6))
+    caps = rng.integers(1, 60, size=d).astype(np.int32)  # value bins per feature
+    has_missing = rng.random(d) < 0.4
+    bins = (rng.random((n, d)) * (caps + has_missing)).astype(np.uint8)  # code caps: missing
+    channels = np.ascontiguousarray(np.c_[rng.exponential(size=(n, 2 * k)) ** 3,
+                                          rng.integers(0, 3, size=n)], dtype=np.float64)
+    offsets = np.r_[0, np.cumsum(caps.astype(np.intp) + 1)]
+    features = np.sort(rng.choice(d, size=int(rng.integers(1, d + 1)), replace=False))
+    scanned = np.where(rng.random(len(features)) < 0.2, 0,
+                       1 + has_missing[features]).astype(np.int8)
+    prior = rng.uniform(0.0, 0.5, size=k)
+    min_count = float(rng.integers(0, 4))
+    parent_rows = np.sort(rng.choice(n, size=int(rng.integers(2, n + 1)), replace=False))
+    small_rows = np.sort(rng.choice(parent_rows, size=len(parent_rows) // 2, replace=False))
+
+    parent = np.full((offsets[-1], 2 * k + 1), np.nan)
+    add_rows(bins, channels[parent_rows], parent_rows, features, parent, caps, offsets, False)
+    want_small = np.full_like(parent, np.nan)
+    add_rows(bins, channels[small_rows], small_rows, features, want_small, caps, offsets,
+             False)
+    cells = np.concatenate([np.arange(offsets[f], offsets[f + 1]) for f in features])
+    want_big = parent.copy()
+    want_big[cells] -= want_small[cells]
+
+    small = np.full_like(parent, np.nan)
+    big = parent.copy()
+    found = search_children(bins, channels[small_rows], small_rows, features, scanned, small,
+                            big, caps, offsets, prior, min_count, (True, True), parallel)
+    np.testing.assert_array_equal(small[cells], want_small[cells])
+    np.testing.assert_array_equal(big[cells], want_big[cells])
+    numeric = features[scanned > 0]
+    for hist, got in zip((want_small, want_big), found, strict=True):
+        want = (None if not len(numeric) else
+                best_vector_split(hist, numeric, caps, has_missing, offsets, prior, min_count,
+                                  parallel))
+        if want is None:
+            assert got is None
+            continue
+        j, score, split_bin, missing_left = got
+        assert features[j] == numeric[want.feature]
+        assert (score, split_bin, missing_left) == (want.score, want.bin, want.missing_left)
+
+
+def _data(seed, n, d, k, missing):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    if missing:
+        X[rng.random(X.shape) < 0.1] = np.nan
+    score = np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1]) + rng.normal(0, 0.7, n)
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, k + 1)[1:-1]))
+    return X, y
+
+
+CASES = [
+    {},
+    {"missing": True, "colsample_bytree": 0.6},
+    {"subsample": 0.7, "min_samples_leaf": 3},
+    {"categorical": True, "n_jobs": 1},
+    {"zero_weights": True, "max_leaves": 9},
+]
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("case", CASES)
+def test_python_grower_trees_are_the_same_with_the_one_pass(monkeypatch, seed, case):
+    """Fits through the Python grower with and without the one-pass children search: the
+    same trees, leaf values, losses and histogram additions (missing values, feature and row
+    sampling, a categorical column, weights of zero, one thread and two)."""
+    case = dict(case)
+    missing, categorical = case.pop("missing", False), case.pop("categorical", False)
+    zero_weights = case.pop("zero_weights", False)
+    n, d, k = (300, 1200, 2500)[seed], 3 + 4 * seed, 2 + seed
+    X, y = _data(seed, n, d, k, missing)
+    if categorical:
+        X = pd.DataFrame(X, columns=[f"x{i}" for i in range(d)])
+        X["c"] = pd.Categorical(np.where(X["x1"] > 0.3, "u", np.where(X["x2"] > 0, "v", "w")))
+    weight = None
+    if zero_weights:
+        weight = np.random.default_rng(seed).uniform(0.0, 2.0, n)
+        weight[::5] = 0.0
+    fits, used = [], []
+    real = vector_tree.search_children
+    for one_pass in (False, True):
+        monkeypatch.setattr(_compiled_stages, "applies", lambda booster: False)
+        monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
+        if one_pass:
+            monkeypatch.setattr(vector_tree, "search_children",
+                                lambda *args: used.append(True) or real(*args))
+        else:
+            monkeypatch.setattr(vector_tree.VectorTreeGrower, "_search_children",
+                                lambda *args: False)
+        params = {"n_jobs": 2, **case}
+        fits.append(RebelClassifier(12, random_state=seed, **params).fit(
+            X, y, sample_weight=weight))
+        monkeypatch.undo()
+    assert used
+    a, b = fits
+    for name in ("feature", "threshold", "missing_left", "left", "right"):
+        np.testing.assert_array_equal(getattr(a.trees_, name), getattr(b.trees_, name))
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+    np.testing.assert_array_equal(a.train_loss_, b.train_loss_)
+    np.testing.assert_array_equal(a.histogram_updates_, b.histogram_updates_)
