@@ -68,13 +68,23 @@ def feature_totals(hist_f, n_bins, missing_bin):
     """A feature's channel totals (its value bins in order, then its missing bin) and its
     missing bin's channels: where every scan of the feature starts."""
     n_channels = hist_f.shape[1]
-    total = np.zeros(n_channels)
+    total, missing = np.empty(n_channels), np.empty(n_channels)
+    feature_totals_into(hist_f, n_bins, missing_bin, total, missing)
+    return total, missing
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def feature_totals_into(hist_f, n_bins, missing_bin, total, missing):
+    """:func:`feature_totals` into given vectors (a scan of many small features allocates
+    nothing per feature)."""
+    n_channels = hist_f.shape[1]
+    total[:n_channels] = 0.0
     for b in range(n_bins):
         for c in range(n_channels):
             total[c] += hist_f[b, c]
-    missing = hist_f[missing_bin].copy()
-    total += missing
-    return total, missing
+    for c in range(n_channels):
+        missing[c] = hist_f[missing_bin, c]
+        total[c] += missing[c]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -40,6 +40,7 @@ def _tile(bins, row_channels, rows, features, j0, j1, small, big, caps, offsets,
         most = max(most, np.intp(caps[f]))
     work = np.empty((4 * n_channels + 3, most))
     candidates = np.empty(most, dtype=np.intp)
+    sums = np.empty((3, n_channels))
     for j in range(j0, j1):
         if not scanned[j]:
             continue
@@ -49,11 +50,11 @@ def _tile(bins, row_channels, rows, features, j0, j1, small, big, caps, offsets,
         if scan_small:
             scores[0, j], split_bins[0, j], missing_left[0, j] = scan_vector_feature(
                 small[offsets[f]:offsets[f + 1]], n_bins, has_missing, n_bins, prior,
-                min_count, work, candidates)
+                min_count, work, candidates, sums)
         if scan_big:
             scores[1, j], split_bins[1, j], missing_left[1, j] = scan_vector_feature(
                 big[offsets[f]:offsets[f + 1]], n_bins, has_missing, n_bins, prior,
-                min_count, work, candidates)
+                min_count, work, candidates, sums)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

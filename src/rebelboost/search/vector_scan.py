@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from ..losses.rebel import STEP_EPS
-from .splits import Split, _better, feature_totals, pick_index
+from .splits import Split, _better, feature_totals_into, pick_index
 from .vector_leaf import _class_loss, pair_loss
 
 _TINY = 2.2250738585072014e-308  # the least normal double, as in vector_leaf._class_loss
@@ -74,14 +74,15 @@ def _pair_losses_one_by_one(left, right, prior, k, n, out):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def scan_vector_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_count, work,
-                        candidates):
+                        candidates, sums):
     """Best ``(score, bin, missing_left)`` of one feature under the vector-leaf loss: the
     result of :func:`.splits.scan_feature` with ``vector_leaf=True``. ``work``: scratch of
-    shape (4 * C + 3, n_bins); ``candidates``: of ``n_bins`` integers."""
+    shape (4 * C + 3, n_bins); ``candidates``: of ``n_bins`` integers; ``sums``: (3, C)."""
     n_channels = hist_f.shape[1]
     k = (n_channels - 1) // 2
     count = n_channels - 1
-    total, missing = feature_totals(hist_f, n_bins, missing_bin)
+    total, missing, running = sums[0], sums[1], sums[2]
+    feature_totals_into(hist_f, n_bins, missing_bin, total, missing)
     left = work[:n_channels]
     right = work[n_channels:2 * n_channels]
     left_m = work[2 * n_channels:3 * n_channels]
@@ -91,7 +92,7 @@ def scan_vector_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_cou
     side = work[4 * n_channels + 2]
     # the bins the scan scores (the rest it skips), their prefix sums channel by channel
     n = 0
-    running = np.zeros(n_channels)
+    running[:] = 0.0
     for b in range(n_bins - 1):
         for c in range(n_channels):
             running[c] += hist_f[b, c]
@@ -149,11 +150,12 @@ def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_c
         most = max(most, n_value_bins[features[j]])
     work = np.empty((4 * n_channels + 3, most))
     candidates = np.empty(most, dtype=np.intp)
+    sums = np.empty((3, n_channels))
     for j in range(j0, j1):
         f = features[j]
         best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
             hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f], n_value_bins[f],
-            prior, min_count, work, candidates)
+            prior, min_count, work, candidates, sums)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
