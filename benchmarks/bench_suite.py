@@ -87,6 +87,8 @@ CANDIDATES = {
     "rebel-l63": {"max_leaves": 63},
     "rebel-l4-500-msl1-s5": {"max_leaves": 4, "n_estimators": 500, "min_samples_leaf": 1,
                              "leaf_smoothing": 5.0},
+    # stop 30: larger leaves for the small-data shape too (with rebel-msl5; more_seeds.py)
+    "rebel-msl3": {"min_samples_leaf": 3},
 }
 METHODS.update({name: ("rebelboost", params) for name, params in CANDIDATES.items()})
 # The defaults since the small-data rule (issue 28, stop 19: 500 depth-2 trees at rate 1 on at
