@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from test_compiled_grower import _data
 
 from rebelboost import RebelClassifier
 from rebelboost.ensemble import _compiled_stages
@@ -64,16 +65,6 @@ def test_one_pass_gives_the_separate_kernels_histograms_and_splits(seed, paralle
         assert (score, split_bin, missing_left) == (want.score, want.bin, want.missing_left)
 
 
-def _data(seed, n, d, k, missing):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    if missing:
-        X[rng.random(X.shape) < 0.1] = np.nan
-    score = np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1]) + rng.normal(0, 0.7, n)
-    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, k + 1)[1:-1]))
-    return X, y
-
-
 CASES = [
     {},
     {"missing": True, "colsample_bytree": 0.6},
@@ -93,7 +84,7 @@ def test_python_grower_trees_are_the_same_with_the_one_pass(monkeypatch, seed, c
     missing, categorical = case.pop("missing", False), case.pop("categorical", False)
     zero_weights = case.pop("zero_weights", False)
     n, d, k = (300, 1200, 2500)[seed], 3 + 4 * seed, 2 + seed
-    X, y = _data(seed, n, d, k, missing)
+    X, y = _data(seed, n, d, k, missing=missing)
     if categorical:
         X = pd.DataFrame(X, columns=[f"x{i}" for i in range(d)])
         X["c"] = pd.Categorical(np.where(X["x1"] > 0.3, "u", np.where(X["x2"] > 0, "v", "w")))

@@ -5,10 +5,10 @@ core's cache.
 
 The separate kernels (:func:`.histograms.dense.add_rows`, :func:`.histograms.leaf.
 subtract_histogram`, :func:`.vector_scan.best_vector_split` twice) each start numba's threads
-and each pass over the whole histogram (4.6 MB at 216 features of ~125 bins and K = 10); on
-wide data with many classes those starts and passes were half of a tree's time and kept the
-second thread idle (mfeat_factors: 1.3x from a second thread). Here one parallel region does
-all of it, tile by tile. Every cell adds the same rows in the same order, subtracts the same
+and each pass over the whole histogram (4.6 MB at 216 features of ~125 bins and K = 10): on
+mfeat_factors they were 0.85 of the fit's wall time, and a second thread gave 1.3x (1.7x
+now; BENCHMARKS.md, issue 28, stop 30). Here one parallel region does all of it, tile by
+tile. Every cell adds the same rows in the same order, subtracts the same
 cells, and every feature is scanned by the same function, so the children's histograms and
 best splits are those of the separate kernels, bit for bit (``tests/test_vector_children.py``).
 """
