@@ -52,8 +52,10 @@ def _build(hist, gathered, order, start, stop, sums, bins, features, n_value_bin
     order: the same histogram)."""
     rows = order[start:stop]
     n_channels = gathered.shape[1]
-    parallel = (starts.shape[0] > 2
-                and (stop - start) * features.shape[0] * n_channels >= PARALLEL_ADDS)
+    adds = (stop - start) * features.shape[0] * n_channels
+    if sparse.shape[0] > 0:  # the entries added one by one (BinnedData.entry_fraction)
+        adds = adds * entries.shape[0] / max(1, bins.shape[0] * bins.shape[1])
+    parallel = starts.shape[0] > 2 and adds >= PARALLEL_ADDS
     if sparse.shape[0] == 0:
         if parallel:
             _add_rows_parallel(bins, gathered, rows, 0, stop - start, features, starts, hist,
@@ -326,7 +328,8 @@ def grow_tree(grower, rows, root) -> tuple:
     root_updates, root_rows = 0, rows.kept_channels(root.rows)
     # the root's histogram: in the call (one thread in the row set too: the same histogram)
     # or by the row set, on every thread
-    if root_rows is None or root.n_rows * len(features) * n_channels >= PARALLEL_ADDS:
+    adds = root.n_rows * len(features) * n_channels * data.entry_fraction
+    if root_rows is None or adds >= PARALLEL_ADDS:
         root_rows = _NO_ROWS
         if grower._can_split(root):
             root_updates = root.n_rows * len(features)

@@ -69,6 +69,16 @@ class BinnedData:
         return cls(binner, binner.transform(X), row_layout)
 
     @property
+    def entry_fraction(self) -> float:
+        """The share of (row, feature) cells a histogram adds one by one: 1 for dense bins;
+        for sparse ones the entries outside the default bins (the rest comes from the totals).
+        Histogram sizes are weighed by it where threads must pay for their start."""
+        if self.sparse is None:
+            return 1.0
+        n, d = self.bins.shape
+        return len(self.sparse.entries) / max(1, n * d)
+
+    @property
     def columns(self) -> BinColumns:
         """The feature-major copy the layer histograms read, built on first use (leaf-wise
         growth reads the row-major bins only)."""

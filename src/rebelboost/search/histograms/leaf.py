@@ -53,7 +53,8 @@ def build_leaf_histogram(data: BinnedData, row_channels: np.ndarray, rows: np.nd
     sparse = data.sparse
     n_value_bins = np.ascontiguousarray(data.layout.n_value_bins, dtype=np.int32)
     offsets = data.cell_offsets
-    parallel = len(rows) * out.shape[1] * max(1, len(features)) >= PARALLEL_ADDS
+    adds = len(rows) * out.shape[1] * max(1, len(features)) * data.entry_fraction
+    parallel = adds >= PARALLEL_ADDS
     if sparse is None:
         add_rows(data.bins, row_channels, rows, features, out, n_value_bins, offsets, parallel)
     else:
