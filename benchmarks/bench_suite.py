@@ -89,6 +89,9 @@ CANDIDATES = {
                              "leaf_smoothing": 5.0},
     # stop 30: larger leaves for the small-data shape too (with rebel-msl5; more_seeds.py)
     "rebel-msl3": {"min_samples_leaf": 3},
+    # stop 30: a lower learning rate for the small-data shape (above 1,000 rows: 0.3 already)
+    "rebel-lr0.3": {"learning_rate": 0.3},
+    "rebel-lr0.5": {"learning_rate": 0.5},
 }
 METHODS.update({name: ("rebelboost", params) for name, params in CANDIDATES.items()})
 # The defaults since the small-data rule (issue 28, stop 19: 500 depth-2 trees at rate 1 on at
