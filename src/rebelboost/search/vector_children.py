@@ -93,9 +93,7 @@ def search_children(bins: np.ndarray, row_channels: np.ndarray, rows: np.ndarray
     n_channels = small.shape[1]
     n_features = max(1, len(caps))
     tile = feature_tile(small.shape[0] / n_features, n_channels)
-    tiles = np.arange(0, len(features) + tile, tile, dtype=np.intp)
-    tiles[-1] = len(features)
-    tiles = np.unique(tiles)
+    tiles = np.r_[np.arange(0, len(features), tile), len(features)].astype(np.intp)
     width = simd_width(len(rows) * len(features) * n_channels, n_channels)
     scores = np.full((2, len(features)), np.inf)
     split_bins = np.zeros((2, len(features)), dtype=np.int32)
