@@ -287,7 +287,7 @@ def test_dense_histogram_adds_each_cell_in_row_order(threads, simd, monkeypatch)
 
     from rebelboost.search.histograms import dense, leaf
 
-    monkeypatch.setattr(leaf, "PARALLEL_ADDS", 1)
+    monkeypatch.setattr(dense, "PARALLEL_ADDS", 1)  # (read by threads_pay: threads)
     monkeypatch.setattr(dense, "_SPECIALIZE_MIN_ADDS", 0 if simd else 1 << 62)
     rng = np.random.default_rng(6)
     X = rng.normal(size=(700, 11))

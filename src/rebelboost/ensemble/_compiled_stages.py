@@ -22,7 +22,7 @@ from ..learners.compiled_grower import fits_in_call, grow_laid_out, sparse_array
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.rebel_learners import VectorTreeFamily
 from ..losses.rebel import PARALLEL_CELLS, _weights_serial, pairwise_sum, scale_and_loss
-from ..search.histograms.dense import PARALLEL_ADDS, _task_starts, feature_tile
+from ..search.histograms.dense import _task_starts, feature_tile, threads_pay
 from ..search.histograms.sparse import _column_sums
 from ..search.vector_leaf import leaf_vectors, root_priors
 
@@ -35,7 +35,8 @@ def applies(booster) -> bool:
     """Whether :func:`fit_stages` runs ``booster``'s fit: vector-leaf trees on every row and
     feature (no sampling), float histograms, no categorical feature, REBEL's weights and the
     root's histogram small enough for one thread (:data:`.PARALLEL_CELLS`,
-    :data:`.PARALLEL_ADDS`) and every tree one :func:`.compiled_grower.grow_laid_out`."""
+    :func:`.threads_pay`: sparse bins count their entries) and every tree one
+    :func:`.compiled_grower.grow_laid_out`."""
     family = booster.family
     if type(family) is not VectorTreeFamily or booster.exact_sums:
         return False
@@ -45,7 +46,8 @@ def applies(booster) -> bool:
     return (family._packed is not None and booster.channels.base is family._packed
             and opt.subsample >= 1.0 and opt.colsample_bytree >= 1.0
             and opt.histogram_bits is None and not grower.categorical.any()
-            and n * k < PARALLEL_CELLS and n * n_features * (2 * k + 1) < PARALLEL_ADDS
+            and n * k < PARALLEL_CELLS
+            and not threads_pay(n, n_features, 2 * k + 1, family.data.entry_fraction)
             and fits_in_call(grower, n))
 
 

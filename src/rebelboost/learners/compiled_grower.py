@@ -20,11 +20,12 @@ import numba
 import numpy as np
 
 from ..search.histograms.dense import (
-    PARALLEL_ADDS,
     _add_rows_parallel,
     _add_rows_serial,
     _task_starts,
     feature_tile,
+    threads_pay,
+    threads_pay_compiled,
 )
 from ..search.histograms.leaf import _fill_defaults, _fill_defaults_serial, _subtract_serial
 from ..search.histograms.sparse import _column_sums, _sparse_parallel, _sparse_serial
@@ -46,16 +47,17 @@ def _build(hist, gathered, order, start, stop, sums, bins, features, n_value_bin
            offsets, starts, tile, sparse, indptr, entries):
     """A leaf's histogram into ``hist`` (:func:`~..search.histograms.leaf.
     build_leaf_histogram`); ``caps``: ``n_value_bins`` as intp; ``sparse``: the sparse bins'
-    default bin per feature (empty: dense bins), with their ``indptr`` and ``entries``. From
-    ``PARALLEL_ADDS`` additions on, and where ``starts`` deals the features to several tasks,
-    the tasks run on numba's threads (each feature's cells add the same rows in the same
-    order: the same histogram)."""
+    default bin per feature (empty: dense bins), with their ``indptr`` and ``entries``. Where
+    its additions pay for threads (:func:`~..search.histograms.dense.threads_pay`) and
+    ``starts`` deals the features to several tasks, the tasks run on numba's threads (each
+    feature's cells add the same rows in the same order: the same histogram)."""
     rows = order[start:stop]
     n_channels = gathered.shape[1]
-    adds = (stop - start) * features.shape[0] * n_channels
-    if sparse.shape[0] > 0:  # the entries added one by one (BinnedData.entry_fraction)
-        adds = adds * entries.shape[0] / max(1, bins.shape[0] * bins.shape[1])
-    parallel = starts.shape[0] > 2 and adds >= PARALLEL_ADDS
+    fraction = 1.0  # (BinnedData.entry_fraction)
+    if sparse.shape[0] > 0:  # the entries added one by one
+        fraction = entries.shape[0] / max(1, bins.shape[0] * bins.shape[1])
+    parallel = starts.shape[0] > 2 and threads_pay_compiled(stop - start, features.shape[0],
+                                                            n_channels, fraction)
     if sparse.shape[0] == 0:
         if parallel:
             _add_rows_parallel(bins, gathered, rows, 0, stop - start, features, starts, hist,
@@ -95,13 +97,13 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     here from ``root_rows`` (its rows' channels, gathered; its additions counted), or (no
     rows) by the caller on every thread; ``root_sums`` its sums; buffers beyond ``store``
     are allocated as needed (returned: how many the tree used at most). ``max_depth`` -1:
-    none. A histogram of at least ``PARALLEL_ADDS`` additions runs on numba's threads
-    (``starts``: the features' tasks; one task keeps it on the calling thread), every other
-    kernel on the calling thread. Returns ``(leaves, sums, losses, nodes, gains, updates,
-    searched, n_buffers)``: ``leaves`` (L, 9) the int fields of every leaf made (the root,
-    then each split's children, left and right), ``sums`` (L, C) and ``losses`` (L,) theirs,
-    ``nodes`` the leaves split, in split order, with their loss reductions ``gains``; the
-    histogram additions made here and the leaves searched."""
+    none. A histogram whose additions pay for threads (:func:`.dense.threads_pay`) runs on
+    numba's threads (``starts``: the features' tasks; one task keeps it on the calling thread),
+    every other kernel on the calling thread. Returns ``(leaves, sums, losses, nodes, gains,
+    updates, searched, n_buffers)``: ``leaves`` (L, 9) the int fields of every leaf made (the
+    root, then each split's children, left and right), ``sums`` (L, C) and ``losses`` (L,)
+    theirs, ``nodes`` the leaves split, in split order, with their loss reductions ``gains``;
+    the histogram additions made here and the leaves searched."""
     k = prior.shape[0]
     n_channels = channels.shape[1] + 1
     n_cells = offsets[-1]
@@ -220,15 +222,15 @@ def applies(grower, rows) -> bool:
     """Whether :func:`grow_numeric` grows ``grower``'s tree over ``rows``: rows in this
     process with float histograms, no categorical feature, histograms small enough for the
     one-thread scan, every histogram the tree can hold at once within the grower's budget
-    (so the Python grower would drop none either), and under 262,144 rows. The histograms
-    of at least ``PARALLEL_ADDS`` additions run on numba's threads (split by feature, as the
-    Python grower's), every other kernel on the calling thread, where the Python grower's
-    threads split by feature or keep the order (a stable partition): the tree is the same
-    either way, and up to that size the compiled tree was the faster (BENCHMARKS.md,
-    "Trees compiled up to 131,072 rows" and "Boosting in one compiled call"): 0.76-0.82x
-    the fit's wall time on connect4 and sleep, 0.93-0.96x on 100,000-300,000 synthetic rows
-    of 20 dense features; 1.16x on 500,000, where the Python grower's threaded partitions
-    pay (``benchmarks/compiled_tree_limit.py``)."""
+    (so the Python grower would drop none either), and under 262,144 rows. The histograms whose
+    additions pay for threads (:func:`.dense.threads_pay`) run on numba's threads (split by
+    feature, as the Python grower's), every other kernel on the calling thread, where the Python
+    grower's threads split by feature or keep the order (a stable partition): the tree is the
+    same either way, and up to that size the compiled tree was the faster (BENCHMARKS.md, "Trees
+    compiled up to 131,072 rows" and "Boosting in one compiled call"): 0.76-0.82x the fit's wall
+    time on connect4 and sleep, 0.93-0.96x on 100,000-300,000 synthetic rows of 20 dense
+    features; 1.16x on 500,000, where the Python grower's threaded partitions pay
+    (``benchmarks/compiled_tree_limit.py``)."""
     return (type(rows) is LocalRows and rows.quantized is None and not len(grower.categories)
             and fits_in_call(grower, len(rows.order)))
 
@@ -328,8 +330,8 @@ def grow_tree(grower, rows, root) -> tuple:
     root_updates, root_rows = 0, rows.kept_channels(root.rows)
     # the root's histogram: in the call (one thread in the row set too: the same histogram)
     # or by the row set, on every thread
-    adds = root.n_rows * len(features) * n_channels * data.entry_fraction
-    if root_rows is None or adds >= PARALLEL_ADDS:
+    if root_rows is None or threads_pay(root.n_rows, len(features), n_channels,
+                                        data.entry_fraction):
         root_rows = _NO_ROWS
         if grower._can_split(root):
             root_updates = root.n_rows * len(features)

@@ -17,7 +17,7 @@ from ..exact_sums import rounded, sum_rows
 from ..search.binned import BinnedData
 from ..search.histograms import build_leaf_histogram, row_totals
 from ..search.histograms._intrinsics import prefetch_ahead
-from ..search.histograms.dense import PARALLEL_ADDS
+from ..search.histograms.dense import threads_pay
 from ..search.quantize import (
     build_quantized_histogram,
     dequantize,
@@ -298,7 +298,7 @@ class LocalRows(RowArrays):
         if data.sparse is not None:  # integers in float64 cells: exact below 2^53
             q = gather_as_float(self.quantized, rows)
             return build_leaf_histogram(data, q, rows, q.sum(axis=0), features, out)
-        parallel = len(rows) * out.shape[1] * max(1, len(features)) >= _PARALLEL_HISTOGRAM
+        parallel = threads_pay(len(rows), max(1, len(features)), out.shape[1])
         build_quantized_histogram(
             data.bins, self.quantized, rows, features,
             np.ascontiguousarray(data.layout.n_value_bins, dtype=np.int32), data.cell_offsets,
@@ -338,8 +338,6 @@ def split_table(split_bin: int, missing_left: bool, n_bins_total: int, missing_b
 _walk_bins = tree_walk(bin_goes_left)
 _walk_bin_sets = tree_walk(bin_set_goes_left)
 
-# Histogram additions from which the quantized kernel uses every thread (as the float one).
-_PARALLEL_HISTOGRAM = PARALLEL_ADDS
 # Rows from which a partition uses every thread.
 _PARALLEL_PARTITION = 1 << 15
 

@@ -41,7 +41,7 @@ import numpy as np
 from ..binning import Binner
 from ..search.category_split import best_category_split
 from ..search.histograms import big_histograms, subtract_histogram
-from ..search.histograms.dense import PARALLEL_ADDS
+from ..search.histograms.dense import threads_pay
 from ..search.splits import is_better
 from ..search.vector_children import search_children
 from ..search.vector_leaf import leaf_loss, leaf_vectors, root_priors
@@ -295,7 +295,7 @@ class VectorTreeGrower:
         wanted = (self._can_split(small), True)
         n_channels = self.hist_shape[1]
         parallel = (self._big_histograms
-                    or len(row_ids) * n_channels * len(self.features) >= PARALLEL_ADDS)
+                    or threads_pay(len(row_ids), len(self.features), n_channels))
         found = search_children(
             rows.data.bins, row_channels, row_ids, self.features, self._scanned, small.hist,
             big.hist, self.n_value_bins, self.offsets, self.prior,

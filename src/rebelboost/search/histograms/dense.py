@@ -39,6 +39,19 @@ _SPECIALIZE_MAX_CHANNELS = 64
 TILE_BYTES = 1 << 18
 
 
+def threads_pay(n_rows: int, n_features: int, n_channels: int,
+                entry_fraction: float = 1.0) -> bool:
+    """Whether a histogram's additions pay for starting numba's threads: rows x features x
+    channels, times the share of (row, feature) cells added one by one (sparse bins add only
+    their entries: :attr:`~..binned.BinnedData.entry_fraction`), from :data:`PARALLEL_ADDS`
+    on. The one rule of every histogram kernel's caller, Python or compiled."""
+    return n_rows * n_features * n_channels * entry_fraction >= PARALLEL_ADDS
+
+
+#: :func:`threads_pay` for compiled callers.
+threads_pay_compiled = numba.njit(cache=True, nogil=True)(threads_pay)
+
+
 def feature_tile(cells_per_feature: float, n_channels: int) -> int:
     """Features per tile of the dense kernel (at least one; 8-byte cells assumed)."""
     return max(1, int(TILE_BYTES // (max(cells_per_feature, 1.0) * n_channels * 8)))

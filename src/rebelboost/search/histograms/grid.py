@@ -13,7 +13,7 @@ import functools
 
 import numpy as np
 
-from .dense import N_CODES, PARALLEL_ADDS, add_rows
+from .dense import N_CODES, add_rows, threads_pay
 from .pool import HistogramPool
 from .sparse import SparseBins, add_entries, fill_default_bins, row_totals
 
@@ -66,7 +66,7 @@ def accumulate_histogram(
     n_channels) float64 histogram; ``features`` are distinct feature indices (any order; None:
     all); the other features' histograms are left alone. With ``sparse``, rows in a feature's
     default bin are not added: call :func:`.sparse.fill_default_bins` before reading those bins.
-    ``parallel`` None: on every thread from ``PARALLEL_ADDS`` additions.
+    ``parallel`` None: on every thread where :func:`.dense.threads_pay`.
     """
     n_bins_total = hist.shape[1]
     bins, row_channels, rows = _check(bins, row_channels, rows, n_bins_total, by_position=True)
@@ -94,7 +94,7 @@ def accumulate_histogram(
     if len(features) == 0 or n_channels == 0 or r1 <= r0:
         return
     if parallel is None:
-        parallel = (r1 - r0) * len(features) * n_channels >= PARALLEL_ADDS
+        parallel = threads_pay(r1 - r0, len(features), n_channels)
     add_rows(bins, row_channels, rows, features, cells, caps, offsets, parallel, r0, r1,
              fresh=False, skip=None if sparse is None else sparse.default_bin)
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
-from .dense import PARALLEL_ADDS, add_rows
+from .dense import PARALLEL_ADDS, add_rows, threads_pay
 from .sparse import add_entries
 
 if TYPE_CHECKING:
@@ -53,8 +53,7 @@ def build_leaf_histogram(data: BinnedData, row_channels: np.ndarray, rows: np.nd
     sparse = data.sparse
     n_value_bins = np.ascontiguousarray(data.layout.n_value_bins, dtype=np.int32)
     offsets = data.cell_offsets
-    adds = len(rows) * out.shape[1] * max(1, len(features)) * data.entry_fraction
-    parallel = adds >= PARALLEL_ADDS
+    parallel = threads_pay(len(rows), max(1, len(features)), out.shape[1], data.entry_fraction)
     if sparse is None:
         add_rows(data.bins, row_channels, rows, features, out, n_value_bins, offsets, parallel)
     else:
