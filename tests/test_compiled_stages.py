@@ -8,6 +8,7 @@ from test_compiled_grower import _assert_same_models, _data
 
 from rebelboost import RebelClassifier
 from rebelboost.ensemble import _compiled_stages
+from rebelboost.learners import compiled_grower
 from rebelboost.losses.rebel import pairwise_sum
 
 CASES = [
@@ -18,6 +19,7 @@ CASES = [
     {"cost": "loss"},
     {"sample_cost": True},
     {"target_loss": "stop"},
+    {"gather_bytes": 8 * 3},  # children's channels gathered a few rows at a time
 ]
 
 
@@ -44,6 +46,7 @@ def test_stages_in_one_call_are_the_loops(monkeypatch, seed, case):
     if params.pop("target_loss", None):  # halfway down a full fit's loss: stops early
         losses = RebelClassifier(40, random_state=seed, **params).fit(X, y).train_loss_
         params["target_loss"] = 0.5 * (losses[0] + losses[-1])
+    gather_bytes = params.pop("gather_bytes", None)
     fits, calls = [], []
     real = _compiled_stages._boost
     for in_one_call in (False, True):
@@ -52,6 +55,8 @@ def test_stages_in_one_call_are_the_loops(monkeypatch, seed, case):
                                 lambda *args: calls.append(args[0]) or real(*args))
             if seed % 2:  # in chunks of 7 stages: the same stages
                 monkeypatch.setattr(_compiled_stages, "CHUNK", 7)
+            if gather_bytes:  # (from the one call: the loop's trees gather whole children)
+                monkeypatch.setattr(compiled_grower, "GATHER_BYTES", gather_bytes)
         else:
             monkeypatch.setattr(_compiled_stages, "applies", lambda booster: False)
         fits.append(RebelClassifier(40, random_state=seed, **params).fit(X, y, **fit_params))

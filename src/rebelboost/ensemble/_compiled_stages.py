@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from ..engine import StageRun
-from ..learners.compiled_grower import fits_in_call, grow_laid_out, sparse_arrays
+from ..learners.compiled_grower import fits_in_call, gather_rows, grow_laid_out, sparse_arrays
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.rebel_learners import VectorTreeFamily
 from ..losses.rebel import PARALLEL_CELLS, _weights_serial, pairwise_sum, scale_and_loss
@@ -77,7 +77,7 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
             grower.layout.n_bins_total, float(opt.leaf_smoothing),
             float(opt.min_samples_leaf), opt.max_leaves,
             -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
-            tile, *sparse, grower.thresholds)
+            tile, *sparse, grower.thresholds, gather_rows(n_channels))
         chunks.append([a[:done] for a in arrays])
         n_done += done
         last = arrays[4][done - 1]
@@ -96,7 +96,7 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
 def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, row_of, log_w,
            scores, packed, row_weight, store, bins, features, n_value_bins, has_missing,
            offsets, missing_bin, n_bins_total, smoothing, min_samples_leaf, max_leaves,
-           max_depth, starts, tile, sparse, indptr, entries, thresholds):
+           max_depth, starts, tile, sparse, indptr, entries, thresholds, gather_rows):
     """The stages: per tree its nodes (4, max_leaves - 1) (feature, left, right, split bin),
     thresholds, missing sides, shrunk leaf values, loss after it, its splits' gains (in the
     scale of the weights it was fitted to) and histogram additions. ``packed`` holds the
@@ -126,7 +126,7 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
             store, packed, root_sums, channels, row_weight, None, order, scratch, bins,
             features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
             min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
-            thresholds, n)
+            thresholds, n, gather_rows)
         if n_buffers > store.shape[0]:  # the next tree's buffers, all kept
             store = np.empty((n_buffers, store.shape[1], store.shape[2]))
         nodes[it] = table

@@ -25,13 +25,20 @@ class RebelBooster:
                               exact=exact_sums)
         self.val_loss = (RebelLoss(None, validation.codes, validation.sample_weight, subcosts,
                                    validation.cost_rows) if validation is not None else None)
-        self.scores = np.zeros((len(family.codes), cost_rows.shape[1]))
-        out = (family.channels_out(2 * cost_rows.shape[1]) if hasattr(family, "channels_out")
-               else None)  # (where the family wants the channels written, if anywhere)
-        self.channels, self.scale, _ = self.loss.weights_and_loss(self.scores, out)
+        # the scores and channels come with the initial loss, once the caller has let the
+        # (n, K) cost rows go (they were the fit's peak of memory beside them)
+        self.scores = self.channels = self.scale = self._initial_loss = None
 
     def initial_loss(self) -> float:
-        return self.loss.loss(np.zeros_like(self.scores))
+        """The loss before any stage; it sets up the rows' scores and weight channels."""
+        if self.scores is None:
+            n, k = len(self.family.codes), self.loss.n_classes
+            self.scores = np.zeros((n, k))
+            self._initial_loss = self.loss.loss(self.scores)
+            out = (self.family.channels_out(2 * k) if hasattr(self.family, "channels_out")
+                   else None)  # (where the family wants the channels written, if anywhere)
+            self.channels, self.scale, _ = self.loss.weights_and_loss(self.scores, out)
+        return self._initial_loss
 
     def fit_stage(self, iteration: int) -> Stage:
         fit: LearnerFit = self.family.fit(self.channels)

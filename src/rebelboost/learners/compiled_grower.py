@@ -32,7 +32,7 @@ from ..search.histograms.sparse import _column_sums, _sparse_parallel, _sparse_s
 from ..search.splits import TIE_RTOL
 from ..search.vector_leaf import leaf_loss
 from ..search.vector_scan import _best_serial
-from .row_channels import _gather
+from .row_channels import _gather_into, row_sums
 from .row_set import BinTree, LocalRows, _partition_in_place_serial, route_bins
 
 # leaf fields (int64 table): the rows' range of the order array, depth, parent leaf (-1: the
@@ -40,41 +40,100 @@ from .row_set import BinTree, LocalRows, _partition_in_place_serial, route_bins
 # side (1: left)
 _START, _STOP, _DEPTH, _PARENT, _SIDE, _SLOT, _FEATURE, _BIN, _MISSING = range(9)
 _MAX_ROWS = 1 << 18  # rows of the trees grown here (above, the Python grower's threads pay)
+# Bytes of a child's channels gathered at once for its histogram: a tree's largest gathered
+# copy was up to half the rows' channels (2.6 MB of shuttle's fit, whose peak memory it set).
+GATHER_BYTES = 1 << 19
+
+
+def gather_rows(n_channels: int) -> int:
+    """Rows of a child's channels :func:`grow_numeric` gathers at a time."""
+    return max(1, GATHER_BYTES // (8 * n_channels))
+
+
+@numba.njit(cache=True, nogil=True)
+def _threads_pay(n_rows, bins, features, n_channels, starts, sparse, entries):
+    """Whether a histogram of ``n_rows`` rows runs on numba's threads: its additions pay
+    for them (:func:`~..search.histograms.dense.threads_pay`; sparse bins count their
+    entries, as :attr:`.BinnedData.entry_fraction`) and ``starts`` deals the features to
+    several tasks."""
+    fraction = 1.0
+    if sparse.shape[0] > 0:
+        fraction = entries.shape[0] / max(1, bins.shape[0] * bins.shape[1])
+    return starts.shape[0] > 2 and threads_pay_compiled(n_rows, features.shape[0], n_channels,
+                                                        fraction)
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_block(hist, block, rows, bins, features, n_value_bins, caps, offsets, starts, tile,
+               sparse, indptr, entries, parallel, fresh):
+    """Adds ``rows`` (``block[i]`` row ``rows[i]``'s channels) to ``hist``; ``fresh``: the
+    features' cells cleared first (sparse bins: the whole histogram, whose default bins the
+    caller fills once every row is in)."""
+    n_rows, n_channels = block.shape
+    if sparse.shape[0] == 0:
+        if parallel:
+            _add_rows_parallel(bins, block, rows, 0, n_rows, features, starts, hist,
+                               n_value_bins, offsets, tile, fresh, None, ())
+        else:
+            _add_rows_serial(bins, block, rows, 0, n_rows, features, starts, hist,
+                             n_value_bins, offsets, tile, fresh, None, ())
+        return
+    if fresh:
+        hist[:] = 0.0
+    if parallel:
+        _sparse_parallel(indptr, entries, block.reshape(-1), n_channels, rows, 0, n_rows, hist,
+                         offsets, caps, ())
+    else:
+        _sparse_serial(indptr, entries, block.reshape(-1), n_channels, rows, 0, n_rows, hist,
+                       offsets, caps, ())
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_sparse_defaults(hist, sparse, offsets, sums, parallel):
+    """Sparse bins: each feature's default bin is the rest of the leaf's ``sums``."""
+    if sparse.shape[0] == 0:
+        return
+    if parallel:
+        _fill_defaults(hist, offsets, sparse, sums)
+    else:
+        _fill_defaults_serial(hist, offsets, sparse, sums)
 
 
 @numba.njit(cache=True, nogil=True)
 def _build(hist, gathered, order, start, stop, sums, bins, features, n_value_bins, caps,
            offsets, starts, tile, sparse, indptr, entries):
     """A leaf's histogram into ``hist`` (:func:`~..search.histograms.leaf.
-    build_leaf_histogram`); ``caps``: ``n_value_bins`` as intp; ``sparse``: the sparse bins'
+    build_leaf_histogram`) from its rows' channels ``gathered`` (row ``order[start + i]``'s
+    in ``gathered[i]``); ``caps``: ``n_value_bins`` as intp; ``sparse``: the sparse bins'
     default bin per feature (empty: dense bins), with their ``indptr`` and ``entries``. Where
-    its additions pay for threads (:func:`~..search.histograms.dense.threads_pay`) and
-    ``starts`` deals the features to several tasks, the tasks run on numba's threads (each
-    feature's cells add the same rows in the same order: the same histogram)."""
+    :func:`_threads_pay`, the features' tasks run on numba's threads (each feature's cells
+    add the same rows in the same order: the same histogram)."""
     rows = order[start:stop]
-    n_channels = gathered.shape[1]
-    fraction = 1.0  # (BinnedData.entry_fraction)
-    if sparse.shape[0] > 0:  # the entries added one by one
-        fraction = entries.shape[0] / max(1, bins.shape[0] * bins.shape[1])
-    parallel = starts.shape[0] > 2 and threads_pay_compiled(stop - start, features.shape[0],
-                                                            n_channels, fraction)
-    if sparse.shape[0] == 0:
-        if parallel:
-            _add_rows_parallel(bins, gathered, rows, 0, stop - start, features, starts, hist,
-                               n_value_bins, offsets, tile, True, None, ())
-        else:
-            _add_rows_serial(bins, gathered, rows, 0, stop - start, features, starts, hist,
-                             n_value_bins, offsets, tile, True, None, ())
-        return
-    hist[:] = 0.0  # sparse bins: every feature's entries, then the default bins
-    if parallel:
-        _sparse_parallel(indptr, entries, gathered.reshape(-1), n_channels, rows, 0,
-                         stop - start, hist, offsets, caps, ())
-        _fill_defaults(hist, offsets, sparse, sums)
-    else:
-        _sparse_serial(indptr, entries, gathered.reshape(-1), n_channels, rows, 0,
-                       stop - start, hist, offsets, caps, ())
-        _fill_defaults_serial(hist, offsets, sparse, sums)
+    parallel = _threads_pay(stop - start, bins, features, gathered.shape[1], starts, sparse,
+                            entries)
+    _add_block(hist, gathered, rows, bins, features, n_value_bins, caps, offsets, starts, tile,
+               sparse, indptr, entries, parallel, True)
+    _fill_sparse_defaults(hist, sparse, offsets, sums, parallel)
+
+
+@numba.njit(cache=True, nogil=True)
+def _build_in_blocks(hist, buffer, channels, amplify, row_weight, order, start, stop, sums,
+                     bins, features, n_value_bins, caps, offsets, starts, tile, sparse, indptr,
+                     entries):
+    """:func:`_build` for a leaf of more rows than ``buffer`` holds: its rows' channels are
+    gathered a buffer at a time (each cell still adds its rows in row order: the same
+    histogram as from one gathered copy of them all, which cost up to half the rows'
+    channels in memory)."""
+    rows = order[start:stop]
+    n_rows, size = stop - start, buffer.shape[0]
+    parallel = _threads_pay(n_rows, bins, features, buffer.shape[1], starts, sparse, entries)
+    for b0 in range(0, n_rows, size):
+        b1 = min(n_rows, b0 + size)
+        block = buffer[:b1 - b0]
+        _gather_into(block, channels, rows[b0:b1], amplify, row_weight, 0, b1 - b0)
+        _add_block(hist, block, rows[b0:b1], bins, features, n_value_bins, caps, offsets,
+                   starts, tile, sparse, indptr, entries, parallel, b0 == 0)
+    _fill_sparse_defaults(hist, sparse, offsets, sums, parallel)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -89,7 +148,7 @@ def _can_split(leaf, sums, losses, j, min_weight, max_depth, n_features):
 def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, order, scratch,
                  bins, features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total,
                  prior, min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr,
-                 entries):
+                 entries, gather_rows):
     """Grow one tree over the rows ``order`` (partitioned in place, as the row set does).
 
     ``store``: (S >= 1, n_cells, C) histogram buffers kept from tree to tree (fresh memory
@@ -115,6 +174,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     nodes = np.empty(max_leaves, dtype=np.int64)
     gains = np.empty(max_leaves)
     caps = n_value_bins.astype(np.intp)
+    buffer = np.empty((min(order.shape[0], gather_rows), n_channels))  # (a child's channels)
     pool = [store[s] for s in range(store.shape[0])]  # histograms, taken and given back
     free = [s for s in range(store.shape[0] - 1, -1, -1)]  # (slot 0 first: the root's)
     n_made, n_nodes, updates, searched, ticket = 1, 0, 0, 0, 1
@@ -167,9 +227,13 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             leaf[j, _DEPTH], leaf[j, _PARENT] = leaf[i, _DEPTH] + 1, i
             leaf[j, _SIDE] = j - left
         small, big = (left, right) if middle - start <= stop - middle else (right, left)
-        gathered = _gather(channels, order[leaf[small, _START]:leaf[small, _STOP]], amplify,
-                           row_weight)
-        sums[small] = _column_sums(gathered)
+        s0, s1 = leaf[small, _START], leaf[small, _STOP]
+        gathered = buffer[:s1 - s0]  # (a larger child: gathered in blocks if built)
+        if s1 - s0 <= buffer.shape[0]:
+            _gather_into(gathered, channels, order[s0:s1], amplify, row_weight, 0, s1 - s0)
+            sums[small] = _column_sums(gathered)
+        else:
+            sums[small] = row_sums(channels, order[s0:s1], amplify, row_weight)
         sums[big] = sums[i] - sums[small]
         losses[left] = leaf_loss(sums[left], prior, k)
         losses[right] = leaf_loss(sums[right], prior, k)
@@ -184,9 +248,13 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 pool.append(np.empty((n_cells, n_channels)))
                 free.append(len(pool) - 1)
             slot = free.pop()
-            _build(pool[slot], gathered, order, leaf[small, _START], leaf[small, _STOP],
-                   sums[small], bins, features, n_value_bins, caps, offsets, starts, tile,
-                   sparse, indptr, entries)
+            if s1 - s0 <= buffer.shape[0]:
+                _build(pool[slot], gathered, order, s0, s1, sums[small], bins, features,
+                       n_value_bins, caps, offsets, starts, tile, sparse, indptr, entries)
+            else:
+                _build_in_blocks(pool[slot], buffer, channels, amplify, row_weight, order, s0,
+                                 s1, sums[small], bins, features, n_value_bins, caps, offsets,
+                                 starts, tile, sparse, indptr, entries)
             updates += (leaf[small, _STOP] - leaf[small, _START]) * n_features
             if want_big:
                 leaf[big, _SLOT] = parent_slot
@@ -247,7 +315,7 @@ def fits_in_call(grower, n_rows: int) -> bool:
 def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, order, scratch,
                   bins, features, n_value_bins, has_missing, offsets, missing_bin,
                   n_bins_total, prior, min_samples_leaf, max_leaves, max_depth, starts, tile,
-                  sparse, indptr, entries, thresholds, n_samples):
+                  sparse, indptr, entries, thresholds, n_samples, gather_rows):
     """:func:`grow_numeric` and :func:`_lay_out` in one call (each array a call returns
     costs a microsecond or so): ``(nodes, threshold, missing_left, leaf sums, loss, leaf of
     every row, gains, updates, searched, n_buffers)``, ``nodes`` (4, max_leaves - 1) int32:
@@ -255,7 +323,8 @@ def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, or
     leaves, sums, losses, split, gains, updates, searched, n_buffers = grow_numeric(
         store, root_rows, root_sums, channels, row_weight, amplify, order, scratch, bins,
         features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
-        min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries)
+        min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
+        gather_rows)
     leaf_of_row = np.zeros(n_samples, dtype=np.intp)
     nodes, threshold, missing_left, ordered, loss = _lay_out(
         leaves, sums, losses, split, has_missing, thresholds, order, leaf_of_row, max_leaves)
@@ -345,7 +414,7 @@ def grow_tree(grower, rows, root) -> tuple:
         -1 if opt.max_depth is None else opt.max_depth,
         _task_starts(len(features), numba.get_num_threads()),
         feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels), *sparse,
-        grower.thresholds, data.n_samples)
+        grower.thresholds, data.n_samples, gather_rows(n_channels))
     if n_buffers > len(store):  # the next tree's buffers, all kept
         grower.histogram_store = np.empty((n_buffers, *grower.hist_shape))
     feature, left, right, split_bin = nodes
