@@ -69,7 +69,7 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
     chunks, n_done = [], 0
     while n_done < n_iterations:
         asked = min(CHUNK, n_iterations - n_done)
-        done, booster.scale, grower.histogram_store, *arrays = _boost(
+        done, booster.scale, *arrays = _boost(
             asked, stop_below, float(booster.learning_rate), float(booster.scale),
             *loss._tables(), booster.scores, family._packed, row_weight,
             grower.histogram_store, data.bins, features, grower.n_value_bins,
@@ -122,13 +122,11 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
         root_sums = _column_sums(packed)
         prior = root_priors(root_sums, k, smoothing, smoothing)[0]
         (table, threshold, missing_left, leaf_sums, _, leaf_of_row, gains, updates, _,
-         n_buffers) = grow_laid_out(
+         _) = grow_laid_out(
             store, packed, root_sums, channels, row_weight, None, order, scratch, bins,
             features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
             min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
             thresholds, n, gather_rows)
-        if n_buffers > store.shape[0]:  # the next tree's buffers, all kept
-            store = np.empty((n_buffers, store.shape[1], store.shape[2]))
         nodes[it] = table
         thresholds_out[it] = threshold
         missing_out[it] = missing_left
@@ -151,5 +149,5 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
         done = it + 1
         if loss < stop_below or loss == 0.0:
             break
-    return (done, scale, store, nodes, thresholds_out, missing_out, values, losses, gains_out,
+    return (done, scale, nodes, thresholds_out, missing_out, values, losses, gains_out,
             n_gains, work)

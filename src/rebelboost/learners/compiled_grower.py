@@ -406,7 +406,7 @@ def grow_tree(grower, rows, root) -> tuple:
             root_updates = root.n_rows * len(features)
             rows.histogram(root.rows, root.sums, features, store[0])
     (nodes, threshold, missing_left, leaf_sums, loss, leaf_of_row, gains, updates, searched,
-     n_buffers) = grow_laid_out(
+     _) = grow_laid_out(
         store, root_rows, root.sums, rows.channels, rows.row_weight, rows.amplify, rows.order,
         rows._scratch, data.bins, features, grower.n_value_bins, grower.has_missing,
         grower.offsets, grower.missing_bin, grower.layout.n_bins_total, grower.prior,
@@ -415,8 +415,6 @@ def grow_tree(grower, rows, root) -> tuple:
         _task_starts(len(features), numba.get_num_threads()),
         feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels), *sparse,
         grower.thresholds, data.n_samples, gather_rows(n_channels))
-    if n_buffers > len(store):  # the next tree's buffers, all kept
-        grower.histogram_store = np.empty((n_buffers, *grower.hist_shape))
     feature, left, right, split_bin = nodes
     arrays = feature, threshold, missing_left, left, right
     if rows.sampled and len(gains):  # rows outside the sample: through the tree

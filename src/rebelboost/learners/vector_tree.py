@@ -129,7 +129,7 @@ class VectorTreeGrower:
         self.hist_shape = (int(self.offsets[-1]), 2 * n_classes + 1)
         self.categorical = np.asarray(binner.categorical_, dtype=bool)
         self._free: list[np.ndarray] = []  # histogram buffers to reuse (no fresh page faults)
-        self.histogram_store = np.empty((1, *self.hist_shape))  # the compiled grower's, as _free
+        self._store: np.ndarray | None = None  # the compiled grower's buffers (histogram_store)
         self.thresholds = binner.threshold_table()  # (the compiled grower's)
         self._scan: np.ndarray | None = None  # dequantized histogram (quantized row sets)
         self.features = np.arange(binner.n_features, dtype=np.intp)  # this tree's (sampled)
@@ -443,6 +443,17 @@ class VectorTreeGrower:
             for leaf in held[keep:]:
                 leaf.hist = None  # dropped for good: its children get built directly
             del self._free[2:]  # and no spare buffers beyond two
+
+    @property
+    def histogram_store(self) -> np.ndarray:
+        """The compiled grower's histogram buffers, kept from tree to tree (fresh memory
+        costs a page fault a page): ``max_leaves`` of them, as many as a tree holds at once
+        (each leaf its own), allocated once; a buffer never used is never touched, so it
+        costs no memory (growing the store as trees needed more held the old one beside
+        the new: the peak of small fits' memory)."""
+        if self._store is None:
+            self._store = np.empty((self.options.max_leaves, *self.hist_shape))
+        return self._store
 
     def histograms_in_budget(self) -> int:
         """How many leaf histograms ``HISTOGRAM_BUDGET`` holds (at least one)."""
