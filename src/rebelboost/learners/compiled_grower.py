@@ -151,18 +151,19 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                  entries, gather_rows):
     """Grow one tree over the rows ``order`` (partitioned in place, as the row set does).
 
-    ``store``: (S >= 1, n_cells, C) histogram buffers kept from tree to tree (fresh memory
-    costs a page fault a page), ``store[0]`` the root's histogram if it can be split: built
-    here from ``root_rows`` (its rows' channels, gathered; its additions counted), or (no
-    rows) by the caller on every thread; ``root_sums`` its sums; buffers beyond ``store``
-    are allocated as needed (returned: how many the tree used at most). ``max_depth`` -1:
-    none. A histogram whose additions pay for threads (:func:`.dense.threads_pay`) runs on
-    numba's threads (``starts``: the features' tasks; one task keeps it on the calling thread),
-    every other kernel on the calling thread. Returns ``(leaves, sums, losses, nodes, gains,
-    updates, searched, n_buffers)``: ``leaves`` (L, 9) the int fields of every leaf made (the
-    root, then each split's children, left and right), ``sums`` (L, C) and ``losses`` (L,)
-    theirs, ``nodes`` the leaves split, in split order, with their loss reductions ``gains``;
-    the histogram additions made here and the leaves searched."""
+    ``store``: (S >= 1, n_cells, C) histogram buffers kept from tree to tree (fresh memory costs
+    a page fault a page), ``store[0]`` the root's histogram if it can be split: built here from
+    ``root_rows`` (its rows' channels, gathered; its additions counted), or (no rows) by the
+    caller on every thread; ``root_sums`` its sums; buffers beyond ``store`` are allocated as
+    needed (returned: how many the tree used at most). ``max_depth`` -1: none; ``gather_rows``:
+    rows of a child's channels gathered at a time (:func:`gather_rows`). A histogram whose
+    additions pay for threads (:func:`.dense.threads_pay`) runs on numba's threads (``starts``:
+    the features' tasks; one task keeps it on the calling thread), every other kernel on the
+    calling thread. Returns ``(leaves, sums, losses, nodes, gains, updates, searched,
+    n_buffers)``: ``leaves`` (L, 9) the int fields of every leaf made (the root, then each
+    split's children, left and right), ``sums`` (L, C) and ``losses`` (L,) theirs, ``nodes`` the
+    leaves split, in split order, with their loss reductions ``gains``; the histogram additions
+    made here and the leaves searched."""
     k = prior.shape[0]
     n_channels = channels.shape[1] + 1
     n_cells = offsets[-1]
