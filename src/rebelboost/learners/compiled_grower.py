@@ -28,7 +28,12 @@ from ..search.histograms.dense import (
     threads_pay_compiled,
 )
 from ..search.histograms.leaf import _fill_defaults, _fill_defaults_serial, _subtract_serial
-from ..search.histograms.sparse import _column_sums, _sparse_parallel, _sparse_serial
+from ..search.histograms.sparse import (
+    _column_sums,
+    _sparse_parallel,
+    _sparse_serial,
+    entry_share,
+)
 from ..search.splits import TIE_RTOL
 from ..search.vector_leaf import leaf_loss
 from ..search.vector_scan import _best_serial
@@ -58,7 +63,7 @@ def _threads_pay(n_rows, bins, features, n_channels, starts, sparse, entries):
     several tasks."""
     fraction = 1.0
     if sparse.shape[0] > 0:
-        fraction = entries.shape[0] / max(1, bins.shape[0] * bins.shape[1])
+        fraction = entry_share(entries.shape[0], bins.shape[0], bins.shape[1])
     return starts.shape[0] > 2 and threads_pay_compiled(n_rows, features.shape[0], n_channels,
                                                         fraction)
 
@@ -229,8 +234,9 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             leaf[j, _SIDE] = j - left
         small, big = (left, right) if middle - start <= stop - middle else (right, left)
         s0, s1 = leaf[small, _START], leaf[small, _STOP]
-        gathered = buffer[:s1 - s0]  # (a larger child: gathered in blocks if built)
-        if s1 - s0 <= buffer.shape[0]:
+        gathered = buffer[:s1 - s0]
+        whole = s1 - s0 <= buffer.shape[0]  # (else gathered in blocks if built)
+        if whole:
             _gather_into(gathered, channels, order[s0:s1], amplify, row_weight, 0, s1 - s0)
             sums[small] = _column_sums(gathered)
         else:
@@ -249,7 +255,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 pool.append(np.empty((n_cells, n_channels)))
                 free.append(len(pool) - 1)
             slot = free.pop()
-            if s1 - s0 <= buffer.shape[0]:
+            if whole:
                 _build(pool[slot], gathered, order, s0, s1, sums[small], bins, features,
                        n_value_bins, caps, offsets, starts, tile, sparse, indptr, entries)
             else:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..binning import BinLayout, Binner, as_float
 from .histograms.layer import BinColumns, bin_columns
-from .histograms.sparse import SparseBins, sparse_bins
+from .histograms.sparse import SparseBins, entry_share, sparse_bins
 
 
 class BinnedData:
@@ -75,8 +75,7 @@ class BinnedData:
         Histogram sizes are weighed by it where threads must pay for their start."""
         if self.sparse is None:
             return 1.0
-        n, d = self.bins.shape
-        return len(self.sparse.entries) / max(1, n * d)
+        return entry_share(len(self.sparse.entries), *self.bins.shape)
 
     @property
     def columns(self) -> BinColumns:

@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from ._intrinsics import add_row, prefetch
-from .dense import N_CODES, PARALLEL_ADDS, simd_width
+from .dense import N_CODES, simd_width, threads_pay
 
 # Sparse layout only when at most this fraction of the entries lies outside the default bins:
 # an entry costs 4 bytes and an indirect read there, against 1 byte read in the dense layout.
@@ -104,22 +104,31 @@ def _fill_entries(bins, default_bin, edges, indptr, entries):
             indptr[b, i + 1] = at
 
 
+@numba.njit(cache=True, nogil=True)
+def entry_share(n_entries: int, n_rows: int, n_features: int) -> float:
+    """The share of a binned matrix's (row, feature) cells that ``n_entries`` sparse entries
+    are: what a histogram adds one by one (the default bins come from the totals)."""
+    return n_entries / max(1, n_rows * n_features)
+
+
 def add_entries(sparse: SparseBins, row_channels: np.ndarray, rows: np.ndarray,
                 hist: np.ndarray, offsets: np.ndarray, caps: np.ndarray,
                 parallel: bool | None = None, r0: int = 0, r1: int | None = None) -> None:
     """Add the entries of ``rows[r0:r1]`` outside their features' default bins to the cells of
     ``hist`` (n_cells, C; bin ``b`` of feature ``f`` is cell ``offsets[f] + min(b, caps[f])``),
     in place; ``row_channels[r]`` belongs to ``rows[r]``. The default bins are left to the
-    caller. ``parallel`` None: on every thread from ``PARALLEL_ADDS`` expected additions."""
+    caller. ``parallel`` None: on every thread where :func:`.dense.threads_pay`."""
     row_channels = np.ascontiguousarray(row_channels, dtype=np.float64)
     rows = np.ascontiguousarray(rows, dtype=np.intp)
     r1 = len(rows) if r1 is None else r1
     n_channels = row_channels.shape[1]
     if n_channels == 0 or r1 <= r0:
         return
-    n_entries = len(sparse.entries) * (r1 - r0) / max(1, sparse.indptr.shape[1] - 1)
-    adds = n_entries * n_channels  # expected
-    serial = adds < PARALLEL_ADDS if parallel is None else not parallel
+    n_features = len(sparse.default_bin)
+    share = entry_share(len(sparse.entries), sparse.indptr.shape[1] - 1, n_features)
+    serial = (not threads_pay(r1 - r0, n_features, n_channels, share) if parallel is None
+              else not parallel)
+    adds = (r1 - r0) * n_features * n_channels * share  # (expected)
     width = simd_width(adds, n_channels)
     kernel = _sparse_serial if serial else _sparse_parallel
     kernel(sparse.indptr, sparse.entries, row_channels.reshape(-1), n_channels, rows, r0, r1,
