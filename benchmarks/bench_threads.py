@@ -2,8 +2,8 @@
 
 The same fit (MNIST with depth-2 trees, letter with depth-4 trees, a fixed number of
 iterations; LightGBM and XGBoost with the same depth and fewer rounds, as each of their rounds
-fits K trees: on a busy machine their full-length fits took minutes) runs under four
-conditions:
+fits K trees: on a busy machine their full-length fits took minutes; satimage with each
+library's defaults) runs under four conditions:
 
 * **idle**: nothing started beside it (the machine's other users are not under our control:
   the load average is printed before and after);
@@ -13,9 +13,11 @@ conditions:
 
 REBEL runs with the default ``n_jobs`` (the CPUs the process may use; OpenMP threads wait
 passively, see ``rebelboost.parallel``) and with ``n_jobs=1``; LightGBM and XGBoost with their
-defaults (one thread per CPU here). A second part times REBEL's default under numba's other
-choices: the OpenMP layer with libgomp's own wait policy (spin ~300k iterations, then sleep:
-what rebelboost used before issue 21) and the workqueue layer.
+defaults (one thread per CPU here). A second part times REBEL's default under other choices:
+OpenMP threads that spin 10,000 times before they sleep (``GOMP_SPINCOUNT=10000``), libgomp's
+own wait (spin ~300k iterations, then sleep: what rebelboost used before issue 21), numba's
+workqueue layer and its tbb layer (``pip install tbb``: its library is found in the
+environment's ``lib``).
 
 Each setting has its own process, started once per data set: it loads the data, fits 2 rounds
 on 5000 rows (so compilation and thread start-up are not timed), then times ``fit`` on the full
@@ -48,7 +50,8 @@ import bench_core  # noqa: E402  (machine, versions, git, BENCHMARKS.md sections
 
 ROOT = bench_core.ROOT
 SECTION = "## Busy machines (issue 21)"
-DATASETS = {"mnist": (2, 40, 8), "letter": (4, 300, 20)}  # depth, REBEL iterations, peer rounds
+# depth, REBEL iterations, peer rounds (None: each library's defaults)
+DATASETS = {"mnist": (2, 40, 8), "letter": (4, 300, 20), "satimage": (None, None, None)}
 CONDITIONS = {"idle": 0, "+1 busy": 1, "+2 busy": 2, "1 core": 0}
 MODELS = {
     "rebel": "REBEL, default n_jobs",
@@ -57,9 +60,11 @@ MODELS = {
     "xgboost": "XGBoost hist, default threads",
 }
 VARIANTS = {
-    "passive": "omp layer, OMP_WAIT_POLICY=PASSIVE (rebelboost's default)",
-    "gomp": "omp layer, libgomp's default wait (spin, then sleep)",
+    "default": "omp layer, OMP_WAIT_POLICY=PASSIVE (rebelboost's default)",
+    "spin": "omp layer, GOMP_SPINCOUNT=10000 (spin briefly, then sleep)",
+    "gomp": "omp layer, libgomp's default wait (spin 300k, then sleep)",
     "workqueue": "workqueue layer",
+    "tbb": "tbb layer",
 }
 BUSY = "import time\nend = time.time() + {limit}\nwhile time.time() < end:\n    pass\n"
 
@@ -67,29 +72,41 @@ BUSY = "import time\nend = time.time() + {limit}\nwhile time.time() < end:\n    
 # ------------------------------------------------------------------------ fitting (workers)
 
 
-def _estimator(model: str, depth: int, rounds: int):
+def _estimator(model: str, depth: int | None, rounds: int | None):
+    """The model's estimator: ``depth`` None: the library's defaults (``rounds`` of them if
+    given)."""
     if model.startswith("rebel"):
         from rebelboost import RebelClassifier
 
+        n_jobs = 1 if model == "rebel-1" else None
+        if depth is None:
+            return RebelClassifier(**({"n_estimators": rounds} if rounds else {}),
+                                   random_state=0, n_jobs=n_jobs)
         return RebelClassifier(rounds, weak_learner="tree", max_depth=depth, random_state=0,
-                               n_jobs=1 if model == "rebel-1" else None)
+                               n_jobs=n_jobs)
     if model == "lightgbm":
         from lightgbm import LGBMClassifier
 
+        if depth is None:
+            return LGBMClassifier(**({"n_estimators": rounds} if rounds else {}), verbose=-1)
         return LGBMClassifier(objective="multiclass", n_estimators=rounds, max_depth=depth,
                               num_leaves=2**depth, verbose=-1)
     from xgboost import XGBClassifier
 
+    if depth is None:
+        return XGBClassifier(**({"n_estimators": rounds} if rounds else {}), tree_method="hist")
     return XGBClassifier(tree_method="hist", max_depth=depth, n_estimators=rounds)
 
 
 def worker(dataset: str, model: str, variant: str, quick: bool) -> None:
     """Load, warm up, then fit once per "fit" line on stdin; one JSON line per fit on stdout."""
     if model.startswith("rebel"):
-        import rebelboost  # noqa: F401  (its import sets the wait policy, as in a user's session)
+        import rebelboost  # noqa: F401  (its import sets the wait, as in a user's session)
 
-        if variant == "gomp":  # undo that: libgomp reads it at the first parallel region
+        if variant in ("gomp", "spin"):  # undo that: libgomp reads it when it loads
             os.environ.pop("OMP_WAIT_POLICY", None)
+        if variant == "spin":
+            os.environ["GOMP_SPINCOUNT"] = "10000"
     with np.load(bench_core.DATA / f"{dataset}.npz") as d:
         X, y = d["X_train"].astype(np.float32), d["y_train"]
     depth, rebel_rounds, peer_rounds = DATASETS[dataset]
@@ -97,7 +114,8 @@ def worker(dataset: str, model: str, variant: str, quick: bool) -> None:
     if quick:
         X, y, rounds = X[:5000], y[:5000], 5
     _estimator(model, depth, 2).fit(X[:5000], y[:5000])
-    info = {"affinity": len(os.sched_getaffinity(0)), "wait": os.environ.get("OMP_WAIT_POLICY")}
+    info = {"affinity": len(os.sched_getaffinity(0)), "wait": os.environ.get("OMP_WAIT_POLICY"),
+            "spin": os.environ.get("GOMP_SPINCOUNT")}
     if model.startswith("rebel"):
         import numba
 
@@ -123,11 +141,13 @@ class _Worker:
         if one_core:
             cmd = ["taskset", "-c", "0", *cmd]
         env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-        for key in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "NUMBA_NUM_THREADS",
-                    "NUMBA_THREADING_LAYER"):
+        for key in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS",
+                    "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER"):
             env.pop(key, None)
-        if variant == "workqueue":
-            env["NUMBA_THREADING_LAYER"] = "workqueue"
+        if variant in ("workqueue", "tbb"):
+            env["NUMBA_THREADING_LAYER"] = variant
+        if variant == "tbb":  # (pip's libtbb, in the environment's lib)
+            env["LD_LIBRARY_PATH"] = str(Path(sys.prefix) / "lib")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, env=env, cwd=ROOT)
         self.info = json.loads(self.proc.stdout.readline())
@@ -155,9 +175,9 @@ def _fit_beside(worker: _Worker, n_busy: int, limit: float) -> dict:
 
 
 def _jobs(dataset: str) -> list[tuple[str, str, str, str]]:
-    jobs = [(dataset, c, m, "passive") for c in CONDITIONS for m in MODELS]
+    jobs = [(dataset, c, m, "default") for c in CONDITIONS for m in MODELS]
     jobs += [(dataset, c, "rebel", v) for c in ("idle", "+1 busy") for v in VARIANTS
-             if v != "passive"]
+             if v != "default"]
     return jobs
 
 
@@ -217,23 +237,24 @@ def render(result: dict, datasets: list[str]) -> str:
              "|" + "---|" * (len(CONDITIONS) + 2)]
     for d in datasets:
         depth, rebel_rounds, peer_rounds = DATASETS[d]
-        rows = [(MODELS[m], [(d, c, m, "passive") for c in CONDITIONS]) for m in MODELS]
+        rows = [(MODELS[m], [(d, c, m, "default") for c in CONDITIONS]) for m in MODELS]
         rows += [(f"REBEL, default n_jobs, {VARIANTS[v]}",
-                  [(d, c, "rebel", v) for c in CONDITIONS]) for v in VARIANTS if v != "passive"]
+                  [(d, c, "rebel", v) for c in CONDITIONS]) for v in VARIANTS if v != "default"]
         for label, keys in rows:
             idle = _median(times, keys[0])
             cells = [_cell(_median(times, k), idle) for k in keys]
             rounds = rebel_rounds if label.startswith("REBEL") else peer_rounds
-            lines.append(f"| {d}, depth {depth}, {rounds} rounds | {label} | "
+            shape = "defaults" if depth is None else f"depth {depth}, {rounds} rounds"
+            lines.append(f"| {d}, {shape} | {label} | "
                          + " | ".join(cells) + " |")
     lines += ["", "Target: beside one busy process, REBEL's default takes at most 2.5x its idle "
               "time and is never slower than n_jobs=1:", ""]
     for d in datasets:
-        idle = _median(times, (d, "idle", "rebel", "passive"))
-        busy = _median(times, (d, "+1 busy", "rebel", "passive"))
+        idle = _median(times, (d, "idle", "rebel", "default"))
+        busy = _median(times, (d, "+1 busy", "rebel", "default"))
         for c in CONDITIONS:
-            one = _median(times, (d, c, "rebel-1", "passive"))
-            default = _median(times, (d, c, "rebel", "passive"))
+            one = _median(times, (d, c, "rebel-1", "default"))
+            default = _median(times, (d, c, "rebel", "default"))
             if None in (one, default):
                 continue
             if c == "+1 busy" and idle:
