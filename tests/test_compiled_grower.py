@@ -7,7 +7,7 @@ import pytest
 
 from rebelboost import RebelClassifier
 from rebelboost.ensemble import _compiled_stages
-from rebelboost.learners import compiled_grower
+from rebelboost.learners import compiled_grower, vector_tree
 
 
 def _tree_by_tree(monkeypatch):
@@ -41,12 +41,14 @@ CASES = [
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("params, extra", [*CASES, ({}, {"blocks": 3}),
                                            ({"subsample": 0.6, "sampling": "goss"},
-                                            {"blocks": 1})])
+                                            {"blocks": 1}),
+                                           ({"colsample_bytree": 0.7}, {"scan_tasks": 3})])
 def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra):
     """Models fitted with and without the compiled grower: the same trees, leaf values,
     training losses and histogram additions, on dense and sparse bins, missing values, row
-    and feature sampling, depth and leaf limits, and weights of zero; and with children's
-    channels gathered ``blocks`` rows at a time (in full on these sizes otherwise)."""
+    and feature sampling, depth and leaf limits, and weights of zero; with children's
+    channels gathered ``blocks`` rows at a time (in full on these sizes otherwise), and with
+    leaves scanned in ``scan_tasks`` feature blocks on every thread (one otherwise)."""
     n = (60, 400, 1500, 3000)[seed]
     X, y = _data(seed, n, 4 + 3 * seed, 2 + seed % 4, missing=seed % 2 == 1,
                  binary=seed == 3)
@@ -70,6 +72,9 @@ def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra)
                 channels = 2 * len(np.unique(y)) + 1
                 monkeypatch.setattr(compiled_grower, "GATHER_BYTES", 8 * channels * extra["blocks"])
                 assert compiled_grower.gather_rows(channels) == extra["blocks"]
+            if "scan_tasks" in extra:
+                monkeypatch.setattr(vector_tree, "scan_tasks",
+                                    lambda n_cells, n_channels: extra["scan_tasks"])
         else:
             monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
         model = RebelClassifier(15, random_state=seed, **params).fit(X, y, sample_weight=weight)

@@ -20,6 +20,7 @@ CASES = [
     {"sample_cost": True},
     {"target_loss": "stop"},
     {"gather_bytes": 8 * 3},  # children's channels gathered a few rows at a time
+    {"scan_tasks": 3},  # leaves scanned in feature blocks on every thread
 ]
 
 
@@ -47,6 +48,7 @@ def test_stages_in_one_call_are_the_loops(monkeypatch, seed, case):
         losses = RebelClassifier(40, random_state=seed, **params).fit(X, y).train_loss_
         params["target_loss"] = 0.5 * (losses[0] + losses[-1])
     gather_bytes = params.pop("gather_bytes", None)
+    tasks = params.pop("scan_tasks", None)
     fits, calls = [], []
     real = _compiled_stages._boost
     for in_one_call in (False, True):
@@ -57,6 +59,8 @@ def test_stages_in_one_call_are_the_loops(monkeypatch, seed, case):
                 monkeypatch.setattr(_compiled_stages, "CHUNK", 7)
             if gather_bytes:  # (from the one call: the loop's trees gather whole children)
                 monkeypatch.setattr(compiled_grower, "GATHER_BYTES", gather_bytes)
+            if tasks:
+                monkeypatch.setattr(_compiled_stages, "scan_tasks", lambda *args: tasks)
         else:
             monkeypatch.setattr(_compiled_stages, "applies", lambda booster: False)
         fits.append(RebelClassifier(40, random_state=seed, **params).fit(X, y, **fit_params))

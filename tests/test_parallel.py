@@ -201,3 +201,25 @@ def _env_after_import(env: dict) -> str:
 def test_wait_policy_is_passive_unless_the_user_chose():
     assert _env_after_import({}) == "PASSIVE"
     assert _env_after_import({"OMP_WAIT_POLICY": "active"}) == "active"
+
+
+@pytest.mark.parametrize("env, spin", [
+    ({}, False),
+    ({"OMP_WAIT_POLICY": "PASSIVE"}, False),
+    ({"OMP_WAIT_POLICY": "active"}, True),
+    ({"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "10000"}, True),  # the count wins
+    ({"OMP_WAIT_POLICY": "active", "GOMP_SPINCOUNT": "100"}, False),
+    ({"GOMP_SPINCOUNT": "10k"}, True),
+    ({"GOMP_SPINCOUNT": "3M"}, True),
+    ({"GOMP_SPINCOUNT": "9999"}, False),
+    ({"GOMP_SPINCOUNT": "infinite"}, True),
+    ({"GOMP_SPINCOUNT": "lots"}, False),
+])
+def test_threads_spin_where_the_environment_says(monkeypatch, env, spin):
+    from rebelboost.parallel import threads_spin
+
+    for key in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert threads_spin() is spin

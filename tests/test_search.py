@@ -327,6 +327,35 @@ def test_vector_scan_equals_the_one_scan_bit_for_bit(seed, k, n_bins, scale, min
             np.isinf(want[0]) and np.isinf(got[0][j]))
 
 
+def test_a_leaf_scan_takes_the_threads_from_its_cells(monkeypatch):
+    """One block on the calling thread below ``PARALLEL_SCAN_CELLS`` cells x channels where
+    idle threads spin (below ``PARALLEL_SCAN_CELLS_PASSIVE`` where they sleep) or on one
+    thread, four a thread from there; the pick is the same in blocks."""
+    from rebelboost.search import vector_scan
+
+    monkeypatch.setattr(vector_scan.numba, "get_num_threads", lambda: 2)
+    monkeypatch.setenv("GOMP_SPINCOUNT", "10k")
+    cells = vector_scan.PARALLEL_SCAN_CELLS
+    assert vector_scan.scan_tasks(cells // 7 - 1, 7) == 1
+    assert vector_scan.scan_tasks(cells // 7 + 1, 7) == 8
+    monkeypatch.delenv("GOMP_SPINCOUNT")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    assert vector_scan.scan_tasks(cells // 7 + 1, 7) == 1
+    passive = vector_scan.PARALLEL_SCAN_CELLS_PASSIVE
+    assert vector_scan.scan_tasks(passive // 7 - 1, 7) == 1
+    assert vector_scan.scan_tasks(passive // 7 + 1, 7) == 8
+    monkeypatch.setattr(vector_scan.numba, "get_num_threads", lambda: 1)
+    assert vector_scan.scan_tasks(passive, 7) == 1
+    rng = np.random.default_rng(0)
+    n_value_bins = rng.integers(1, 30, size=9).astype(np.int32)
+    offsets = np.r_[0, np.cumsum(n_value_bins + 1)].astype(np.intp)
+    hist = rng.exponential(size=(offsets[-1], 7))
+    args = (hist, np.arange(9, dtype=np.intp), n_value_bins, np.ones(9, dtype=np.bool_),
+            offsets, np.zeros(3), 1.0)
+    picks = {vector_scan.best_in_tasks(*args, tasks) for tasks in (1, 2, 3, 8)}
+    assert len(picks) == 1 and next(iter(picks))[0] >= 0
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_the_pick_takes_the_lowest_score_and_the_first_among_ties(seed):
     """``pick_index`` (compiled, the vector scan's) and ``pick_split`` take the lowest score,

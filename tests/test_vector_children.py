@@ -56,7 +56,7 @@ def test_one_pass_gives_the_separate_kernels_histograms_and_splits(seed, paralle
     for hist, got in zip((want_small, want_big), found, strict=True):
         want = (None if not len(numeric) else
                 best_vector_split(hist, numeric, caps, has_missing, offsets, prior, min_count,
-                                  parallel))
+                                  8 if parallel else 1))
         if want is None:
             assert got is None
             continue

@@ -11,7 +11,10 @@ default, taking the CPU from the very thread a parallel region waits for when ot
 compete for the cores. Importing rebelboost (its ``__init__``) therefore sets
 ``OMP_WAIT_POLICY=PASSIVE`` unless the user has set it; libgomp reads it once, when it loads,
 so this only takes effect if no OpenMP-using library (LightGBM, numba's pool) has run a
-parallel region in this process yet.
+parallel region in this process yet. Threads that sleep at once take about 100 us to wake for
+each parallel region, so small kernels stay on one thread; where the user lets idle threads
+spin (:func:`threads_spin`: on a machine of their own), leaves' split scans from a few
+thousand cells run on every thread too (:func:`~rebelboost.search.vector_scan.scan_pays`).
 BLAS threads get no work beside numba kernels: :func:`numba_threads` limits BLAS to one thread
 there, and to the same count where BLAS does the parallel work.
 """
@@ -29,7 +32,35 @@ import numba
 from threadpoolctl import ThreadpoolController
 
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
+# libgomp's spin count from which a parallel region's threads are taken as awake (about 0.1 ms
+# of spinning before they sleep)
+SPINNING = 10_000
+_SPIN_SUFFIXES = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 _state = threading.local()  # numba's thread count is per calling thread, so is the nesting
+
+
+def _spin_count(text: str) -> float:
+    """libgomp's reading of ``GOMP_SPINCOUNT``: a count with an optional k, M, G or T, or
+    ``infinite``; 0 for what it cannot read."""
+    text = text.strip().lower()
+    if text in ("infinite", "infinity"):
+        return math.inf
+    scale = _SPIN_SUFFIXES.get(text[-1:], 1.0)
+    try:
+        return float(text[:-1] if scale != 1.0 else text) * scale
+    except ValueError:
+        return 0.0
+
+
+def threads_spin() -> bool:
+    """Whether the environment lets idle OpenMP threads spin before they sleep, so that a
+    parallel region starts in microseconds: ``GOMP_SPINCOUNT`` of at least :data:`SPINNING`
+    or, without it, ``OMP_WAIT_POLICY=active`` (rebelboost's import sets ``PASSIVE``
+    otherwise)."""
+    count = os.environ.get("GOMP_SPINCOUNT", "")
+    if count.strip():
+        return _spin_count(count) >= SPINNING
+    return os.environ.get("OMP_WAIT_POLICY", "").strip().lower() == "active"
 
 
 def _affinity_count() -> int | None:

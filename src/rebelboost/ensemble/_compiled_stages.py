@@ -25,6 +25,7 @@ from ..losses.rebel import PARALLEL_CELLS, _weights_serial, pairwise_sum, scale_
 from ..search.histograms.dense import _task_starts, feature_tile, threads_pay
 from ..search.histograms.sparse import _column_sums
 from ..search.vector_leaf import leaf_vectors, root_priors
+from ..search.vector_scan import scan_tasks
 
 # Stages per compiled call: its arrays are allocated for every stage it may fit, so a fit of
 # many iterations that stops early at its target loss allocates a chunk's worth, not all.
@@ -77,7 +78,8 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
             grower.layout.n_bins_total, float(opt.leaf_smoothing),
             float(opt.min_samples_leaf), opt.max_leaves,
             -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
-            tile, *sparse, grower.thresholds, gather_rows(n_channels))
+            tile, *sparse, grower.thresholds, gather_rows(n_channels),
+            scan_tasks(n_cells, n_channels))
         chunks.append([a[:done] for a in arrays])
         n_done += done
         last = arrays[4][done - 1]
@@ -96,7 +98,8 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
 def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, row_of, log_w,
            scores, packed, row_weight, store, bins, features, n_value_bins, has_missing,
            offsets, missing_bin, n_bins_total, smoothing, min_samples_leaf, max_leaves,
-           max_depth, starts, tile, sparse, indptr, entries, thresholds, gather_rows):
+           max_depth, starts, tile, sparse, indptr, entries, thresholds, gather_rows,
+           scan_tasks):
     """The stages: per tree its nodes (4, max_leaves - 1) (feature, left, right, split bin),
     thresholds, missing sides, shrunk leaf values, loss after it, its splits' gains (in the
     scale of the weights it was fitted to) and histogram additions. ``packed`` holds the
@@ -126,7 +129,7 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
             store, packed, root_sums, channels, row_weight, None, order, scratch, bins,
             features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
             min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
-            thresholds, n, gather_rows)
+            thresholds, n, gather_rows, scan_tasks)
         nodes[it] = table
         thresholds_out[it] = threshold
         missing_out[it] = missing_left

@@ -36,7 +36,7 @@ from ..search.histograms.sparse import (
 )
 from ..search.splits import TIE_RTOL
 from ..search.vector_leaf import leaf_loss
-from ..search.vector_scan import _best_serial
+from ..search.vector_scan import best_in_tasks
 from .row_channels import _gather_into, row_sums
 from .row_set import BinTree, LocalRows, _partition_in_place_serial, route_bins
 
@@ -153,7 +153,7 @@ def _can_split(leaf, sums, losses, j, min_weight, max_depth, n_features):
 def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, order, scratch,
                  bins, features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total,
                  prior, min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr,
-                 entries, gather_rows):
+                 entries, gather_rows, scan_tasks):
     """Grow one tree over the rows ``order`` (partitioned in place, as the row set does).
 
     ``store``: (S >= 1, n_cells, C) histogram buffers kept from tree to tree (fresh memory costs
@@ -163,8 +163,9 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     needed (returned: how many the tree used at most). ``max_depth`` -1: none; ``gather_rows``:
     rows of a child's channels gathered at a time (:func:`gather_rows`). A histogram whose
     additions pay for threads (:func:`.dense.threads_pay`) runs on numba's threads (``starts``:
-    the features' tasks; one task keeps it on the calling thread), every other kernel on the
-    calling thread. Returns ``(leaves, sums, losses, nodes, gains, updates, searched,
+    the features' tasks; one task keeps it on the calling thread), and so does a leaf's scan
+    in ``scan_tasks`` > 1 feature blocks (:func:`.vector_scan.scan_tasks`); every other kernel
+    on the calling thread. Returns ``(leaves, sums, losses, nodes, gains, updates, searched,
     n_buffers)``: ``leaves`` (L, 9) the int fields of every leaf made (the root, then each
     split's children, left and right), ``sums`` (L, C) and ``losses`` (L,) theirs, ``nodes`` the
     leaves split, in split order, with their loss reductions ``gains``; the histogram additions
@@ -205,9 +206,9 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 slot = free.pop()
                 leaf[j, _SLOT] = slot
             searched += 1
-            index, score, split_bin, missing_left = _best_serial(
+            index, score, split_bin, missing_left = best_in_tasks(
                 pool[slot], features, n_value_bins, has_missing, offsets, prior,
-                float(min_samples_leaf))
+                float(min_samples_leaf), scan_tasks)
             if index >= 0 and score < losses[j] * (1.0 - TIE_RTOL):
                 leaf[j, _FEATURE], leaf[j, _BIN] = features[index], split_bin
                 leaf[j, _MISSING] = 1 if missing_left else 0
@@ -322,7 +323,7 @@ def fits_in_call(grower, n_rows: int) -> bool:
 def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, order, scratch,
                   bins, features, n_value_bins, has_missing, offsets, missing_bin,
                   n_bins_total, prior, min_samples_leaf, max_leaves, max_depth, starts, tile,
-                  sparse, indptr, entries, thresholds, n_samples, gather_rows):
+                  sparse, indptr, entries, thresholds, n_samples, gather_rows, scan_tasks):
     """:func:`grow_numeric` and :func:`_lay_out` in one call (each array a call returns
     costs a microsecond or so): ``(nodes, threshold, missing_left, leaf sums, loss, leaf of
     every row, gains, updates, searched, n_buffers)``, ``nodes`` (4, max_leaves - 1) int32:
@@ -331,7 +332,7 @@ def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, or
         store, root_rows, root_sums, channels, row_weight, amplify, order, scratch, bins,
         features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
         min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
-        gather_rows)
+        gather_rows, scan_tasks)
     leaf_of_row = np.zeros(n_samples, dtype=np.intp)
     nodes, threshold, missing_left, ordered, loss = _lay_out(
         leaves, sums, losses, split, has_missing, thresholds, order, leaf_of_row, max_leaves)
@@ -421,7 +422,7 @@ def grow_tree(grower, rows, root) -> tuple:
         -1 if opt.max_depth is None else opt.max_depth,
         _task_starts(len(features), numba.get_num_threads()),
         feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels), *sparse,
-        grower.thresholds, data.n_samples, gather_rows(n_channels))
+        grower.thresholds, data.n_samples, gather_rows(n_channels), grower.scan_tasks)
     feature, left, right, split_bin = nodes
     arrays = feature, threshold, missing_left, left, right
     if rows.sampled and len(gains):  # rows outside the sample: through the tree

@@ -45,7 +45,7 @@ from ..search.histograms.dense import threads_pay
 from ..search.splits import is_better
 from ..search.vector_children import search_children
 from ..search.vector_leaf import leaf_loss, leaf_vectors, root_priors
-from ..search.vector_scan import best_vector_split
+from ..search.vector_scan import best_vector_split, scan_tasks
 from . import compiled_grower
 from .category_sets import category_bitsets
 from .leaf_tree import LeafTreeArrays, constant_leaf_tree
@@ -148,6 +148,9 @@ class VectorTreeGrower:
         # what the one-pass children search scans per feature: 0 nothing (categorical), 1 the
         # value bins, 2 also the missing bin
         self._scanned = np.where(is_cat, 0, 1 + self.has_missing[self.features]).astype(np.int8)
+        # a leaf's scan: in feature blocks on every thread where that pays
+        self.scan_tasks = scan_tasks(int(np.sum(self.n_value_bins[self.numeric]))
+                                     + len(self.numeric), self.hist_shape[1])
         self.updates = 0
         self.searched = 0
         handle = rows.root()
@@ -364,7 +367,7 @@ class VectorTreeGrower:
         numeric = self.numeric
         best = None if not len(numeric) else best_vector_split(
             hist, numeric, self.n_value_bins, self.has_missing, self.offsets, self.prior,
-            float(self.options.min_samples_leaf), self._big_histograms)
+            float(self.options.min_samples_leaf), self.scan_tasks)
         if best is not None:
             best = (int(numeric[best.feature]), best.score, best.bin, best.missing_left)
         self._choose(leaf, hist, best)

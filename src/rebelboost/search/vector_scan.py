@@ -18,6 +18,8 @@ import numba
 import numpy as np
 
 from ..losses.rebel import STEP_EPS
+from ..parallel import threads_spin
+from .histograms.dense import PARALLEL_ADDS
 from .splits import Split, _better, feature_totals_into, pick_index
 from .vector_leaf import _class_loss, pair_loss
 
@@ -27,6 +29,29 @@ _TINY = 2.2250738585072014e-308  # the least normal double, as in vector_leaf._c
 # features of 3-64 bins at K = 3 and 10, the loops were 1.5-2.7x slower below 16 bins and
 # 1.1-1.3x faster from 32).
 _SIMD_MIN_CANDIDATES = 24
+# Histogram cells x channels from which a leaf's scan runs its features on every thread. A
+# parallel region's start costs microseconds where idle OpenMP threads spin (then: 1.5x the
+# one-thread time at ~2,700 on 2 threads, 1.0x at ~4,000, 0.8x at ~8,000, 0.55-0.65x from
+# ~14,000, satimage's and letter's first features) and about 100 us where they sleep at once,
+# rebelboost's default (:mod:`rebelboost.parallel`; BENCHMARKS.md, "Threads that wake in
+# microseconds").
+PARALLEL_SCAN_CELLS = 8192
+PARALLEL_SCAN_CELLS_PASSIVE = PARALLEL_ADDS // 4
+
+
+def scan_pays(n_cells: int, n_channels: int) -> bool:
+    """Whether a leaf histogram of ``n_cells`` cells of ``n_channels`` is scanned on every
+    thread: from :data:`PARALLEL_SCAN_CELLS` where idle threads spin
+    (:func:`~rebelboost.parallel.threads_spin`), else from
+    :data:`PARALLEL_SCAN_CELLS_PASSIVE`."""
+    least = PARALLEL_SCAN_CELLS if threads_spin() else PARALLEL_SCAN_CELLS_PASSIVE
+    return numba.get_num_threads() > 1 and n_cells * n_channels >= least
+
+
+def scan_tasks(n_cells: int, n_channels: int) -> int:
+    """The feature blocks a leaf's scan is split into: four a thread where
+    :func:`scan_pays`, else one (on the calling thread)."""
+    return 4 * numba.get_num_threads() if scan_pays(n_cells, n_channels) else 1
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -208,17 +233,24 @@ def _best_serial(hist, features, n_value_bins, has_missing, offsets, prior, min_
                                                  offsets, prior, min_count))
 
 
+@numba.njit(cache=True, nogil=True)
+def best_in_tasks(hist, features, n_value_bins, has_missing, offsets, prior, min_count,
+                  n_tasks):
+    """The pick of a leaf's scan in ``n_tasks`` feature blocks (:func:`scan_tasks`: one runs
+    on the calling thread, more on every thread): the same split either way."""
+    if n_tasks > 1:
+        return _picked(*_scan_vector_features(hist, features, n_value_bins, has_missing,
+                                              offsets, prior, min_count, n_tasks))
+    return _best_serial(hist, features, n_value_bins, has_missing, offsets, prior, min_count)
+
+
 def best_vector_split(hist: np.ndarray, features: np.ndarray, n_value_bins: np.ndarray,
                       has_missing: np.ndarray, offsets: np.ndarray, prior: np.ndarray,
-                      min_count: float, parallel: bool) -> Split | None:
+                      min_count: float, n_tasks: int) -> Split | None:
     """A vector-leaf tree's best split of a compact leaf histogram (``offsets``:
     :meth:`~rebelboost.binning.BinLayout.cell_offsets`) over ``features`` (``feature``
-    indexes ``features``), or None; ``parallel`` scans the features on every thread."""
-    if parallel:
-        j, score, b, missing_left = _picked(*_scan_vector_features(
-            hist, features, n_value_bins, has_missing, offsets, prior, min_count,
-            4 * numba.get_num_threads()))
-    else:
-        j, score, b, missing_left = _best_serial(hist, features, n_value_bins, has_missing,
-                                                 offsets, prior, min_count)
+    indexes ``features``), or None; scanned in ``n_tasks`` feature blocks
+    (:func:`best_in_tasks`)."""
+    j, score, b, missing_left = best_in_tasks(hist, features, n_value_bins, has_missing,
+                                              offsets, prior, min_count, n_tasks)
     return None if j < 0 else Split(score, j, b, missing_left)
