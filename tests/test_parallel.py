@@ -223,3 +223,21 @@ def test_threads_spin_where_the_environment_says(monkeypatch, env, spin):
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     assert threads_spin() is spin
+
+
+@pytest.mark.parametrize("layer, spin, quick", [
+    ("omp", False, False), ("omp", True, True), ("tbb", False, True),
+    ("workqueue", True, False), (None, True, True), (None, False, False),
+])
+def test_threads_wake_quickly_under_tbb_or_spinning_openmp(monkeypatch, layer, spin, quick):
+    """numba's TBB layer, or OpenMP threads that spin (``None``: numba has not chosen yet)."""
+    from rebelboost import parallel
+
+    def chosen():
+        if layer is None:
+            raise ValueError("Threading layer is not initialized.")
+        return layer
+
+    monkeypatch.setattr(parallel.numba, "threading_layer", chosen)
+    monkeypatch.setattr(parallel, "threads_spin", lambda: spin)
+    assert parallel.threads_wake_quickly() is quick

@@ -329,11 +329,12 @@ def test_vector_scan_equals_the_one_scan_bit_for_bit(seed, k, n_bins, scale, min
 
 def test_a_leaf_scan_takes_the_threads_from_its_cells(monkeypatch):
     """One block on the calling thread below ``PARALLEL_SCAN_CELLS`` cells x channels where
-    idle threads spin (below ``PARALLEL_SCAN_CELLS_PASSIVE`` where they sleep) or on one
-    thread, four a thread from there; the pick is the same in blocks."""
+    idle OpenMP threads spin (below ``PARALLEL_SCAN_CELLS_PASSIVE`` where they sleep) or on
+    one thread, four a thread from there; the pick is the same in blocks."""
     from rebelboost.search import vector_scan
 
     monkeypatch.setattr(vector_scan.numba, "get_num_threads", lambda: 2)
+    monkeypatch.setattr(vector_scan.numba, "threading_layer", lambda: "omp")
     monkeypatch.setenv("GOMP_SPINCOUNT", "10k")
     cells = vector_scan.PARALLEL_SCAN_CELLS
     assert vector_scan.scan_tasks(cells // 7 - 1, 7) == 1

@@ -14,7 +14,8 @@ so this only takes effect if no OpenMP-using library (LightGBM, numba's pool) ha
 parallel region in this process yet. Threads that sleep at once take about 100 us to wake for
 each parallel region, so small kernels stay on one thread; where the user lets idle threads
 spin (:func:`threads_spin`: on a machine of their own), leaves' split scans from a few
-thousand cells run on every thread too (:func:`~rebelboost.search.vector_scan.scan_pays`).
+thousand cells run on every thread too (:func:`~rebelboost.search.vector_scan.scan_pays`),
+and so they do under numba's TBB layer (:func:`threads_wake_quickly`).
 BLAS threads get no work beside numba kernels: :func:`numba_threads` limits BLAS to one thread
 there, and to the same count where BLAS does the parallel work.
 """
@@ -61,6 +62,17 @@ def threads_spin() -> bool:
     if count.strip():
         return _spin_count(count) >= SPINNING
     return os.environ.get("OMP_WAIT_POLICY", "").strip().lower() == "active"
+
+
+def threads_wake_quickly() -> bool:
+    """Whether numba's threads start a parallel region in microseconds: its TBB layer (idle
+    workers spin briefly, then sleep; ``pip install tbb`` or conda's ``tbb``), or its OpenMP
+    layer where the environment lets idle threads spin (:func:`threads_spin`)."""
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel region has run yet: numba has not chosen
+        layer = None
+    return layer == "tbb" or (layer != "workqueue" and threads_spin())
 
 
 def _affinity_count() -> int | None:

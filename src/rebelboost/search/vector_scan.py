@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from ..losses.rebel import STEP_EPS
-from ..parallel import threads_spin
+from ..parallel import threads_wake_quickly
 from .histograms.dense import PARALLEL_ADDS
 from .splits import Split, _better, feature_totals_into, pick_index
 from .vector_leaf import _class_loss, pair_loss
@@ -32,19 +32,19 @@ _SIMD_MIN_CANDIDATES = 24
 # Histogram cells x channels from which a leaf's scan runs its features on every thread. A
 # parallel region's start costs microseconds where idle OpenMP threads spin (then: 1.5x the
 # one-thread time at ~2,700 on 2 threads, 1.0x at ~4,000, 0.8x at ~8,000, 0.55-0.65x from
-# ~14,000, satimage's and letter's first features) and about 100 us where they sleep at once,
-# rebelboost's default (:mod:`rebelboost.parallel`; BENCHMARKS.md, "Threads that wake in
-# microseconds").
+# ~14,000, satimage's and letter's first features) and under numba's TBB layer, and about
+# 100 us where they sleep at once, rebelboost's default (:mod:`rebelboost.parallel`;
+# BENCHMARKS.md, "Threads that wake in microseconds").
 PARALLEL_SCAN_CELLS = 8192
 PARALLEL_SCAN_CELLS_PASSIVE = PARALLEL_ADDS // 4
 
 
 def scan_pays(n_cells: int, n_channels: int) -> bool:
     """Whether a leaf histogram of ``n_cells`` cells of ``n_channels`` is scanned on every
-    thread: from :data:`PARALLEL_SCAN_CELLS` where idle threads spin
-    (:func:`~rebelboost.parallel.threads_spin`), else from
+    thread: from :data:`PARALLEL_SCAN_CELLS` where the threads start in microseconds
+    (:func:`~rebelboost.parallel.threads_wake_quickly`), else from
     :data:`PARALLEL_SCAN_CELLS_PASSIVE`."""
-    least = PARALLEL_SCAN_CELLS if threads_spin() else PARALLEL_SCAN_CELLS_PASSIVE
+    least = PARALLEL_SCAN_CELLS if threads_wake_quickly() else PARALLEL_SCAN_CELLS_PASSIVE
     return numba.get_num_threads() > 1 and n_cells * n_channels >= least
 
 
