@@ -329,7 +329,7 @@ def test_vector_scan_equals_the_one_scan_bit_for_bit(seed, k, n_bins, scale, min
 
 def test_a_leaf_scan_takes_the_threads_from_its_cells(monkeypatch):
     """One block on the calling thread below ``PARALLEL_SCAN_CELLS`` cells x channels where
-    idle OpenMP threads spin (below ``PARALLEL_SCAN_CELLS_PASSIVE`` where they sleep) or on
+    idle OpenMP threads spin (below ``BIG_HISTOGRAM_CELLS`` where they sleep) or on
     one thread, four a thread from there; the pick is the same in blocks."""
     from rebelboost.search import vector_scan
 
@@ -342,7 +342,7 @@ def test_a_leaf_scan_takes_the_threads_from_its_cells(monkeypatch):
     monkeypatch.delenv("GOMP_SPINCOUNT")
     monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
     assert vector_scan.scan_tasks(cells // 7 + 1, 7) == 1
-    passive = vector_scan.PARALLEL_SCAN_CELLS_PASSIVE
+    passive = vector_scan.BIG_HISTOGRAM_CELLS
     assert vector_scan.scan_tasks(passive // 7 - 1, 7) == 1
     assert vector_scan.scan_tasks(passive // 7 + 1, 7) == 8
     monkeypatch.setattr(vector_scan.numba, "get_num_threads", lambda: 1)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..losses.rebel import STEP_EPS
 from ..parallel import threads_wake_quickly
-from .histograms.dense import PARALLEL_ADDS
+from .histograms.leaf import BIG_HISTOGRAM_CELLS
 from .splits import Split, _better, feature_totals_into, pick_index
 from .vector_leaf import _class_loss, pair_loss
 
@@ -36,15 +36,14 @@ _SIMD_MIN_CANDIDATES = 24
 # 100 us where they sleep at once, rebelboost's default (:mod:`rebelboost.parallel`;
 # BENCHMARKS.md, "Threads that wake in microseconds").
 PARALLEL_SCAN_CELLS = 8192
-PARALLEL_SCAN_CELLS_PASSIVE = PARALLEL_ADDS // 4
 
 
 def scan_pays(n_cells: int, n_channels: int) -> bool:
     """Whether a leaf histogram of ``n_cells`` cells of ``n_channels`` is scanned on every
     thread: from :data:`PARALLEL_SCAN_CELLS` where the threads start in microseconds
     (:func:`~rebelboost.parallel.threads_wake_quickly`), else from
-    :data:`PARALLEL_SCAN_CELLS_PASSIVE`."""
-    least = PARALLEL_SCAN_CELLS if threads_wake_quickly() else PARALLEL_SCAN_CELLS_PASSIVE
+    :data:`.histograms.leaf.BIG_HISTOGRAM_CELLS`."""
+    least = PARALLEL_SCAN_CELLS if threads_wake_quickly() else BIG_HISTOGRAM_CELLS
     return numba.get_num_threads() > 1 and n_cells * n_channels >= least
 
 

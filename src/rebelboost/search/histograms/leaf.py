@@ -38,10 +38,15 @@ def feature_cells(offsets: np.ndarray, features: np.ndarray) -> np.ndarray:
     return np.arange(int(sizes.sum()), dtype=np.intp) + shift
 
 
+# Histogram cells x channels from which a leaf's scan and subtraction run on every thread
+# where the threads sleep between parallel regions (:mod:`rebelboost.parallel`)
+BIG_HISTOGRAM_CELLS = PARALLEL_ADDS // 4
+
+
 def big_histograms(n_value_bins: np.ndarray, n_classes: int) -> bool:
     """Whether histograms are large enough for the multi-threaded scan and subtraction."""
     n_features = len(n_value_bins)
-    return (int(np.sum(n_value_bins)) + n_features) * (2 * n_classes + 1) >= PARALLEL_ADDS // 4
+    return (int(np.sum(n_value_bins)) + n_features) * (2 * n_classes + 1) >= BIG_HISTOGRAM_CELLS
 
 
 def build_leaf_histogram(data: BinnedData, row_channels: np.ndarray, rows: np.ndarray,
