@@ -38,19 +38,15 @@ _SIMD_MIN_CANDIDATES = 24
 PARALLEL_SCAN_CELLS = 8192
 
 
-def scan_pays(n_cells: int, n_channels: int) -> bool:
-    """Whether a leaf histogram of ``n_cells`` cells of ``n_channels`` is scanned on every
-    thread: from :data:`PARALLEL_SCAN_CELLS` where the threads start in microseconds
-    (:func:`~rebelboost.parallel.threads_wake_quickly`), else from
-    :data:`.histograms.leaf.BIG_HISTOGRAM_CELLS`."""
-    least = PARALLEL_SCAN_CELLS if threads_wake_quickly() else BIG_HISTOGRAM_CELLS
-    return numba.get_num_threads() > 1 and n_cells * n_channels >= least
-
-
 def scan_tasks(n_cells: int, n_channels: int) -> int:
-    """The feature blocks a leaf's scan is split into: four a thread where
-    :func:`scan_pays`, else one (on the calling thread)."""
-    return 4 * numba.get_num_threads() if scan_pays(n_cells, n_channels) else 1
+    """The feature blocks a leaf histogram of ``n_cells`` cells of ``n_channels`` is scanned
+    in: four a thread from :data:`PARALLEL_SCAN_CELLS` cells x channels where the threads
+    start in microseconds (:func:`~rebelboost.parallel.threads_wake_quickly`), else from
+    :data:`.histograms.leaf.BIG_HISTOGRAM_CELLS`; below, or on one thread, one block on the
+    calling thread."""
+    least = PARALLEL_SCAN_CELLS if threads_wake_quickly() else BIG_HISTOGRAM_CELLS
+    threads = numba.get_num_threads()
+    return 4 * threads if threads > 1 and n_cells * n_channels >= least else 1
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
