@@ -151,6 +151,8 @@ def time_dask_xgboost(client, X, y, n_iter):
 def time_local(X, y, n_iter, params):
     from rebelboost import RebelClassifier
 
+    # its kernels compile on a slice first, as the workers' do (time_dask_rebel)
+    RebelClassifier(2, n_jobs=2, **params).fit(X[:4000], y[:4000])
     stamps = []
     start = time.perf_counter()
     model = RebelClassifier(n_iter, n_jobs=2, **params).fit(

@@ -31,8 +31,35 @@ from ..search.quantize import gather_as_float, quantize_channels, weight_range
 from ..validation import normalize_labels
 
 
+def held_bytes(value, depth: int = 4) -> int:
+    """Bytes of the arrays ``value`` holds (in containers and objects' attributes, ``depth``
+    levels down): what a partition weighs. A backend's scheduler reads it (Dask's ``sizeof``
+    falls back on ``__sizeof__``) to see that moving a partition to another worker is
+    expensive; without it a partition looks like a few bytes and is moved to idle workers."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if depth == 0 or isinstance(value, str | bytes | int | float | bool | type(None)):
+        return 0
+    if isinstance(value, dict):
+        value = list(value.values())
+    elif hasattr(value, "__dict__"):
+        value = list(vars(value).values())
+    elif hasattr(value, "__dataclass_fields__"):
+        value = [getattr(value, f) for f in value.__dataclass_fields__]
+    if isinstance(value, list | tuple):
+        return sum(held_bytes(v, depth - 1) for v in value)
+    return 0
+
+
+class _WeighsItsArrays:
+    """``sys.getsizeof`` (and so a scheduler's size estimate) counts the arrays held."""
+
+    def __sizeof__(self) -> int:
+        return object.__sizeof__(self) + held_bytes(self)
+
+
 @dataclass
-class RawPartition:
+class RawPartition(_WeighsItsArrays):
     """One partition's checked input rows."""
 
     X: np.ndarray  # float32 or float64
@@ -199,7 +226,7 @@ def fit_binner(summary: list, max_bins: int, has_missing, has_values,
 
 
 @dataclass
-class Partition:
+class Partition(_WeighsItsArrays):
     """A partition being boosted: its bins and loss (fixed), its scores (new every iteration)
     and the rows of each leaf of the tree being grown.
 
@@ -329,12 +356,13 @@ def split_many(part: Partition, jobs: list[tuple], features: np.ndarray, drop: l
         hist, sums = _histogram(part, leaves[built], features)
         stats.append(sums)
         hists.append(hist)
-    return replace(part, leaves=leaves), np.concatenate(stats), np.concatenate(hists)
+    return replace(part, leaves=leaves), np.concatenate(stats), _compact(part,
+                                                                        np.concatenate(hists))
 
 
 def histogram(part: Partition, leaf: int, features: np.ndarray) -> np.ndarray:
     """The leaf's histogram on the cells of ``features``, packed (:func:`feature_cells`)."""
-    return _histogram(part, part.leaves[leaf], features)[0]
+    return _compact(part, _histogram(part, part.leaves[leaf], features)[0])
 
 
 def _histogram(part: Partition, rows: np.ndarray, features: np.ndarray
@@ -378,5 +406,17 @@ def covers(part: Partition, n_leaves: int) -> np.ndarray:
     return accumulator(0, n_leaves) if part.exact else np.zeros((0, n_leaves))
 
 
+def _compact(part: Partition, hist: np.ndarray) -> np.ndarray:
+    """A quantized partition's histogram (integers in float64 cells, none negative) as
+    int32 where every cell fits: half the bytes to send; :func:`add` widens (the same
+    integers)."""
+    if part.quantized is not None and (not hist.size or hist.max() < 2**31):
+        return hist.astype(np.int32)
+    return hist
+
+
 def add(a, b):
+    """The sum of two blocks' answers (int32 histograms added in int64: no overflow)."""
+    if getattr(a, "dtype", None) == np.int32 or getattr(b, "dtype", None) == np.int32:
+        return np.add(a, b, dtype=np.int64)
     return a + b

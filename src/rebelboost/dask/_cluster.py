@@ -14,18 +14,32 @@ from ..blocks.training import nbytes
 
 
 class Cluster:
-    """Task submission on a Dask client, counting the bytes the client gathers."""
+    """Task submission on a Dask client, counting the bytes the client gathers.
+
+    A task placed on a worker (a block's partitions, :meth:`submit`'s ``worker``) is its
+    block's home, and every task that reads its result runs there too while that worker
+    lives: a block's partition (hundreds of MB) never moves to another worker because that
+    one is idle (a scheduler's choice, which stealing and size estimates make)."""
 
     def __init__(self, client):
         self.client = client
         self.gathered_bytes = 0
+        self._homes: dict[str, str] = {}  # future key -> the worker of its block
 
     def submit(self, func, *args, worker: str | None = None):
-        """``func(*args)`` as a task (on ``worker`` if given and alive, else anywhere)."""
+        """``func(*args)`` as a task on ``worker`` (default: the home of its first argument
+        that has one) while it is alive, else anywhere."""
+        from distributed import Future
+
+        if worker is None:
+            worker = next((self._homes[a.key] for a in args
+                           if isinstance(a, Future) and a.key in self._homes), None)
         if worker is None:
             return self.client.submit(func, *args, pure=False)
-        return self.client.submit(func, *args, pure=False, workers=[worker],
-                                  allow_other_workers=True)
+        future = self.client.submit(func, *args, pure=False, workers=[worker],
+                                    allow_other_workers=True)
+        self._homes[future.key] = worker
+        return future
 
     def map(self, func, futures, *args):
         return [self.submit(func, f, *args) for f in futures]
