@@ -40,11 +40,14 @@ def loopback_bytes() -> int:
 
 
 def synthetic(n_rows: int, n_features: int, chunk: int):
-    """X (float32) and y generated lazily: 3 classes from a noisy nonlinear score."""
+    """X (float32) and y generated lazily: 3 classes from a noisy nonlinear score (since
+    stop 33 drawn by NumPy's Generator as float32: not the rows of earlier results)."""
     import dask.array as da
 
-    rs = da.random.RandomState(0)
-    X = rs.standard_normal((n_rows, n_features), chunks=(chunk, n_features)).astype(np.float32)
+    # drawn as float32 (a float64 draw cast to float32 held both copies of a chunk at once:
+    # a transient of the generator's, not of the fit, that a worker's peak memory counted)
+    X = da.random.default_rng(0).standard_normal((n_rows, n_features),
+                                                 chunks=(chunk, n_features), dtype=np.float32)
     w = np.random.default_rng(1).standard_normal((n_features, N_CLASSES)).astype(np.float32)
 
     def labels(block, w=w):

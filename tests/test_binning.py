@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rebelboost.binning import Binner
+from rebelboost.binning import Binner, merge_value_counts, value_counts
 from rebelboost.learners import grow_rebel_tree
 from rebelboost.search.binned import BinnedData
 
@@ -223,3 +223,18 @@ def test_raw_thresholds_reproduce_training_splits(seed, depth, max_bins, subsamp
     learner = grow_rebel_tree(BinnedData(binner, bins), channels, depth)
     assert learner is not None
     np.testing.assert_array_equal(learner.arrays.outputs(X)[:, 0], learner.output)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(hnp.arrays(np.float32, st.integers(0, 40),
+                           elements=st.sampled_from([-2.5, -1.0, -0.0, 0.0, 0.5, 3.0, np.nan])
+                           | st.floats(-4, 4, width=32)),
+                min_size=1, max_size=4))
+def test_merged_value_counts_are_those_of_all_rows(parts):
+    """A distributed binner's summary: the parts' value counts merged (in one pass over
+    sorted values) equal the value counts of all their rows, -0.0 and 0.0 as one value."""
+    values, counts = merge_value_counts(*[value_counts(p) for p in parts])
+    expected = value_counts(np.concatenate(parts))
+    np.testing.assert_array_equal(values, expected[0])
+    np.testing.assert_array_equal(counts, expected[1])
+    assert counts.dtype == np.int64 and values.dtype == np.float64

@@ -154,10 +154,14 @@ class Binner:
     def n_features(self) -> int:
         return len(self.thresholds_)
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        """Bin codes, C-ordered (n_samples, n_features) ``uint8``."""
+    def transform(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Bin codes, C-ordered (n_samples, n_features) ``uint8`` (into ``out``, if given:
+        rows of a larger array, such as several partitions' bins in one)."""
         X = as_float(X)
-        out = np.empty(X.shape, dtype=np.uint8)
+        if out is None:
+            out = np.empty(X.shape, dtype=np.uint8)
+        elif out.shape != X.shape or out.dtype != np.uint8 or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-ordered uint8 array of shape {X.shape}")
         counts = np.array([len(t) for t in self.thresholds_], dtype=np.int64)
         table = self.threshold_table()
         with numba_threads(None):  # a fit's n_jobs, else the CPUs this process may use
@@ -302,11 +306,40 @@ def value_counts(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def merge_value_counts(*summaries: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray,
                                                                           np.ndarray]:
-    """The :func:`value_counts` of the rows of several summaries together."""
-    values = np.concatenate([v for v, _ in summaries])
-    counts = np.concatenate([c for _, c in summaries])
-    merged, inverse = np.unique(values, return_inverse=True)
-    return merged, np.bincount(inverse, weights=counts, minlength=len(merged)).astype(np.int64)
+    """The :func:`value_counts` of the rows of several summaries together (each summary's
+    values are increasing and distinct, so two merge in one pass: no sort, and no temporary
+    beyond the result; a distributed binner merges its partitions' samples this way)."""
+    values, counts = summaries[0]
+    for other_values, other_counts in summaries[1:]:
+        values, counts = _merge_sorted(np.asarray(values, dtype=np.float64),
+                                       np.asarray(counts, dtype=np.int64),
+                                       np.asarray(other_values, dtype=np.float64),
+                                       np.asarray(other_counts, dtype=np.int64))
+    return values, counts
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_sorted(va, ca, vb, cb):
+    out = (np.empty(0), np.empty(0, dtype=np.int64))
+    for write in (False, True):  # count the distinct values, then write them
+        i = j = n = 0
+        while i < va.shape[0] or j < vb.shape[0]:
+            if j == vb.shape[0] or (i < va.shape[0] and va[i] < vb[j]):
+                value, count = va[i], ca[i]
+                i += 1
+            elif i == va.shape[0] or vb[j] < va[i]:
+                value, count = vb[j], cb[j]
+                j += 1
+            else:  # equal (0.0 and -0.0 too, as np.unique takes them)
+                value, count = va[i], ca[i] + cb[j]
+                i += 1
+                j += 1
+            if write:
+                out[0][n], out[1][n] = value, count
+            n += 1
+        if not write:
+            out = (np.empty(n), np.empty(n, dtype=np.int64))
+    return out
 
 
 def _thresholds(values: np.ndarray, counts: np.ndarray, max_bins: int,

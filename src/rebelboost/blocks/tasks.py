@@ -259,9 +259,12 @@ def make_partition(raws: list[RawPartition], binner: Binner, classes: np.ndarray
     answers with exact sums (:mod:`..exact_sums`) and quantized histograms; ``row_costs``
     False: the loss takes ``cost_matrix`` even where rows have their own costs (the
     posterior route trains cost-neutrally)."""
-    bins, codes, weight, costs = [], [], [], []
-    for raw in raws:
-        bins.append(binner.transform(raw.X))
+    codes, weight, costs = [], [], []
+    bins = np.empty((sum(len(raw.y) for raw in raws), binner.n_features), dtype=np.uint8)
+    start = 0
+    for raw in raws:  # (into one array: no second copy of the bins to concatenate)
+        binner.transform(raw.X, bins[start:start + len(raw.y)])
+        start += len(raw.y)
         if raw.cost is None or not row_costs:
             codes.append(np.searchsorted(classes, raw.y).astype(np.intp))
         else:
@@ -269,7 +272,7 @@ def make_partition(raws: list[RawPartition], binner: Binner, classes: np.ndarray
             codes.append(c)
             costs.append(cost)
         weight.append(raw.weight)
-    bins, codes, weight = (np.concatenate(a) for a in (bins, codes, weight))
+    codes, weight = (np.concatenate(a) for a in (codes, weight))
     data = BinnedData(binner, bins, row_layout=True)
     if costs:
         loss = RebelLoss(None, codes, weight, subcosts, np.concatenate(costs), weight_total)
