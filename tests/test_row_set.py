@@ -183,8 +183,9 @@ def test_a_list_backend_answering_in_shuffled_order_trains_the_local_model(seed)
                             min_data_in_bin=local.min_data_in_bin).binner
     # (the last block binned from two partitions, as a worker's block of several is)
     blocks = [raw[:1], raw[1:2], raw[2:3], raw[3:]]
-    parts = [tasks.make_partition(b, binner, local.classes_, local.cost_matrix_,
-                                  local.subcosts, float(n)) for b in blocks]
+    parts = [tasks.make_partition(tasks.bin_block(b, binner, local.classes_), k,
+                                  local.cost_matrix_, local.subcosts, float(n))
+             for b in blocks]
     executor = ShuffledListExecutor(seed)
     booster = BlockRebelBooster(executor, parts, binner, n, k, local._vector_tree_options(),
                                 np.random.RandomState(draws.randint(2**31)),

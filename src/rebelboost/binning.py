@@ -12,6 +12,7 @@ every two rows, and the split search would scan that many candidates.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import numba
@@ -133,16 +134,17 @@ class Binner:
         rng = np.random.default_rng(self.random_state)
         return rng.choice(n_rows, self.subsample, replace=False)
 
-    def fit_summary(self, summaries: list[tuple[np.ndarray, np.ndarray]],
+    def fit_summary(self, summaries: Iterable[tuple[np.ndarray, np.ndarray]],
                     has_missing: np.ndarray, has_values: np.ndarray) -> Binner:
         """Fit from each feature's distinct sampled values and their counts
-        (:func:`value_counts`, merged over partitions by :func:`merge_value_counts`), and
-        whether the feature had NaN / any value among the rows that count."""
-        self.has_missing_ = np.array(has_missing, dtype=bool)
-        self.categorical_ = np.zeros(len(summaries), bool)
-        self.code_bins_ = [None] * len(summaries)
+        (:func:`value_counts`, merged over partitions by :func:`merge_value_counts`; read
+        once, in feature order, so they may be merged as they are read), and whether the
+        feature had NaN / any value among the rows that count."""
         self.thresholds_ = [_thresholds(values, counts, self.max_bins, self.min_data_in_bin)
                             for values, counts in summaries]
+        self.has_missing_ = np.array(has_missing, dtype=bool)
+        self.categorical_ = np.zeros(len(self.thresholds_), bool)
+        self.code_bins_ = [None] * len(self.thresholds_)
         # An all-NaN column has no value bin (so no split that would leave a side empty).
         self.n_value_bins_ = np.array(
             [len(t) + 1 if v else 0 for t, v in zip(self.thresholds_, has_values, strict=True)],

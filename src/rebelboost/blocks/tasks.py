@@ -217,11 +217,15 @@ def merge_code_summaries(a: list, b: list) -> list:
     return [None if x is None else merge_code_counts(x, y) for x, y in zip(a, b, strict=True)]
 
 
-def fit_binner(summary: list, max_bins: int, has_missing, has_values,
+def fit_binner(summaries: list[list], max_bins: int, has_missing, has_values,
                categorical: np.ndarray | None = None, codes: list | None = None,
                min_data_in_bin: int = 1) -> Binner:
+    """The binner of the merged ``summaries`` (each a list of per-feature
+    :func:`~rebelboost.binning.value_counts`), merged here one feature at a time: the whole
+    merged summary (16 bytes a sampled value) is never held beside its parts."""
+    merged = (merge_value_counts(*feature) for feature in zip(*summaries, strict=True))
     binner = Binner(max_bins, min_data_in_bin=min_data_in_bin).fit_summary(
-        summary, has_missing, has_values)
+        merged, has_missing, has_values)
     return binner if categorical is None else binner.fit_codes(categorical, codes)
 
 
@@ -251,18 +255,26 @@ class Partition(_WeighsItsArrays):
         return RowArrays.packed(self.data, self.counted)
 
 
-def make_partition(raws: list[RawPartition], binner: Binner, classes: np.ndarray,
-                   cost_matrix: np.ndarray, subcosts: str, weight_total: float,
-                   exact: bool = False, row_costs: bool = True) -> Partition:
-    """Bins and REBEL's loss of consecutive partitions as one block (each binned apart: the
-    raw rows are never copied into one array, and are dropped). ``exact``: the block
-    answers with exact sums (:mod:`..exact_sums`) and quantized histograms; ``row_costs``
-    False: the loss takes ``cost_matrix`` even where rows have their own costs (the
-    posterior route trains cost-neutrally)."""
+@dataclass
+class BinnedBlock(_WeighsItsArrays):
+    """Consecutive partitions binned as one block: what a :class:`Partition` is made of,
+    without the raw rows."""
+
+    data: BinnedData
+    codes: np.ndarray  # class codes
+    weight: np.ndarray
+    costs: np.ndarray | None  # per-row costs (None: the cost matrix)
+
+
+def bin_block(raws: list[RawPartition], binner: Binner, classes: np.ndarray,
+              row_costs: bool = True) -> BinnedBlock:
+    """Bins, class codes and weights of consecutive partitions as one block (each binned
+    apart into one array: the raw rows are never copied). ``row_costs`` False: the rows'
+    own costs are left out (the posterior route trains cost-neutrally)."""
     codes, weight, costs = [], [], []
     bins = np.empty((sum(len(raw.y) for raw in raws), binner.n_features), dtype=np.uint8)
     start = 0
-    for raw in raws:  # (into one array: no second copy of the bins to concatenate)
+    for raw in raws:
         binner.transform(raw.X, bins[start:start + len(raw.y)])
         start += len(raw.y)
         if raw.cost is None or not row_costs:
@@ -273,14 +285,22 @@ def make_partition(raws: list[RawPartition], binner: Binner, classes: np.ndarray
             costs.append(cost)
         weight.append(raw.weight)
     codes, weight = (np.concatenate(a) for a in (codes, weight))
-    data = BinnedData(binner, bins, row_layout=True)
-    if costs:
-        loss = RebelLoss(None, codes, weight, subcosts, np.concatenate(costs), weight_total)
+    return BinnedBlock(BinnedData(binner, bins, row_layout=True), codes, weight,
+                       np.concatenate(costs) if costs else None)
+
+
+def make_partition(block: BinnedBlock, n_classes: int, cost_matrix: np.ndarray,
+                   subcosts: str, weight_total: float, exact: bool = False) -> Partition:
+    """A binned block with REBEL's loss and scores: its training state, made once the raw
+    rows are dropped (so that a worker never holds both). ``exact``: the block answers with
+    exact sums (:mod:`..exact_sums`) and quantized histograms."""
+    if block.costs is not None:
+        loss = RebelLoss(None, block.codes, block.weight, subcosts, block.costs, weight_total)
     else:  # (a class table: no (n, K) cost rows)
-        loss = RebelLoss(cost_matrix, codes, weight, subcosts, None, weight_total)
-    n, k = len(codes), len(classes)
-    return Partition(data, loss, weight, np.arange(n, dtype=np.intp), np.zeros((n, k)),
-                     exact=exact)
+        loss = RebelLoss(cost_matrix, block.codes, block.weight, subcosts, None, weight_total)
+    n = len(block.codes)
+    return Partition(block.data, loss, block.weight, np.arange(n, dtype=np.intp),
+                     np.zeros((n, n_classes)), exact=exact)
 
 
 def log_partial_sums(part: Partition) -> np.ndarray:

@@ -53,8 +53,13 @@ class Cluster:
         result is the same whichever worker computes what; a future."""
         level = list(futures)
         while len(level) > 1:
-            level = self._level(func, level, self.submit)
+            level = self.reduce_level(func, level)
         return level[0]
+
+    def reduce_level(self, func, futures: list) -> list:
+        """One level of :meth:`reduce`: ``func`` of each pair in order (the last one alone
+        if odd); futures."""
+        return self._level(func, list(futures), self.submit)
 
     def reduce_gather(self, func, futures, fan_in: int = 2):
         """:meth:`reduce`'s value, the last levels (``fan_in`` values or fewer) summed here:

@@ -110,32 +110,40 @@ class DaskRebelClassifier(RebelClassifier):
 
         cluster = Cluster(self.client or default_client())
         parts = _partition_inputs(X, y, sample_weight, sample_cost)
-        return self._fit_parts(cluster, *parts, callbacks, eval_set, eval_sample_weight)
+        return self._fit_parts(cluster, *parts, callbacks, eval_set, eval_sample_weight,
+                               numeric=_numeric_dtypes(X))
 
     def _fit_parts(self, cluster: Cluster, x_parts: list, y_parts: list, w_parts: list,
                    c_parts: list, names: list, callbacks=None, eval_set=None,
-                   eval_sample_weight=None) -> DaskRebelClassifier:
+                   eval_sample_weight=None, numeric: bool = False) -> DaskRebelClassifier:
         """:meth:`fit` on partitions (delayed objects or futures of their blocks); a cost
-        route's fold models are fitted through it too (:mod:`.cross_fit`)."""
+        route's fold models are fitted through it too (:mod:`.cross_fit`). ``numeric``:
+        X is a numeric Dask array, so ``'from_dtype'`` names no column and the partitions
+        need not be read first for their category values."""
         from distributed import wait
 
         client = cluster.client
         has_cost = any(c is not None for c in c_parts)
         d = len(names)
         columns = None
-        if self.categorical_features is not None:  # category values agreed by all partitions
-            x_parts = client.compute(x_parts)
+        # each block's partitions are read and checked on the worker that will hold them:
+        # no raw partition moves, and no worker holds more than its share
+        groups, placement = _blocks_per_worker(cluster, len(x_parts), BLOCKS_PER_WORKER)
+        from_dtype = isinstance(self.categorical_features, str)  # ('from_dtype': checked)
+        if self.categorical_features is not None and not (from_dtype and numeric):
+            # category values agreed by all partitions
+            x_parts = _compute_on(client, x_parts, groups, placement)
             columns = CategoricalColumns.merge(
                 client.gather(cluster.map(part_levels, x_parts, self.categorical_features)),
                 names if all(isinstance(n, str) for n in names) else None)
-        raw = client.compute([_delayed(part_fn.check_partition)(x, yp, w, d, i, c, columns)
-                              for i, (x, yp, w, c) in enumerate(zip(x_parts, y_parts, w_parts,
-                                                                    c_parts, strict=True))])
+        raw = _compute_on(client, [_delayed(part_fn.check_partition)(x, yp, w, d, i, c, columns)
+                                   for i, (x, yp, w, c) in enumerate(
+                                       zip(x_parts, y_parts, w_parts, c_parts, strict=True))],
+                          groups, placement)
         del x_parts
         self._set_categorical(columns)
         facts = client.gather(cluster.map(part_fn.facts, raw))
         classes = _classes(facts)
-        groups, placement = _blocks_per_worker(cluster, len(raw), BLOCKS_PER_WORKER)
         n_rows = sum(f["n_rows"] for f in facts)
         if n_rows < 2:
             raise ValueError(f"the training set has {n_rows} row(s); at least 2 are needed")
@@ -172,12 +180,15 @@ class DaskRebelClassifier(RebelClassifier):
         binner = _fit_binner(cluster, raw, facts, n_positive, self.max_bins,
                              rng.randint(2**31), None if columns is None else columns.mask,
                              classes, self.min_data_in_bin)
-        parts = [cluster.submit(part_fn.make_partition, raw[a:b], binner, classes,
-                                trained_costs, self.subcosts, weight_total, exact,
-                                self.cost_strategy_ == "loss", worker=worker)
-                 for (a, b), worker in zip(groups, placement, strict=True)]
+        blocks = [cluster.submit(part_fn.bin_block, raw[a:b], binner, classes,
+                                 self.cost_strategy_ == "loss", worker=worker)
+                  for (a, b), worker in zip(groups, placement, strict=True)]
+        wait(blocks)
+        del raw  # the raw rows are dropped before the training state is made
+        parts = cluster.map(part_fn.make_partition, blocks, k, trained_costs, self.subcosts,
+                            weight_total, exact)
         wait(parts)
-        del raw  # the raw rows are dropped: each worker keeps its binned partitions
+        del blocks
         validation = None
         if eval_set is not None:  # held by the client, scored there as a local fit does
             import dask
@@ -379,6 +390,25 @@ def _blocks_per_worker(cluster: Cluster, n_parts: int, per_worker: int | None
     return groups, [workers[i % len(workers)] for i in range(len(groups))]
 
 
+def _numeric_dtypes(X) -> bool:
+    """Whether ``X`` is a Dask array of a NumPy numeric or boolean dtype (from its metadata:
+    nothing is computed). A DataFrame's partitions are read however its metadata reads: a
+    partition may hold text where the metadata says numbers (an error that names both)."""
+    return not hasattr(X, "columns") and X.dtype.kind in "biuf"
+
+
+def _compute_on(client, parts: list, groups: list[tuple[int, int]], placement: list) -> list:
+    """Futures of ``parts`` (delayed objects or futures), each block's computed on its
+    worker (:func:`_blocks_per_worker`) while that worker lives."""
+    futures = []
+    for (a, b), worker in zip(groups, placement, strict=True):
+        if worker is None:
+            futures += client.compute(parts[a:b])
+        else:
+            futures += client.compute(parts[a:b], workers=[worker], allow_other_workers=True)
+    return futures
+
+
 def _classes(facts: list[dict]) -> np.ndarray:
     kinds = {f["label_kind"] for f in facts if f["label_kind"] is not None}
     if len({"U" if k in "US" else "O" if k == "O" else "n" for k in kinds}) > 1:
@@ -406,11 +436,12 @@ def _fit_binner(cluster: Cluster, raw: list, facts: list[dict], n_positive: list
         if rows is not None:
             mine = rows[(rows >= offsets[i]) & (rows < offsets[i + 1])] - offsets[i]
         summaries.append(cluster.submit(part_fn.sample_summary, r, mine, categorical))
-    merged = cluster.reduce(part_fn.merge_summaries, summaries)
+    while len(summaries) > 2:  # the last two are merged feature by feature by fit_binner
+        summaries = cluster.reduce_level(part_fn.merge_summaries, summaries)
     has_missing = np.logical_or.reduce([f["has_missing"] for f in facts])
     has_values = np.logical_or.reduce([f["has_values"] for f in facts])
     codes = None if categorical is None else cluster.reduce(
         part_fn.merge_code_summaries, cluster.map(part_fn.code_summary, raw, categorical,
                                                   classes))
-    return cluster.submit(part_fn.fit_binner, merged, max_bins, has_missing, has_values,
+    return cluster.submit(part_fn.fit_binner, summaries, max_bins, has_missing, has_values,
                           categorical, codes, min_data_in_bin)
