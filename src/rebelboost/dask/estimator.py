@@ -330,20 +330,22 @@ def _delayed(func):
 
 def _partition_inputs(X, y, sample_weight, sample_cost):
     """Delayed partitions of X, y, the weights and the costs (None each when not given), and
-    the feature names (column indices for an array)."""
+    the feature names (column indices for an array). Their graphs are not optimised apart:
+    X and y made from the same source (one DataFrame's columns, or y computed from X) share
+    its tasks, so each partition of the source is read or computed once, not once each."""
     import dask.array as da
     import dask.dataframe as dd
 
     if isinstance(X, dd.DataFrame):
         names = list(X.columns)
-        x_parts = X.to_delayed()
+        x_parts = X.to_delayed(optimize_graph=False)
         row_chunks = None
     elif isinstance(X, da.Array):
         if X.ndim != 2:
             raise ValueError(f"X must be 2-d, got {X.ndim} dims")
         X = _one_column_chunk(X)
         names = list(range(X.shape[1]))
-        x_parts = X.to_delayed().ravel().tolist()
+        x_parts = X.to_delayed(optimize_graph=False).ravel().tolist()
         row_chunks = X.chunks[0]
     else:
         raise TypeError(f"X must be a dask array or DataFrame, got {type(X).__name__}; "
@@ -354,7 +356,7 @@ def _partition_inputs(X, y, sample_weight, sample_cost):
             parts.append([None] * len(x_parts))
             continue
         if isinstance(v, dd.DataFrame | dd.Series):
-            v_parts = v.to_delayed()
+            v_parts = v.to_delayed(optimize_graph=False)
         elif isinstance(v, da.Array):
             if row_chunks is not None and not np.isnan(v.shape[0]) and not np.isnan(
                     sum(row_chunks)) and v.shape[0] != sum(row_chunks):
@@ -365,7 +367,7 @@ def _partition_inputs(X, y, sample_weight, sample_cost):
                 v = v.rechunk({0: row_chunks})
             if v.ndim == 2:
                 v = _one_column_chunk(v)
-            v_parts = v.to_delayed().ravel().tolist()
+            v_parts = v.to_delayed(optimize_graph=False).ravel().tolist()
         else:
             raise TypeError(f"{what} must be a dask array or Series like X, got "
                             f"{type(v).__name__}")
