@@ -360,7 +360,7 @@ def _sums(part: Partition, rows: np.ndarray) -> np.ndarray:
 
 
 def split_many(part: Partition, jobs: list[tuple], features: np.ndarray, drop: list[int]
-               ) -> tuple[Partition, np.ndarray, np.ndarray]:
+               ) -> tuple[Partition, tuple[np.ndarray, np.ndarray]]:
     """The partition with each ``(leaf, left, right, feature, split_bin, missing_left, built,
     left_bins)`` of ``jobs`` done in order: the leaf's rows split into ``left`` and ``right``
     (``left_bins``: a categorical split's bins going left; the leaf's own rows kept, as the
@@ -368,7 +368,8 @@ def split_many(part: Partition, jobs: list[tuple], features: np.ndarray, drop: l
     leaves in ``drop`` (split for good) forgotten. Also the sums of each ``built`` child
     (ending with its row count: the grower takes the other child's as the parent's minus
     these) and the histograms, each concatenated in the jobs' order (one array apiece, so
-    that a reduction adds them up as one)."""
+    that a reduction adds them up as one), as one answer (:func:`add_answers` reduces the
+    blocks' answers in one pass: one gather a round trip)."""
     leaves = {h: r for h, r in part.leaves.items() if h not in drop}
     rowset = part.rows()
     stats, hists = [], []
@@ -379,8 +380,8 @@ def split_many(part: Partition, jobs: list[tuple], features: np.ndarray, drop: l
         hist, sums = _histogram(part, leaves[built], features)
         stats.append(sums)
         hists.append(hist)
-    return replace(part, leaves=leaves), np.concatenate(stats), _compact(part,
-                                                                        np.concatenate(hists))
+    return replace(part, leaves=leaves), (np.concatenate(stats),
+                                          _compact(part, np.concatenate(hists)))
 
 
 def histogram(part: Partition, leaf: int, features: np.ndarray) -> np.ndarray:
@@ -436,6 +437,11 @@ def _compact(part: Partition, hist: np.ndarray) -> np.ndarray:
     if part.quantized is not None and (not hist.size or hist.max() < 2**31):
         return hist.astype(np.int32)
     return hist
+
+
+def add_answers(a: tuple, b: tuple) -> tuple:
+    """Two blocks' answers to a round of splits (sums, histograms) added up."""
+    return add(a[0], b[0]), add(a[1], b[1])
 
 
 def add(a, b):

@@ -153,10 +153,9 @@ class BlockRows:
         done = cluster.map(part_fn.split_many, self.parts, jobs, self.features,
                            sorted(self._released))
         self._released.clear()
-        self.parts, stats, hists = cluster.unpack(done, 3)
-        stats = cluster.gather(stats)
-        packed = cluster.reduce_gather(part_fn.add, hists)
-        total = functools.reduce(part_fn.add, stats)  # in the partitions' order
+        self.parts, answers = cluster.unpack(done, 2)
+        # (sums and histograms added in one fixed-order reduction, fetched in one gather)
+        total, packed = cluster.reduce_gather(part_fn.add_answers, answers)
         if self.scales is not None:
             total = rounded(total)
         self.round_trips += 1
