@@ -441,3 +441,35 @@ def test_a_worker_killed_mid_fit_leaves_the_same_model(client):
         assert_array_equal(getattr(disturbed.trees_, name), getattr(undisturbed.trees_, name))
     assert_array_equal(disturbed.leaf_scores_, undisturbed.leaf_scores_)
     assert_array_equal(disturbed.train_loss_, undisturbed.train_loss_)
+
+
+
+def test_tasks_on_a_block_prefer_its_worker_and_blocks_weigh_their_arrays(client):
+    """Every task that reads a block (and every task reading those) asks for the block's
+    worker, and a block tells Dask its arrays' size: a scheduler that took it for a few
+    bytes moved whole blocks to idle workers."""
+    from dask.sizeof import sizeof
+
+    from rebelboost.blocks.tasks import RawPartition
+    from rebelboost.dask._cluster import Cluster
+
+    class Recording:  # the client, recording where each task asks to run
+        def __init__(self):
+            self.asked = []
+
+        def submit(self, *args, **kwargs):
+            self.asked.append(kwargs.get("workers"))
+            return client.submit(*args, **kwargs)
+
+    recording = Recording()
+    cluster = Cluster(recording)
+    home = sorted(client.scheduler_info()["workers"])[1]
+    block = cluster.submit(np.zeros, (1000, 3), worker=home)
+    total = cluster.submit(np.sum, block)
+    column = cluster.unpack([cluster.submit(np.hsplit, block, 3)], 3)[2][0]
+    anywhere = cluster.submit(np.ones, 3)
+    assert recording.asked == [[home]] * 6 + [None]
+    assert_array_equal(column.result(), np.zeros((1000, 1)))
+    assert total.result() == 0.0 and anywhere.result().sum() == 3
+    X = np.zeros((1000, 8), dtype=np.float32)
+    assert sizeof(RawPartition(X, np.zeros(1000), np.ones(1000))) >= X.nbytes + 16000

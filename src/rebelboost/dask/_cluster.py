@@ -8,6 +8,7 @@ how to fetch a value. A Ray or Spark backend is one such class.
 
 from __future__ import annotations
 
+import weakref
 from operator import getitem
 
 from ..blocks.training import nbytes
@@ -16,29 +17,32 @@ from ..blocks.training import nbytes
 class Cluster:
     """Task submission on a Dask client, counting the bytes the client gathers.
 
-    A task placed on a worker (a block's partitions, :meth:`submit`'s ``worker``) is its
-    block's home, and every task that reads its result runs there too while that worker
-    lives: a block's partition (hundreds of MB) never moves to another worker because that
-    one is idle (a scheduler's choice, which stealing and size estimates make)."""
+    A task placed on a worker (a block's partitions, :meth:`submit`'s ``worker``) makes that
+    worker its block's home, and every task that reads its result asks for the same worker
+    (a loose restriction: the scheduler may still move a task where moving its inputs costs
+    less than waiting, which the blocks' true sizes, ``__sizeof__``, keep from happening to
+    a block of hundreds of MB; and a dead worker's block is recomputed elsewhere)."""
 
     def __init__(self, client):
         self.client = client
         self.gathered_bytes = 0
-        self._homes: dict[str, str] = {}  # future key -> the worker of its block
+        # future -> the worker of its block (forgotten with the future: a long fit's
+        # thousands of tasks are not all remembered)
+        self._homes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def submit(self, func, *args, worker: str | None = None):
-        """``func(*args)`` as a task on ``worker`` (default: the home of its first argument
-        that has one) while it is alive, else anywhere."""
+        """``func(*args)`` as a task that asks for ``worker`` (default: the home of its first
+        argument that has one), else anywhere."""
         from distributed import Future
 
         if worker is None:
-            worker = next((self._homes[a.key] for a in args
-                           if isinstance(a, Future) and a.key in self._homes), None)
+            worker = next((self._homes[a] for a in args
+                           if isinstance(a, Future) and a in self._homes), None)
         if worker is None:
             return self.client.submit(func, *args, pure=False)
         future = self.client.submit(func, *args, pure=False, workers=[worker],
                                     allow_other_workers=True)
-        self._homes[future.key] = worker
+        self._homes[future] = worker
         return future
 
     def map(self, func, futures, *args):
