@@ -241,3 +241,34 @@ def test_threads_wake_quickly_under_tbb_or_spinning_openmp(monkeypatch, layer, s
     monkeypatch.setattr(parallel.numba, "threading_layer", chosen)
     monkeypatch.setattr(parallel, "threads_spin", lambda: spin)
     assert parallel.threads_wake_quickly() is quick
+
+
+def test_a_thread_count_set_after_numba_was_imported_is_followed(tmp_path):
+    """A process that imported numba (with rebelboost) before NUMBA_NUM_THREADS was set, as
+    a Dask worker of ``LocalCluster(env=...)`` does, starts its threads at the count now set
+    and can still compile: without the reload, numba starts them at the old count and its
+    next compilation fails ("Cannot set NUMBA_NUM_THREADS ...")."""
+    script = tmp_path / "late_environment.py"
+    script.write_text(
+        "import os\n"
+        "import numba\n"
+        "import numpy as np\n"
+        "from rebelboost.parallel import numba_threads\n"
+        "wanted = numba.config.NUMBA_NUM_THREADS + 1\n"
+        "os.environ['NUMBA_NUM_THREADS'] = str(wanted)\n"
+        "with numba_threads(None):\n"
+        "    pass\n"
+        "@numba.njit(parallel=True)\n"  # (not cached: compiled here, after the threads start)
+        "def total(x):\n"
+        "    s = 0.0\n"
+        "    for i in numba.prange(x.shape[0]):\n"
+        "        s += x[i]\n"
+        "    return s\n"
+        "assert total(np.ones(100)) == 100.0\n"
+        "assert numba.config.NUMBA_NUM_THREADS == wanted\n"
+        "print('ok')\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_NUM_THREADS"}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "ok"

@@ -150,6 +150,23 @@ def _threadpools() -> ThreadpoolController:
     return ThreadpoolController()
 
 
+def follow_thread_environment() -> None:
+    """numba's pool size as ``NUMBA_NUM_THREADS`` says now, if its threads have not started.
+
+    numba reads the variable once, when it is imported. A process whose environment is set
+    after its imports (a Dask worker of ``LocalCluster(env={"NUMBA_NUM_THREADS": ...})``
+    first re-imports its parent's main module, rebelboost and numba with it) would start
+    its threads at the old size and then fail at its next compilation: "Cannot set
+    NUMBA_NUM_THREADS to a different value once the threads have been launched"."""
+    wanted = os.environ.get("NUMBA_NUM_THREADS", "").strip()
+    if not wanted or wanted == str(numba.config.NUMBA_NUM_THREADS):
+        return
+    from numba.np.ufunc import parallel
+
+    if not getattr(parallel, "_is_initialized", True):  # (started: numba's own error)
+        numba.config.reload_config()
+
+
 @contextmanager
 def numba_threads(n_jobs: int | None, blas_threads: int | None = 1):
     """Run the block's numba kernels on :func:`resolve_n_jobs` ``(n_jobs)`` threads.
@@ -165,6 +182,7 @@ def numba_threads(n_jobs: int | None, blas_threads: int | None = 1):
     if n_jobs is None and depth:
         yield
         return
+    follow_thread_environment()
     wanted = min(resolve_n_jobs(n_jobs), numba.config.NUMBA_NUM_THREADS)  # numba's pool size
     previous = numba.get_num_threads()
     numba.set_num_threads(wanted)

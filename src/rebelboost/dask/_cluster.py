@@ -11,6 +11,8 @@ from __future__ import annotations
 import weakref
 from operator import getitem
 
+from distributed import WorkerPlugin
+
 from ..blocks.training import nbytes
 
 
@@ -25,6 +27,8 @@ class Cluster:
 
     def __init__(self, client):
         self.client = client
+        if hasattr(client, "register_plugin"):  # (every worker, and any that joins later)
+            client.register_plugin(_ThreadsFromEnvironment(), name="rebelboost-threads")
         self.gathered_bytes = 0
         # future -> the worker of its block (forgotten with the future: a long fit's
         # thousands of tasks are not all remembered)
@@ -87,3 +91,16 @@ class Cluster:
         value = self.client.gather(future)
         self.gathered_bytes += nbytes(value)
         return value
+
+
+class _ThreadsFromEnvironment(WorkerPlugin):
+    """A worker plugin: numba's thread count as the worker's environment says
+    (:func:`~rebelboost.parallel.follow_thread_environment`), before any task starts numba's
+    threads. A worker of ``LocalCluster(env={"NUMBA_NUM_THREADS": ...})`` imports its
+    parent's main module, and numba, before that environment is set; its first compilation
+    then failed."""
+
+    def setup(self, worker) -> None:
+        from ..parallel import follow_thread_environment
+
+        follow_thread_environment()
