@@ -44,6 +44,8 @@ def held_bytes(value, depth: int = 4) -> int:
         value = list(value.values())
     elif hasattr(value, "__dict__"):
         value = list(vars(value).values())
+    elif hasattr(value, "__dataclass_fields__"):
+        value = [getattr(value, f) for f in value.__dataclass_fields__]
     if isinstance(value, list | tuple):
         return sum(held_bytes(v, depth - 1) for v in value)
     return 0

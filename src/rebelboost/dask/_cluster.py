@@ -49,20 +49,6 @@ class Cluster:
         self._homes[future] = worker
         return future
 
-    def compute(self, parts: list, groups: list[tuple[int, int]], placement: list) -> list:
-        """Futures of ``parts`` (delayed objects or futures), those of each group ``[a, b)``
-        computed on its worker in ``placement`` (None: anywhere), which becomes their home."""
-        futures = []
-        for (a, b), worker in zip(groups, placement, strict=True):
-            if worker is None:
-                futures += self.client.compute(parts[a:b])
-                continue
-            done = self.client.compute(parts[a:b], workers=[worker], allow_other_workers=True)
-            for future in done:
-                self._homes[future] = worker
-            futures += done
-        return futures
-
     def map(self, func, futures, *args):
         return [self.submit(func, f, *args) for f in futures]
 
