@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .._malloc import release_free_memory
 from ..binning import (
     NO_VALUES,
     Binner,
@@ -319,6 +320,7 @@ def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, object
     the tree's rows as a packed mask over all rows, this partition's from row ``start``
     (None: every row). An exact partition answers with the accumulators of those sums and
     the channels' largest values (the quantization's scales)."""
+    release_free_memory()  # (the last tree's arrays, before the peak: a new ``counted``)
     k2 = 2 * part.scores.shape[1]
     counted = np.empty((part.scores.shape[0], k2 + 2))  # channels written in place
     _, row_totals = part.loss.scaled_row_weights(part.scores, shift, counted[:, :k2])

@@ -28,7 +28,7 @@ class Cluster:
     def __init__(self, client):
         self.client = client
         if hasattr(client, "register_plugin"):  # (every worker, and any that joins later)
-            client.register_plugin(_ThreadsFromEnvironment(), name="rebelboost-threads")
+            client.register_plugin(_WorkerSetup(), name="rebelboost-worker-setup")
         self.gathered_bytes = 0
         # future -> the worker of its block (forgotten with the future: a long fit's
         # thousands of tasks are not all remembered)
@@ -87,18 +87,25 @@ class Cluster:
             nxt.append(level[-1])
         return nxt
 
+    def training_allocation(self, on: bool) -> None:
+        """glibc's mmap threshold on every worker for the rounds of splits (``on``) and back
+        after them (:func:`~rebelboost._malloc.training_allocation`: Dask's memory trimming
+        pins it at 128 KiB, and a kddcup fit's rounds then took 1.4x the time)."""
+        from .._malloc import training_allocation
+
+        self.client.run(training_allocation, on, on_error="ignore")  # (an optimisation)
+
     def gather(self, future):
         value = self.client.gather(future)
         self.gathered_bytes += nbytes(value)
         return value
 
 
-class _ThreadsFromEnvironment(WorkerPlugin):
-    """A worker plugin: numba's thread count as the worker's environment says
-    (:func:`~rebelboost.parallel.follow_thread_environment`), before any task starts numba's
-    threads. A worker of ``LocalCluster(env={"NUMBA_NUM_THREADS": ...})`` imports its
-    parent's main module, and numba, before that environment is set; its first compilation
-    then failed."""
+class _WorkerSetup(WorkerPlugin):
+    """A worker plugin, before any task runs: numba's thread count as the worker's
+    environment says (:func:`~rebelboost.parallel.follow_thread_environment`: a worker of
+    ``LocalCluster(env={"NUMBA_NUM_THREADS": ...})`` imports its parent's main module, and
+    numba, before that environment is set; its first compilation then failed)."""
 
     def setup(self, worker) -> None:
         from ..parallel import follow_thread_environment

@@ -198,23 +198,28 @@ class DaskRebelClassifier(RebelClassifier):
                 [tuple(dask.compute(*pair)) if isinstance(pair, tuple) else pair
                  for pair in pairs], dask.compute(eval_sample_weight)[0])
         block_rows = [sum(f["n_rows"] for f in facts[a:b]) for a, b in groups]
-        booster = BlockRebelBooster(
-            cluster, parts, cluster.gather(binner), n_rows, k, self._vector_tree_options(),
-            np.random.RandomState(rng.randint(2**31)), self._shrinkage(),
-            None if validation is None else RebelLoss(
-                None, validation.codes, validation.sample_weight, self.subcosts,
-                validation.cost_rows),
-            np.cumsum([0] + block_rows[:-1]).tolist(),
-            functools.reduce(merge_weight_ranges, [f["weight_range"] for f in facts]))
         target = 1.0 / n_rows if self.target_loss == "auto" else self.target_loss
+        cluster.training_allocation(True)
+        booster = None
         try:
+            booster = BlockRebelBooster(
+                cluster, parts, cluster.gather(binner), n_rows, k,
+                self._vector_tree_options(), np.random.RandomState(rng.randint(2**31)),
+                self._shrinkage(), None if validation is None else RebelLoss(
+                    None, validation.codes, validation.sample_weight, self.subcosts,
+                    validation.cost_rows),
+                np.cumsum([0] + block_rows[:-1]).tolist(),
+                functools.reduce(merge_weight_ranges, [f["weight_range"] for f in facts]))
+            del parts  # (the booster's own are the partitions now: the first ones go)
             result = boost(booster, self._n_iterations(), d, validation=validation,
                            early_stopping=self._early_stopping(validation is not None),
                            callbacks=callbacks, target_loss=target, verbose=self.verbose,
                            n_jobs=self.n_jobs, estimator=self)
             covers = booster.covers()
         finally:
-            booster.release()
+            if booster is not None:
+                booster.release()
+            cluster.training_allocation(False)
         self._set_result(result)
         self.model_.covers = covers[:len(self.model_.learners)]
         self._set_records(result.records, result.n_kept, booster)

@@ -1,0 +1,234 @@
+"""Where a distributed fit's time goes (issue 32): a kddcup (or synthetic) fit on a 2-worker
+LocalCluster, seen four ways.
+
+* ``stream``: Dask's task stream of a fit: compute seconds per task kind, the period of a
+  round of splits (one ``split_many`` per block to the next), the workers' busy time, and
+  the share of the client's time spent waiting in ``gather``.
+* ``in-process``: the same block tasks called in this process, one thread, through a
+  plain-list backend (what the tasks cost without a cluster around them).
+* ``levels``: the local model's split levels per tree against the fit's round trips (a
+  round trip splits every leaf that may be split next: a tree needs at least one per level).
+* ``latency``: an empty round of two tasks and a gather, a chain of three tasks, and a call
+  to a Dask actor on each worker.
+
+    python benchmarks/dask_anatomy.py stream [--synthetic-rows 4000000] [--trees 8]
+    python benchmarks/dask_anatomy.py in-process
+    python benchmarks/dask_anatomy.py levels
+    python benchmarks/dask_anatomy.py latency
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import cProfile
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+PARAMS = dict(histogram_bits=12, random_state=0)
+
+
+def _cluster():
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"})
+    return cluster, Client(cluster)
+
+
+def _kddcup() -> tuple[np.ndarray, np.ndarray]:
+    from rebelboost.datasets.benchmark_sets import load_benchmark
+
+    split = load_benchmark("kddcup")
+    return (np.concatenate([split.X_train, split.X_test]).astype(np.float32),
+            np.concatenate([split.y_train, split.y_test]))
+
+
+def stream(args) -> None:
+    """Task-stream anatomy of a fit of ``args.trees`` trees (after a warm fit)."""
+    import dask.array as da
+    from distributed import get_task_stream
+
+    from rebelboost.dask import DaskRebelClassifier
+
+    cluster, client = _cluster()
+    if args.synthetic_rows:
+        sys.path.insert(0, str(Path(__file__).parent))
+        from bench_dask import synthetic
+
+        n = args.synthetic_rows
+        X, y = client.persist(list(synthetic(n, 50, -(-n // 8))))
+    else:
+        X_np, y_np = _kddcup()
+        chunk = -(-len(y_np) // 8)
+        X = client.persist(da.from_array(X_np, chunks=(chunk, X_np.shape[1])))
+        y = client.persist(da.from_array(y_np, chunks=chunk))
+    DaskRebelClassifier(n_estimators=2, **PARAMS).fit(X, y)  # (kernels loaded)
+    prof = cProfile.Profile()
+    with get_task_stream(client) as ts:
+        start = time.perf_counter()
+        prof.enable()
+        model = DaskRebelClassifier(n_estimators=args.trees, **PARAMS).fit(X, y)
+        prof.disable()
+        wall = time.perf_counter() - start
+    client.close()
+    cluster.close()
+    computes, counts, busy = collections.Counter(), collections.Counter(), collections.Counter()
+    splits = []
+    for rec in ts.data:
+        key = rec["key"][0] if isinstance(rec["key"], tuple) else rec["key"]
+        kind = key.split("-")[0]
+        for span in rec["startstops"]:
+            if span["action"] == "compute":
+                computes[kind] += span["stop"] - span["start"]
+                counts[kind] += 1
+                busy[rec["worker"]] += span["stop"] - span["start"]
+                if kind == "split_many":
+                    splits.append((span["start"], span["stop"]))
+    waited = sum(v[3] for k, v in pstats.Stats(prof).stats.items()
+                 if k[2] == "gather" and "distributed" in k[0] and "client.py" in k[0])
+    print(f"fit of {args.trees} trees: {wall:.2f} s; round trips per tree "
+          f"{model.round_trips_.tolist()}")
+    print(f"client thread waiting in gather: {waited:.2f} s ({waited / wall:.0%})")
+    print("compute per task kind (s, tasks, ms a task):")
+    for kind, seconds in computes.most_common(10):
+        print(f"  {kind:18s} {seconds:7.3f} {counts[kind]:6d} {1e3 * seconds / counts[kind]:8.1f}")
+    print("workers busy (s):", {w.rsplit(":", 1)[-1]: round(s, 2) for w, s in busy.items()})
+    splits.sort()
+    n_blocks = max(1, round(len(splits) / max(1, sum(model.round_trips_))))
+    starts = [min(s for s, _ in splits[i:i + n_blocks])
+              for i in range(0, len(splits), n_blocks)]
+    ends = [max(e for _, e in splits[i:i + n_blocks]) for i in range(0, len(splits), n_blocks)]
+    period = np.diff(starts)
+    within = period[period < 3 * np.median(period)]  # (rounds of one tree)
+    print(f"a round of splits: period median {1e3 * np.median(within):.1f} ms, its split_many "
+          f"span median {1e3 * np.median(np.subtract(ends, starts)):.1f} ms")
+
+
+def in_process(args) -> None:
+    """The block tasks of a 6-tree fit on 2 blocks, in this process on one thread."""
+    import numba
+
+    numba.set_num_threads(1)
+    sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
+    from test_row_set import ShuffledListExecutor
+
+    from rebelboost import RebelClassifier
+    from rebelboost.blocks import tasks
+    from rebelboost.blocks.training import BlockRebelBooster
+    from rebelboost.engine import boost
+    from rebelboost.search.binned import BinnedData
+    from rebelboost.search.quantize import weight_range
+
+    X, y = _kddcup()
+    n, d = X.shape
+    local = RebelClassifier(n_estimators=1, **PARAMS).fit(X, y)
+    k = len(local.classes_)
+    binner = BinnedData.fit(X, None, local.max_bins, 0).binner
+    cuts = [0, n // 2, n]
+    parts = [tasks.make_partition(tasks.bin_block(
+        [tasks.check_partition(X[a:b], y[a:b], None, d, i)], binner, local.classes_), k,
+        local.cost_matrix_, local.subcosts, float(n), True)
+        for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True))]
+
+    def fit(trees: int) -> float:
+        booster = BlockRebelBooster(ShuffledListExecutor(0), list(parts), binner, n, k,
+                                    local._vector_tree_options(), np.random.RandomState(0),
+                                    local._shrinkage(), None, cuts[:-1],
+                                    weight_range(np.ones(n)))
+        start = time.perf_counter()
+        boost(booster, trees, d, target_loss=1.0 / n)
+        return time.perf_counter() - start
+
+    fit(2)
+    prof = cProfile.Profile()
+    prof.enable()
+    seconds = fit(6)
+    prof.disable()
+    print(f"6 trees, every block task in this process on one thread: {seconds:.2f} s")
+    stats = pstats.Stats(prof).stats
+    for name in ("split_many", "weigh", "quantize", "histogram", "step"):
+        hits = [(v[0], v[3]) for k, v in stats.items()
+                if k[2] == name and k[0].endswith("blocks/tasks.py")]
+        if hits:
+            calls, cum = hits[0]
+            print(f"  {name:12s} {cum:6.3f} s {calls:5d} calls {1e3 * cum / calls:7.1f} ms a call")
+
+
+def levels(args) -> None:
+    """Split levels of the local model's trees (the distributed fit's is the same model)."""
+    from rebelboost import RebelClassifier
+    from rebelboost.tree_tables import tree_tables
+
+    X, y = _kddcup()
+    model = RebelClassifier(n_estimators=args.trees, **PARAMS).fit(X, y)
+    tables = tree_tables(model.model_)
+    depths = []
+    for t in range(len(model.model_.learners)):
+        depth, level = 0, [int(tables.root[t])] if tables.root[t] >= 0 else []
+        while level:
+            depth += 1
+            level = [c for n in level for c in (tables.left[t, n], tables.right[t, n])
+                     if c >= 0]
+        depths.append(depth)
+    print("split levels per tree:", depths)
+
+
+class _Box:
+    """A Dask actor holding a value."""
+
+    def value(self):
+        return 1.0
+
+
+def _plus_one(x):
+    return x + 1
+
+
+def latency(args) -> None:
+    """Empty rounds: two tasks and a gather; a chain of three tasks; an actor call each."""
+    cluster, client = _cluster()
+    workers = sorted(client.scheduler_info()["workers"])
+    actors = [client.submit(_Box, actor=True, workers=[w]).result() for w in workers]
+
+    def timed(body, rounds: int) -> float:
+        body(0)
+        start = time.perf_counter()
+        for i in range(rounds):
+            body(i)
+        return 1e3 * (time.perf_counter() - start) / rounds
+
+    def tasks(i):
+        client.gather([client.submit(_plus_one, i, workers=[w], pure=False) for w in workers])
+
+    def chain(i):
+        level = [client.submit(_plus_one, i, workers=[w], pure=False) for w in workers]
+        for _ in range(2):
+            level = [client.submit(_plus_one, f, pure=False) for f in level]
+        client.gather(level)
+
+    def calls(i):
+        [f.result() for f in [a.value() for a in actors]]
+
+    print(f"two tasks and a gather: {timed(tasks, 200):.1f} ms; a chain of three tasks: "
+          f"{timed(chain, 100):.1f} ms; an actor call on each worker: {timed(calls, 200):.1f} ms")
+    client.close()
+    cluster.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("view", choices=["stream", "in-process", "levels", "latency"])
+    parser.add_argument("--trees", type=int, default=8)
+    parser.add_argument("--synthetic-rows", type=int, default=0)
+    args = parser.parse_args()
+    {"stream": stream, "in-process": in_process, "levels": levels,
+     "latency": latency}[args.view](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""glibc's mmap threshold on processes that train row blocks (:mod:`rebelboost._malloc`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rebelboost import _malloc
+
+linux = pytest.mark.skipif(sys.platform != "linux", reason="glibc's allocator: Linux only")
+
+
+_PROBE = """
+import ctypes, sys
+import numpy as np
+from rebelboost import _malloc
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                               "usmblks", "fsmblks", "uordblks", "fordblks",
+                                               "keepcost")]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = MallInfo2
+mapped = []
+for on in (None, True, False):
+    if on is not None:
+        assert _malloc.training_allocation(on)
+    before = libc.mallinfo2().hblks
+    block = np.ones(1 << 17)  # 1 MiB
+    mapped.append(libc.mallinfo2().hblks - before)
+    del block
+print(mapped)
+"""
+
+
+@linux
+def test_the_threshold_moves_only_where_dask_pinned_it(monkeypatch):
+    """Set where ``MALLOC_TRIM_THRESHOLD_`` is (as Dask's nannies start workers), never where
+    it is not or where the user chose ``MALLOC_MMAP_THRESHOLD_``."""
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    assert not _malloc.training_allocation(True)
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    assert not _malloc.training_allocation(True)
+
+
+@linux
+def test_a_worker_like_process_takes_arrays_from_the_heap_while_it_trains():
+    """In a process started as Dask starts workers (``MALLOC_TRIM_THRESHOLD_``), a 1 MiB
+    array is a fresh mapping; with the training threshold, from the heap; after it, a
+    mapping again."""
+    env = {**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536"}
+    env.pop("MALLOC_MMAP_THRESHOLD_", None)
+    out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[-2] == "[1, 0, 1]"
