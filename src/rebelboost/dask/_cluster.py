@@ -28,7 +28,7 @@ class Cluster:
     def __init__(self, client):
         self.client = client
         if hasattr(client, "register_plugin"):  # (every worker, and any that joins later)
-            client.register_plugin(_WorkerSetup(), name="rebelboost-worker-setup")
+            client.register_plugin(_ThreadsFromEnvironment(), name="rebelboost-threads")
         self.gathered_bytes = 0
         # future -> the worker of its block (forgotten with the future: a long fit's
         # thousands of tasks are not all remembered)
@@ -101,11 +101,12 @@ class Cluster:
         return value
 
 
-class _WorkerSetup(WorkerPlugin):
-    """A worker plugin, before any task runs: numba's thread count as the worker's
-    environment says (:func:`~rebelboost.parallel.follow_thread_environment`: a worker of
-    ``LocalCluster(env={"NUMBA_NUM_THREADS": ...})`` imports its parent's main module, and
-    numba, before that environment is set; its first compilation then failed)."""
+class _ThreadsFromEnvironment(WorkerPlugin):
+    """A worker plugin: numba's thread count as the worker's environment says
+    (:func:`~rebelboost.parallel.follow_thread_environment`), before any task starts numba's
+    threads. A worker of ``LocalCluster(env={"NUMBA_NUM_THREADS": ...})`` imports its
+    parent's main module, and numba, before that environment is set; its first compilation
+    then failed."""
 
     def setup(self, worker) -> None:
         from ..parallel import follow_thread_environment
