@@ -64,7 +64,9 @@ class DaskRebelClassifier(RebelClassifier):
     fit on all rows), and stops early on an ``eval_set`` (there is no validation split of
     the partitions): other settings raise ``NotImplementedError`` before any work is done. A
     tree costs one round trip to the workers per level of splits, not one per split
-    (``round_trips_``, per tree; :class:`~rebelboost.blocks.training.BlockRows`).
+    (``round_trips_``, per tree; :class:`~rebelboost.blocks.training.BlockRows`). While the
+    trees grow, workers started by Dask's nannies take arrays up to 32 MiB from the heap
+    (:mod:`rebelboost._malloc`; never where ``MALLOC_MMAP_THRESHOLD_`` is set).
     """
 
     _parameter_constraints: dict = {**RebelClassifier._parameter_constraints,
