@@ -247,6 +247,7 @@ class BlockRebelBooster:
         self.bits = options.histogram_bits
         self.weight_range = weight_range
         self.scales = None  # this tree's quantization scales
+        self._seed = 0  # and its rounding's seed
         if self.bits is None:
             logs = cluster.gather(cluster.map(part_fn.log_partial_sums, parts))
             self._initial = float(np.exp(np.logaddexp(*np.logaddexp.reduce(logs, axis=0))))
@@ -255,8 +256,9 @@ class BlockRebelBooster:
             self._initial = self._weigh()
 
     def _weigh(self) -> float:
-        """New channels on the workers (and the next root's histogram, over every feature);
-        returns the loss (the channels' total times their scale)."""
+        """New channels on the workers; returns the loss (the channels' total times their
+        scale). The next tree's quantized channels and root histogram wait for the tree
+        (:meth:`_root_histogram`): after the last one, none is made."""
         cluster = self.cluster
         shift = cluster.reduce(max, cluster.map(part_fn.max_exponent, self.parts))
         samples = [None] * len(self.parts)
@@ -274,15 +276,10 @@ class BlockRebelBooster:
             top = np.max([top for _, top in stats], axis=0)
             stats = rounded(functools.reduce(part_fn.add, [acc for acc, _ in stats]))
             self.scales = channel_scales(top, self.weight_range, self.bits)
-            seed = self.grower.rng.randint(2**31)  # drawn where the local fit draws it
-            self.parts = [cluster.submit(part_fn.quantize, part, self.scales, self.bits, seed,
-                                         start)
-                          for part, start in zip(self.parts, self.block_starts, strict=True)]
-        hists = cluster.map(part_fn.histogram, self.parts, 0, self.all_features)
-        if self.bits is None:
+            self._seed = self.grower.rng.randint(2**31)  # drawn where the local fit draws it
+        else:
             shift, stats = cluster.gather([shift, stats])
             stats = functools.reduce(part_fn.add, stats)
-        self.root_histogram = cluster.reduce_gather(part_fn.add, hists)
         self.root_sums = stats[1:-1]  # (without the row count)
         self.root_rows = int(stats[-1])
         self.scale, loss = scale_and_loss(shift, stats[0])
@@ -291,10 +288,21 @@ class BlockRebelBooster:
     def initial_loss(self) -> float:
         return self._initial
 
+    def _root_histogram(self) -> np.ndarray:
+        """The tree's quantized channels on the workers (with ``histogram_bits``) and its
+        root's histogram over every feature."""
+        cluster = self.cluster
+        if self.bits is not None:
+            self.parts = [cluster.submit(part_fn.quantize, part, self.scales, self.bits,
+                                         self._seed, start)
+                          for part, start in zip(self.parts, self.block_starts, strict=True)]
+        return cluster.reduce_gather(
+            part_fn.add, cluster.map(part_fn.histogram, self.parts, 0, self.all_features))
+
     def fit_stage(self, iteration: int) -> Stage:
+        root_histogram = self._root_histogram()  # (the quantized partitions first)
         rows = BlockRows(self.cluster, self.parts, self.root_sums, self.root_rows,
-                        self.binner.layout, self.root_histogram, self.all_features,
-                        self.scales)
+                         self.binner.layout, root_histogram, self.all_features, self.scales)
         fit = self.grower.grow(rows)
         self.round_trips.append(rows.round_trips)
         steps = self.learning_rate * fit.leaf_values
