@@ -443,7 +443,6 @@ def test_a_worker_killed_mid_fit_leaves_the_same_model(client):
     assert_array_equal(disturbed.train_loss_, undisturbed.train_loss_)
 
 
-
 def test_tasks_on_a_block_prefer_its_worker_and_blocks_weigh_their_arrays(client):
     """Every task that reads a block (and every task reading those) asks for the block's
     worker, and a block tells Dask its arrays' size: a scheduler that took it for a few

@@ -20,33 +20,41 @@ import sys
 TRAINING_THRESHOLD = 32 << 20  # glibc's ceiling for its dynamic threshold (64-bit)
 PINNED_THRESHOLD = 128 << 10  # glibc's initial threshold, where MALLOC_TRIM_THRESHOLD_ pins it
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number
+_training = False  # this process's threshold is the training one
+
+
+def _glibc():
+    """glibc, in a process started with ``MALLOC_TRIM_THRESHOLD_`` and without the user's
+    own ``MALLOC_MMAP_THRESHOLD_``; None elsewhere (or where the C library is not glibc)."""
+    if (sys.platform != "linux" or "MALLOC_TRIM_THRESHOLD_" not in os.environ
+            or "MALLOC_MMAP_THRESHOLD_" in os.environ):
+        return None
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt, libc.malloc_trim  # noqa: B018  (glibc has both)
+    except (OSError, AttributeError):
+        return None
+    return libc
 
 
 def set_mmap_threshold(size: int) -> bool:
-    """glibc's mmap threshold set to ``size`` bytes in a process started with
-    ``MALLOC_TRIM_THRESHOLD_`` (and no ``MALLOC_MMAP_THRESHOLD_``, the user's own choice;
-    nothing where the C library is not glibc). True where it was set."""
-    if (sys.platform != "linux" or "MALLOC_TRIM_THRESHOLD_" not in os.environ
-            or "MALLOC_MMAP_THRESHOLD_" in os.environ):
-        return False
-    try:
-        return bool(ctypes.CDLL("libc.so.6").mallopt(_M_MMAP_THRESHOLD, size))
-    except (OSError, AttributeError):  # (not glibc)
-        return False
+    """glibc's mmap threshold set to ``size`` bytes where :func:`_glibc` allows it. True
+    where it was set."""
+    libc = _glibc()
+    return libc is not None and bool(libc.mallopt(_M_MMAP_THRESHOLD, size))
 
 
 def training_allocation(on: bool) -> bool:
     """The training threshold (``on``) or the pinned one back (:func:`set_mmap_threshold`)."""
-    return set_mmap_threshold(TRAINING_THRESHOLD if on else PINNED_THRESHOLD)
+    global _training
+    done = set_mmap_threshold(TRAINING_THRESHOLD if on else PINNED_THRESHOLD)
+    _training = on and done
+    return done
 
 
 def release_free_memory() -> None:
-    """The heap's free pages handed back to the system (glibc's ``malloc_trim``) where
+    """The heap's free pages handed back to the system (glibc's ``malloc_trim``) while
     :func:`training_allocation` keeps arrays in the heap: before a tree's new channels, the
-    last tree's freed arrays would add to the peak."""
-    if (sys.platform == "linux" and "MALLOC_TRIM_THRESHOLD_" in os.environ
-            and "MALLOC_MMAP_THRESHOLD_" not in os.environ):
-        try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):  # (not glibc)
-            pass
+    last tree's freed arrays would add to the peak. Nothing otherwise."""
+    if _training:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
