@@ -74,8 +74,12 @@ def _worker_memory(reset: bool = False) -> dict:
     return {key: int(status.split(f"{key}:")[1].split()[0]) / 1024 for key in ("VmRSS", "VmHWM")}
 
 
-def time_dask_rebel(client, X, y, n_iter, params):
-    from rebelboost.dask import DaskRebelClassifier
+def time_dask_rebel(client, X, y, n_iter, params, on_actors: bool = True):
+    """``on_actors`` False: the rounds of splits as scheduler tasks (the code before the
+    actors; ``rebel_dask_tasks``)."""
+    from rebelboost.dask import DaskRebelClassifier, estimator
+
+    estimator.ROUNDS_ON_ACTORS = on_actors
 
     # each worker compiles its kernels on a slice first; then its peak restarts from what it
     # holds at rest, so the peak above it is the fit's (partitions included, as they are
@@ -209,10 +213,12 @@ def run(name, args):
               "partitions": int(X.numblocks[0]), "worker_memory_limit": args.memory_limit,
               "workers": args.workers, "spill": not args.no_spill}
     print(f"{name}: {result}", flush=True)
-    if "rebel_dask" in args.methods:
-        result["rebel_dask"] = time_dask_rebel(client, X, y, n_iter, params)
-        print("  rebel dask", {k: v for k, v in result["rebel_dask"].items()
-                               if k != "train_loss"}, flush=True)
+    for method in args.methods:  # (in the order given: a worker's first fit pays for its heap)
+        if method in ("rebel_dask", "rebel_dask_tasks"):
+            result[method] = time_dask_rebel(client, X, y, n_iter, params,
+                                             on_actors=method == "rebel_dask")
+            print(f"  {method}", {k: v for k, v in result[method].items()
+                                  if k != "train_loss"}, flush=True)
     if "lightgbm_dask" in args.methods:
         result["lightgbm_dask"] = time_dask_lightgbm(client, X, y, n_iter)
         print("  lightgbm dask", result["lightgbm_dask"], flush=True)
@@ -228,12 +234,15 @@ def run(name, args):
         result["rebel_local"] = time_local(X_np, y_np, n_iter, params)
         print("  rebel local", {k: v for k, v in result["rebel_local"].items()
                                 if k != "train_loss"}, flush=True)
-    if "rebel_local" in result and "rebel_dask" in result:
-        a, b = (np.asarray(result[m]["train_loss"]) for m in ("rebel_dask", "rebel_local"))
-        result["max_relative_loss_difference"] = float(np.max(np.abs(a / b - 1)))
-        result["same_model_file"] = (result["rebel_dask"]["model_file_sha256"]
-                                     == result["rebel_local"]["model_file_sha256"])
-        print("  same model file:", result["same_model_file"], flush=True)
+    for dist in ("rebel_dask", "rebel_dask_tasks"):
+        if "rebel_local" in result and dist in result:
+            a, b = (np.asarray(result[m]["train_loss"]) for m in (dist, "rebel_local"))
+            suffix = "" if dist == "rebel_dask" else "_tasks"
+            result["max_relative_loss_difference" + suffix] = float(np.max(np.abs(a / b - 1)))
+            result["same_model_file" + suffix] = (result[dist]["model_file_sha256"]
+                                                  == result["rebel_local"]["model_file_sha256"])
+            print(f"  same model file ({dist}):", result["same_model_file" + suffix],
+                  flush=True)
     return result
 
 

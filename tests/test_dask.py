@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import threading
+import warnings
 
 import dask.array as da
 import dask.dataframe as dd
@@ -419,9 +420,12 @@ def test_cost_routes_are_cross_fitted_on_the_workers(client):
     assert_array_equal(dist.predict(X), local.predict(X))
 
 
-def test_a_worker_killed_mid_fit_leaves_the_same_model(client):
+@pytest.mark.parametrize("on_actors", [True, False])
+def test_a_worker_killed_mid_fit_leaves_the_same_model(client, monkeypatch, on_actors):
     """Dask recomputes the lost partitions from their lineage (pure tasks): the fit completes
-    with the model of an undisturbed fit."""
+    with the model of an undisturbed fit; with the rounds on actors, whose blocks die with
+    their worker, by growing the trees again on tasks (and saying so)."""
+    monkeypatch.setattr(dask_estimator, "ROUNDS_ON_ACTORS", on_actors)
     X, y = _data(n=3000, d=6, seed=9)
     Xd, yd = da.from_array(X, chunks=(750, 6)), da.from_array(y, chunks=750)
     params = dict(n_estimators=8, max_leaves=15, random_state=1)
@@ -434,8 +438,13 @@ def test_a_worker_killed_mid_fit_leaves_the_same_model(client):
             os.kill(pids[0], signal.SIGKILL)
             killed.set()
 
-    disturbed = DaskRebelClassifier(**params).fit(Xd, yd, callbacks=[kill_at_iteration_3])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        disturbed = DaskRebelClassifier(**params).fit(Xd, yd,
+                                                      callbacks=[kill_at_iteration_3])
     assert killed.is_set()
+    regrown = [w for w in caught if "grown again, on Dask tasks" in str(w.message)]
+    assert len(regrown) == on_actors
     client.wait_for_workers(2, timeout=60)
     for name in TREE_FIELDS:
         assert_array_equal(getattr(disturbed.trees_, name), getattr(undisturbed.trees_, name))

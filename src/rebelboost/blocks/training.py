@@ -6,8 +6,9 @@ it asks :class:`BlockRows` for counts, channel sums and histograms, which every 
 computes for its own rows (:mod:`.tasks`) and a fixed-order tree reduction adds up; only
 split decisions and step vectors go back. The weights' common scale (their largest exponent)
 is agreed first, by a max reduction. How tasks run is the backend's :class:`Executor`
-(Dask's: :class:`rebelboost.dask._cluster.Cluster`); whatever order the blocks answer in, the
-sums are added in the blocks' order, so the model is the same.
+(Dask's: :class:`rebelboost.dask._cluster.Cluster`, scheduler tasks, and
+:class:`rebelboost.dask._actors.ActorExecutor`, an actor per worker); whatever order the
+blocks answer in, the sums are added in the blocks' order, so the model is the same.
 """
 
 from __future__ import annotations

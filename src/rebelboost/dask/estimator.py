@@ -2,17 +2,20 @@
 
 The rows never leave the workers: each bins and keeps its own partitions, builds the
 histograms of its rows, and a fixed-order tree reduction adds them up for the one split search
-on the client (:mod:`rebelboost.blocks`, run through Dask by :mod:`._cluster`). All of it
-runs as ordinary Dask tasks (no sockets of our own): a worker that dies is replaced by
-recomputing its partitions from their lineage, every task being a pure function, so the fit
-completes with the same model, or fails with Dask's ``KilledWorker`` error when the same task
-has killed workers too often.
+on the client (:mod:`rebelboost.blocks`). The data are read and binned by ordinary Dask tasks
+(:mod:`._cluster`); the trees grow on one actor per worker holding its blocks, called
+directly (:mod:`._actors`; no sockets of our own). Every task is a pure function: a worker
+that dies mid-fit takes its actor's blocks with it, and the trees start again on ordinary
+tasks, which Dask recomputes from the partitions' lineage, so the fit completes with the same
+model, or fails with Dask's ``KilledWorker`` error when the same task has killed workers too
+often.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 
 import numpy as np
 from sklearn.base import clone
@@ -29,6 +32,7 @@ from ..ensemble.rebel import RebelClassifier
 from ..exact_sums import rounded
 from ..losses.rebel import RebelLoss
 from ..search.quantize import merge_weight_ranges
+from ._actors import ActorExecutor, WorkerLost
 from ._cluster import Cluster
 from .cross_fit import choose_route_on_workers
 
@@ -37,6 +41,11 @@ from .cross_fit import choose_route_on_workers
 #: split then costs a few Dask tasks per worker instead of a few per partition. None: every
 #: partition stays a block of its own.
 BLOCKS_PER_WORKER: int | None = 1
+
+#: The trees' rounds of splits go to one actor per worker, called directly
+#: (:mod:`._actors`), instead of through the scheduler's tasks; a worker lost mid-fit then
+#: costs a new fit on tasks (the same model). False: tasks only.
+ROUNDS_ON_ACTORS = True
 
 
 class DaskRebelClassifier(RebelClassifier):
@@ -64,7 +73,8 @@ class DaskRebelClassifier(RebelClassifier):
     fit on all rows), and stops early on an ``eval_set`` (there is no validation split of
     the partitions): other settings raise ``NotImplementedError`` before any work is done. A
     tree costs one round trip to the workers per level of splits, not one per split
-    (``round_trips_``, per tree; :class:`~rebelboost.blocks.training.BlockRows`). While the
+    (``round_trips_``, per tree; :class:`~rebelboost.blocks.training.BlockRows`), each a
+    direct call to every worker's actor (:data:`ROUNDS_ON_ACTORS`). While the
     trees grow, workers started by Dask's nannies take arrays up to 32 MiB from the heap
     (:mod:`rebelboost._malloc`; never where ``MALLOC_MMAP_THRESHOLD_`` is set).
     """
@@ -201,27 +211,53 @@ class DaskRebelClassifier(RebelClassifier):
                  for pair in pairs], dask.compute(eval_sample_weight)[0])
         block_rows = [sum(f["n_rows"] for f in facts[a:b]) for a, b in groups]
         target = 1.0 / n_rows if self.target_loss == "auto" else self.target_loss
+        seed = rng.randint(2**31)
+
+        def train(executor, blocks):
+            booster = None
+            try:
+                booster = BlockRebelBooster(
+                    executor, blocks, binner_value, n_rows, k,
+                    self._vector_tree_options(), np.random.RandomState(seed),
+                    self._shrinkage(), None if validation is None else RebelLoss(
+                        None, validation.codes, validation.sample_weight, self.subcosts,
+                        validation.cost_rows),
+                    np.cumsum([0] + block_rows[:-1]).tolist(),
+                    functools.reduce(merge_weight_ranges, [f["weight_range"] for f in facts]))
+                result = boost(booster, self._n_iterations(), d, validation=validation,
+                               early_stopping=self._early_stopping(validation is not None),
+                               callbacks=callbacks, target_loss=target,
+                               verbose=self.verbose, n_jobs=self.n_jobs, estimator=self)
+                return booster, result, booster.covers()
+            finally:
+                if booster is not None:
+                    booster.release()
+
+        binner_value = cluster.gather(binner)
+
+        def on_actors(blocks):
+            actors = ActorExecutor(cluster, blocks)
+            try:
+                return train(actors, actors.blocks)
+            finally:
+                actors.close()
+
         cluster.training_allocation(True)
-        booster = None
         try:
-            booster = BlockRebelBooster(
-                cluster, parts, cluster.gather(binner), n_rows, k,
-                self._vector_tree_options(), np.random.RandomState(rng.randint(2**31)),
-                self._shrinkage(), None if validation is None else RebelLoss(
-                    None, validation.codes, validation.sample_weight, self.subcosts,
-                    validation.cost_rows),
-                np.cumsum([0] + block_rows[:-1]).tolist(),
-                functools.reduce(merge_weight_ranges, [f["weight_range"] for f in facts]))
-            del parts  # (the booster's own are the partitions now: the first ones go)
-            result = boost(booster, self._n_iterations(), d, validation=validation,
-                           early_stopping=self._early_stopping(validation is not None),
-                           callbacks=callbacks, target_loss=target, verbose=self.verbose,
-                           n_jobs=self.n_jobs, estimator=self)
-            covers = booster.covers()
+            if ROUNDS_ON_ACTORS:
+                try:
+                    booster, result, covers = on_actors(parts)
+                except WorkerLost as lost:
+                    # the worker's blocks died with its actor: the fit starts again on
+                    # tasks, which Dask recomputes from the partitions' lineage
+                    warnings.warn(f"{lost}: the trees are grown again, on Dask tasks (the "
+                                  "same model)", RuntimeWarning, stacklevel=3)
+                    booster, result, covers = train(cluster, parts)
+            else:
+                booster, result, covers = train(cluster, parts)
         finally:
-            if booster is not None:
-                booster.release()
             cluster.training_allocation(False)
+        del parts
         self._set_result(result)
         self.model_.covers = covers[:len(self.model_.learners)]
         self._set_records(result.records, result.n_kept, booster)
