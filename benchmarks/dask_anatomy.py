@@ -1,9 +1,15 @@
 """Where a distributed fit's time goes (issue 32): a kddcup (or synthetic) fit on a 2-worker
-LocalCluster, seen four ways.
+LocalCluster, seen six ways.
 
-* ``stream``: Dask's task stream of a fit: compute seconds per task kind, the period of a
-  round of splits (one ``split_many`` per block to the next), the workers' busy time, and
-  the share of the client's time spent waiting in ``gather``.
+* ``stream``: Dask's task stream of a fit with every round on tasks (``ROUNDS_ON_ACTORS``
+  off): compute seconds per task kind, the period of a round of splits (one ``split_many``
+  per block to the next), the workers' busy time, and the share of the client's time spent
+  waiting in ``gather``.
+* ``actors``: a fit with its rounds on actors (the default): seconds per function inside
+  each worker's actor, and the client's waits on the actors, per iteration.
+* ``memory``: each worker's resident memory every 50 ms through a fit of data generated in
+  the fit (``--synthetic-rows``), its peak per phase (setup, each iteration), after a
+  warm-up fit with its rounds on actors or on tasks (``--warm-up``).
 * ``in-process``: the same block tasks called in this process, one thread, through a
   plain-list backend (what the tasks cost without a cluster around them).
 * ``levels``: the local model's split levels per tree against the fit's round trips (a
@@ -12,6 +18,8 @@ LocalCluster, seen four ways.
   to a Dask actor on each worker.
 
     python benchmarks/dask_anatomy.py stream [--synthetic-rows 4000000] [--trees 8]
+    python benchmarks/dask_anatomy.py actors [--synthetic-rows 4000000] [--trees 10]
+    python benchmarks/dask_anatomy.py memory --synthetic-rows 20000000 --trees 5 --warm-up tasks
     python benchmarks/dask_anatomy.py in-process
     python benchmarks/dask_anatomy.py levels
     python benchmarks/dask_anatomy.py latency
@@ -48,25 +56,33 @@ def _kddcup() -> tuple[np.ndarray, np.ndarray]:
             np.concatenate([split.y_train, split.y_test]))
 
 
-def stream(args) -> None:
-    """Task-stream anatomy of a fit of ``args.trees`` trees (after a warm fit)."""
+def _data(client, args, persist: bool = True):
+    """kddcup, or ``args.synthetic_rows`` rows of ``bench_dask``'s synthetic set (generated
+    on the workers: when ``persist`` is False, during the fit)."""
     import dask.array as da
-    from distributed import get_task_stream
 
-    from rebelboost.dask import DaskRebelClassifier
-
-    cluster, client = _cluster()
     if args.synthetic_rows:
         sys.path.insert(0, str(Path(__file__).parent))
         from bench_dask import synthetic
 
         n = args.synthetic_rows
-        X, y = client.persist(list(synthetic(n, 50, -(-n // 8))))
-    else:
-        X_np, y_np = _kddcup()
-        chunk = -(-len(y_np) // 8)
-        X = client.persist(da.from_array(X_np, chunks=(chunk, X_np.shape[1])))
-        y = client.persist(da.from_array(y_np, chunks=chunk))
+        X, y = synthetic(n, 50, -(-n // 8))
+        return client.persist([X, y]) if persist else (X, y)
+    X_np, y_np = _kddcup()
+    chunk = -(-len(y_np) // 8)
+    return (client.persist(da.from_array(X_np, chunks=(chunk, X_np.shape[1]))),
+            client.persist(da.from_array(y_np, chunks=chunk)))
+
+
+def stream(args) -> None:
+    """Task-stream anatomy of a fit of ``args.trees`` trees on tasks (after a warm fit)."""
+    from distributed import get_task_stream
+
+    from rebelboost.dask import DaskRebelClassifier, estimator
+
+    estimator.ROUNDS_ON_ACTORS = False
+    cluster, client = _cluster()
+    X, y = _data(client, args)
     DaskRebelClassifier(n_estimators=2, **PARAMS).fit(X, y)  # (kernels loaded)
     prof = cProfile.Profile()
     with get_task_stream(client) as ts:
@@ -107,6 +123,126 @@ def stream(args) -> None:
     within = period[period < 3 * np.median(period)]  # (rounds of one tree)
     print(f"a round of splits: period median {1e3 * np.median(within):.1f} ms, its split_many "
           f"span median {1e3 * np.median(np.subtract(ends, starts)):.1f} ms")
+
+
+def _time_actor_functions() -> None:
+    """In a worker: ``BlockStore.run`` timing each function it calls (``_ACTOR_SECONDS``)."""
+    from rebelboost.dask import _actors
+
+    seconds = _actors._ACTOR_SECONDS = collections.Counter()
+
+    def run(self, tasks, wanted, forget):
+        values = self.values
+        for key in forget:
+            values.pop(key, None)
+        for key, func, args in tasks:
+            start = time.perf_counter()
+            values[key] = func(*[values[a] if type(a) is _actors._Key else a for a in args])
+            seconds[getattr(func, "__name__", str(func))] += time.perf_counter() - start
+        return [values[key] for key in wanted]
+
+    _actors.BlockStore.run = run
+
+
+def _actor_seconds() -> dict:
+    from rebelboost.dask import _actors
+
+    return dict(_actors._ACTOR_SECONDS)
+
+
+def actors(args) -> None:
+    """Seconds per function inside the actors, and the client's waits, in a fit of
+    ``args.trees`` trees with its rounds on actors."""
+    from rebelboost.dask import DaskRebelClassifier, _actors
+
+    cluster, client = _cluster()
+    X, y = _data(client, args)
+    DaskRebelClassifier(n_estimators=2, **PARAMS).fit(X, y)  # (kernels loaded)
+    client.run(_time_actor_functions)
+    waited = [0.0]
+    call = _actors.ActorExecutor._call
+
+    def timed_call(self, calls):
+        start = time.perf_counter()
+        call(self, calls)
+        waited[0] += time.perf_counter() - start
+
+    _actors.ActorExecutor._call = timed_call
+    marks = []
+
+    def record(info):
+        marks.append((time.perf_counter(), waited[0]))
+
+    start = time.perf_counter()
+    DaskRebelClassifier(n_estimators=args.trees, **PARAMS).fit(X, y, callbacks=[record])
+    wall = time.perf_counter() - start
+    seconds = client.run(_actor_seconds)
+    client.close()
+    cluster.close()
+    steps = np.diff([m[0] for m in marks])
+    waits = np.diff([m[1] for m in marks])
+    print(f"fit of {args.trees} trees: {wall:.2f} s, of which the client waited on the actors "
+          f"{waited[0]:.2f} s; iterations after the first: {np.round(steps, 2).tolist()} s, "
+          f"waiting {np.round(waits, 2).tolist()} s")
+    for worker, counter in seconds.items():
+        print(f"  {worker.rsplit(':', 1)[-1]}:", {k: round(v, 2) for k, v in
+                                                 collections.Counter(counter).most_common()})
+
+
+def _trace_memory() -> None:
+    """In a worker: its resident memory every 50 ms, until :func:`_memory_trace`."""
+    import threading
+
+    from rebelboost.dask import _actors
+
+    trace = _actors._RSS_TRACE = []
+
+    def poll():
+        while _actors._RSS_TRACE is trace:
+            status = Path("/proc/self/status").read_text()
+            trace.append((time.time(), int(status.split("VmRSS:")[1].split()[0]) / 1024))
+            time.sleep(0.05)
+
+    threading.Thread(target=poll, daemon=True).start()
+
+
+def _memory_trace() -> list:
+    from rebelboost.dask import _actors
+
+    trace, _actors._RSS_TRACE = _actors._RSS_TRACE, None
+    return trace
+
+
+def memory(args) -> None:
+    """Each worker's peak resident memory over its memory at rest, per phase of a fit whose
+    data are generated in the fit, after a warm-up fit on actors or tasks."""
+    from rebelboost.dask import DaskRebelClassifier, estimator
+
+    cluster, client = _cluster()
+    X, y = _data(client, args, persist=False)
+    estimator.ROUNDS_ON_ACTORS = args.warm_up == "actors"
+    DaskRebelClassifier(n_estimators=2, **PARAMS).fit(X[:4000], y[:4000])
+    estimator.ROUNDS_ON_ACTORS = True
+    client.run(_trace_memory)
+    marks = [("setup, tree 1", time.time())]
+
+    def record(info):
+        marks.append((f"after tree {info.iteration}", time.time()))
+
+    DaskRebelClassifier(n_estimators=args.trees, **PARAMS).fit(X, y, callbacks=[record])
+    marks.append(("end", time.time()))
+    traces = client.run(_memory_trace)
+    client.close()
+    cluster.close()
+    for worker, trace in traces.items():
+        trace = np.asarray(trace)
+        rest = trace[0, 1]
+        print(f"{worker.rsplit(':', 1)[-1]}: at rest {rest:.0f} MiB; peak over rest, MiB:")
+        for (name, a), (_, b) in zip(marks, marks[1:], strict=False):
+            inside = (trace[:, 0] >= a) & (trace[:, 0] < b)
+            if inside.any():
+                print(f"  {name:14s} ({a - marks[0][1]:6.1f}-{b - marks[0][1]:6.1f} s) "
+                      f"{trace[inside, 1].max() - rest:7.0f}")
 
 
 def in_process(args) -> None:
@@ -222,12 +358,19 @@ def latency(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("view", choices=["stream", "in-process", "levels", "latency"])
+    parser.add_argument("view", choices=["stream", "actors", "memory", "in-process", "levels",
+                                         "latency"])
     parser.add_argument("--trees", type=int, default=8)
     parser.add_argument("--synthetic-rows", type=int, default=0)
+    parser.add_argument("--float-histograms", action="store_true",
+                        help="histogram_bits=None (bench_dask's default) instead of 12")
+    parser.add_argument("--warm-up", choices=["actors", "tasks"], default="actors",
+                        help="memory: the warm-up fit's rounds")
     args = parser.parse_args()
-    {"stream": stream, "in-process": in_process, "levels": levels,
-     "latency": latency}[args.view](args)
+    if args.float_histograms:
+        PARAMS["histogram_bits"] = None
+    {"stream": stream, "actors": actors, "memory": memory, "in-process": in_process,
+     "levels": levels, "latency": latency}[args.view](args)
 
 
 if __name__ == "__main__":
