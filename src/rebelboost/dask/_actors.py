@@ -68,10 +68,10 @@ class ActorExecutor:
     nodes)."""
 
     def __init__(self, cluster, blocks: list):
-        client = self.client = cluster.client
-        self.cluster = cluster
         from distributed import wait
 
+        client = self.client = cluster.client
+        self.cluster = cluster
         wait(blocks)
         where = client.who_has(blocks)
         if not all(where[block.key] for block in blocks):
@@ -80,9 +80,11 @@ class ActorExecutor:
         for i, block in enumerate(blocks):
             homes.setdefault(sorted(where[block.key])[0], []).append(i)
         self.workers = sorted(homes)
+        # (a loose restriction: were the worker to die now, the actor would start elsewhere
+        # rather than wait for it; a block's size keeps the scheduler from moving it idly)
         self._actor_futures = [
             client.submit(BlockStore, homes[w], *[blocks[i] for i in homes[w]], actor=True,
-                          workers=[w], allow_other_workers=False, pure=False)
+                          workers=[w], allow_other_workers=True, pure=False)
             for w in self.workers]
         try:
             self.actors = [f.result() for f in self._actor_futures]
