@@ -21,14 +21,6 @@ from rebelboost.dask._actors import ActorExecutor
 from rebelboost.dask._cluster import Cluster
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        yield client
-
-
 def _blocks(client, n=5):
     """``n`` arrays, the first three on one worker, the others on the other."""
     workers = sorted(client.scheduler_info()["workers"])

@@ -12,7 +12,6 @@ import warnings
 
 import dask.array as da
 import dask.dataframe as dd
-import distributed
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -22,14 +21,6 @@ from rebelboost.dask import DaskRebelClassifier
 from rebelboost.dask import estimator as dask_estimator
 
 TREE_FIELDS = ("feature", "threshold", "missing_left", "left", "right")
-
-
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        yield client
 
 
 def _data(n=1500, d=6, k=3, seed=0, nan_rate=0.05):
