@@ -1,7 +1,9 @@
 """Distributed training on a LocalCluster (2 workers unless ``--workers``; issue 18): time
 and bytes moved per iteration of ``DaskRebelClassifier`` against the local
 ``RebelClassifier``, ``lightgbm.dask.DaskLGBMClassifier`` and ``xgboost.dask``'s
-``DaskXGBClassifier`` (``--methods ... xgboost_dask``) on the same cluster.
+``DaskXGBClassifier`` (``--methods ... xgboost_dask``) on the same cluster; ``rebel_dask_tasks``
+is ``DaskRebelClassifier`` with its rounds on scheduler tasks instead of actors
+(``ROUNDS_ON_ACTORS = False``), run in the order ``--methods`` gives.
 
     python benchmarks/bench_dask.py                       # kddcup and 20M x 50 synthetic
     python benchmarks/bench_dask.py --datasets kddcup --iterations 20

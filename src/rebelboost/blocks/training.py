@@ -14,6 +14,7 @@ blocks answer in, the sums are added in the blocks' order, so the model is the s
 from __future__ import annotations
 
 import functools
+from operator import getitem
 from typing import Protocol
 
 import numpy as np
@@ -52,6 +53,51 @@ class Executor(Protocol):
 
     def gather(self, future):
         """The value(s) of a future or a list of futures."""
+
+
+class TreeReductions:
+    """An :class:`Executor`'s maps, unpacking and fixed-order reductions, made of its
+    ``submit`` and ``gather``: every backend adds the blocks' answers in the same pairs and
+    order, so the sums are the same whichever backend runs them."""
+
+    def map(self, func, futures, *args) -> list:
+        return [self.submit(func, f, *args) for f in futures]
+
+    def unpack(self, futures, n: int) -> list[list]:
+        """``n`` futures per tuple-valued future: ``[[f[0] ...], [f[1] ...]]``."""
+        return [[self.submit(getitem, f, i) for f in futures] for i in range(n)]
+
+    def reduce(self, func, futures):
+        """``func`` applied pairwise in a fixed order (a tree over the blocks' order), so the
+        result is the same whichever worker computes what; a future."""
+        level = list(futures)
+        while len(level) > 1:
+            level = self.reduce_level(func, level)
+        return level[0]
+
+    def reduce_level(self, func, futures: list) -> list:
+        """One level of :meth:`reduce`: ``func`` of each pair in order (the last one alone
+        if odd); futures."""
+        return _pairs(func, list(futures), self.submit)
+
+    def reduce_gather(self, func, futures, fan_in: int = 2):
+        """:meth:`reduce`'s value, the last levels (``fan_in`` values or fewer) summed here:
+        one worker-to-worker hop fewer, the same order of additions."""
+        level = list(futures)
+        while len(level) > fan_in:
+            level = self.reduce_level(func, level)
+        level = self.gather(level)
+        while len(level) > 1:
+            level = _pairs(func, level, lambda f, a, b: f(a, b))
+        return level[0]
+
+
+def _pairs(func, level: list, call) -> list:
+    """``call(func, a, b)`` for each pair of ``level`` in order (the last one alone if odd)."""
+    nxt = [call(func, a, b) for a, b in zip(level[::2], level[1::2], strict=False)]
+    if len(level) % 2:
+        nxt.append(level[-1])
+    return nxt
 
 
 def nbytes(value) -> int:

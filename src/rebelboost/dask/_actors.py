@@ -17,7 +17,7 @@ from __future__ import annotations
 import weakref
 from itertools import count
 
-from ..blocks.training import nbytes
+from ..blocks.training import TreeReductions, nbytes
 
 
 class WorkerLost(RuntimeError):
@@ -62,7 +62,7 @@ class Node:
         return [a for a in self.args if isinstance(a, Node)]
 
 
-class ActorExecutor:
+class ActorExecutor(TreeReductions):
     """The booster's tasks on one :class:`BlockStore` per worker holding blocks; nodes are
     its futures. ``blocks``: Dask futures of the blocks, in order (:attr:`blocks` are their
     nodes)."""
@@ -70,7 +70,7 @@ class ActorExecutor:
     def __init__(self, cluster, blocks: list):
         from distributed import wait
 
-        client = self.client = cluster.client
+        client = cluster.client
         self.cluster = cluster
         wait(blocks)
         where = client.who_has(blocks)
@@ -115,43 +115,17 @@ class ActorExecutor:
         home = next((a.home for a in args if isinstance(a, Node) and a.home != _HERE), 0)
         return self._node(home, func, args)
 
-    def map(self, func, futures, *args) -> list[Node]:
-        return [self.submit(func, f, *args) for f in futures]
-
-    def unpack(self, futures, n: int) -> list[list[Node]]:
-        from operator import getitem
-
-        return [[self.submit(getitem, f, i) for f in futures] for i in range(n)]
-
     def reduce(self, func, futures):
-        """:meth:`reduce_gather`'s value as a node (the blocks' small summaries, such as
-        the weights' largest exponent: the last levels are added here, so that no actor
+        """:meth:`reduce_gather`'s value as a node (for the blocks' small summaries, such
+        as the weights' largest exponent: the last levels are added here, so that no actor
         waits on another's value)."""
         node = Node(next(self._keys), _HERE)
         node.value, node.fetched = self.reduce_gather(func, futures), True
         return node
 
-    def reduce_level(self, func, futures: list) -> list:
-        return self.cluster._level(func, list(futures), self.submit)
-
-    def reduce_gather(self, func, futures, fan_in: int = 2):
-        """:meth:`reduce`'s value: the levels that stay on one worker there, the rest here
-        (the same pairs in the same order as :class:`~._cluster.Cluster`'s)."""
-        level = list(futures)
-        while len(level) > fan_in:
-            level = self.reduce_level(func, level)
-        level = self.gather(level)
-        while len(level) > 1:
-            level = self.cluster._level(func, level, lambda f, a, b: f(a, b))
-        return level[0]
-
-    def training_allocation(self, on: bool) -> None:
-        self.cluster.training_allocation(on)
-
     def gather(self, value):
         """The value(s) of a node or a (nested) list of nodes."""
-        targets = [n for n in _flatten(value)]
-        self._compute(targets)
+        self._compute(list(_flatten(value)))
         return _unflatten(value)
 
     def _compute(self, targets: list[Node]) -> None:

@@ -9,15 +9,15 @@ how to fetch a value. A Ray or Spark backend is one such class.
 from __future__ import annotations
 
 import weakref
-from operator import getitem
 
 from distributed import WorkerPlugin
 
-from ..blocks.training import nbytes
+from ..blocks.training import TreeReductions, nbytes
 
 
-class Cluster:
-    """Task submission on a Dask client, counting the bytes the client gathers.
+class Cluster(TreeReductions):
+    """Task submission on a Dask client, counting the bytes the client gathers (maps and
+    reductions: :class:`~rebelboost.blocks.training.TreeReductions`).
 
     A task placed on a worker (a block's partitions, :meth:`submit`'s ``worker``) makes that
     worker its block's home, and every task that reads its result asks for the same worker
@@ -48,44 +48,6 @@ class Cluster:
                                     allow_other_workers=True)
         self._homes[future] = worker
         return future
-
-    def map(self, func, futures, *args):
-        return [self.submit(func, f, *args) for f in futures]
-
-    def unpack(self, futures, n: int) -> list[list]:
-        """``n`` futures per tuple-valued future: ``[[f[0] ...], [f[1] ...]]``."""
-        return [[self.submit(getitem, f, i) for f in futures] for i in range(n)]
-
-    def reduce(self, func, futures):
-        """``func`` applied pairwise in a fixed order (a tree over the blocks' order), so the
-        result is the same whichever worker computes what; a future."""
-        level = list(futures)
-        while len(level) > 1:
-            level = self.reduce_level(func, level)
-        return level[0]
-
-    def reduce_level(self, func, futures: list) -> list:
-        """One level of :meth:`reduce`: ``func`` of each pair in order (the last one alone
-        if odd); futures."""
-        return self._level(func, list(futures), self.submit)
-
-    def reduce_gather(self, func, futures, fan_in: int = 2):
-        """:meth:`reduce`'s value, the last levels (``fan_in`` values or fewer) summed here:
-        one worker-to-worker hop fewer, the same order of additions."""
-        level = list(futures)
-        while len(level) > fan_in:
-            level = self._level(func, level, self.submit)
-        level = self.gather(level)
-        while len(level) > 1:
-            level = self._level(func, level, lambda f, a, b: f(a, b))
-        return level[0]
-
-    @staticmethod
-    def _level(func, level, call):
-        nxt = [call(func, a, b) for a, b in zip(level[::2], level[1::2], strict=False)]
-        if len(level) % 2:
-            nxt.append(level[-1])
-        return nxt
 
     def training_allocation(self, on: bool) -> None:
         """glibc's mmap threshold on every worker for the rounds of splits (``on``) and back
