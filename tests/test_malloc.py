@@ -47,6 +47,7 @@ def test_the_threshold_moves_only_where_dask_pinned_it(monkeypatch):
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
     assert not _malloc.training_allocation(True)
+    _malloc.training_allocation(False)  # (NumPy's hugepage advice back)
 
 
 @linux
@@ -60,3 +61,28 @@ def test_a_worker_like_process_takes_arrays_from_the_heap_while_it_trains():
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[-2] == "[1, 0, 1]"
+
+
+def test_numpy_hugepage_advice_is_off_while_training_and_back_after():
+    """NumPy's ``madvise(MADV_HUGEPAGE)`` (whose fresh arrays stall on the kernel's compaction)
+    is off between ``training_allocation(True)`` and ``(False)``, then as it was, however many
+    times either is called."""
+    from numpy._core import multiarray
+
+    switch = multiarray._set_madvise_hugepage  # (sets, and returns the setting before)
+    original = switch(True)
+    try:
+        for _ in range(2):
+            _malloc.training_allocation(True)
+            _malloc.training_allocation(True)
+            assert switch(False) is False  # off while training
+            _malloc.training_allocation(False)
+            _malloc.training_allocation(False)
+            assert switch(True) is True  # the setting before training, back
+        switch(False)
+        _malloc.training_allocation(True)
+        _malloc.training_allocation(False)
+        assert switch(False) is False  # off before, off after
+    finally:
+        switch(original)
+        _malloc.training_allocation(False)

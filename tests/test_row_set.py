@@ -236,3 +236,39 @@ def test_feature_cells_are_each_features_cells_in_the_order_given(bins, data):
     got = feature_cells(offsets, features)
     np.testing.assert_array_equal(got, want)
     assert got.dtype == np.intp
+
+
+def test_each_tree_writes_its_channels_over_the_stepped_trees(monkeypatch):
+    """From the second tree on, a block's ``weigh`` writes its channels into the array of the
+    tree it stepped (no fresh (n, 2K + 2) array a tree), and the model is still the local
+    fit's (the test above, over 6 trees, checks the values)."""
+    rng = np.random.default_rng(0)
+    n, d, k = 600, 4, 3
+    X = rng.standard_normal((n, d))
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.4, 0.5])
+    params = dict(n_estimators=4, max_leaves=6, random_state=0)
+    local = RebelClassifier(**params).fit(X, y)
+    raw = [tasks.check_partition(X[a:b], y[a:b], None, d, i)
+           for i, (a, b) in enumerate([(0, 300), (300, n)])]
+    draws = np.random.RandomState(0)
+    binner = BinnedData.fit(X, None, local.max_bins, draws.randint(2**31),
+                            min_data_in_bin=local.min_data_in_bin).binner
+    parts = [tasks.make_partition(tasks.bin_block([r], binner, local.classes_), k,
+                                  local.cost_matrix_, local.subcosts, float(n)) for r in raw]
+    channels = {id(p.loss): [] for p in parts}
+    weigh = tasks.weigh
+
+    def recording(part, *args):
+        out = weigh(part, *args)
+        channels[id(part.loss)].append(out[0].counted)
+        return out
+
+    monkeypatch.setattr(tasks, "weigh", recording)
+    booster = BlockRebelBooster(ShuffledListExecutor(0), parts, binner, n, k,
+                                local._vector_tree_options(),
+                                np.random.RandomState(draws.randint(2**31)), local._shrinkage())
+    result = boost(booster, params["n_estimators"], d, target_loss=1.0 / n)
+    assert_array_equal(result.model.learners.feature, local.model_.learners.feature)
+    for arrays in channels.values():
+        assert len(arrays) >= params["n_estimators"]
+        assert all(a is arrays[0] for a in arrays)

@@ -9,6 +9,11 @@ zeroed, at each use. :func:`training_allocation` puts the threshold where glibc'
 dynamic threshold ends while the rounds of splits run, and back after them (the setup before,
 where a worker's memory peaks, keeps Dask's allocation; BENCHMARKS.md, "Arrays from the
 heap while Dask workers train").
+
+While training, NumPy's ``madvise(MADV_HUGEPAGE)`` on its large arrays is off as well: under
+the common ``defrag=madvise`` setting of transparent huge pages, a fresh array so marked
+stalls its first touch on the kernel's compaction (a tree's new row channels on a worker took
+2-3x the time of filling them; BENCHMARKS.md, "Huge pages off while workers train").
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ TRAINING_THRESHOLD = 32 << 20  # glibc's ceiling for its dynamic threshold (64-b
 PINNED_THRESHOLD = 128 << 10  # glibc's initial threshold, where MALLOC_TRIM_THRESHOLD_ pins it
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number
 _training = False  # this process's threshold is the training one
+_hugepages_before: bool | None = None  # NumPy's hugepage setting before training (None: not off)
 
 
 def _glibc():
@@ -45,11 +51,30 @@ def set_mmap_threshold(size: int) -> bool:
 
 
 def training_allocation(on: bool) -> bool:
-    """The training threshold (``on``) or the pinned one back (:func:`set_mmap_threshold`)."""
+    """The training threshold (``on``) and NumPy's hugepage advice off, or both back
+    (:func:`set_mmap_threshold`; True where the threshold was set)."""
     global _training
     done = set_mmap_threshold(TRAINING_THRESHOLD if on else PINNED_THRESHOLD)
     _training = on and done
+    _numpy_hugepages(not on)
     return done
+
+
+def _numpy_hugepages(on: bool) -> None:
+    """NumPy's hugepage advice off (``on`` False, remembering the setting) or back as it was;
+    nothing where NumPy has no such switch."""
+    global _hugepages_before
+    from numpy._core import multiarray
+
+    switch = getattr(multiarray, "_set_madvise_hugepage", None)
+    if switch is None:
+        return
+    if not on:
+        before = bool(switch(False))
+        _hugepages_before = before if _hugepages_before is None else _hugepages_before
+    elif _hugepages_before is not None:
+        switch(_hugepages_before)
+        _hugepages_before = None
 
 
 def release_free_memory() -> None:

@@ -250,6 +250,10 @@ class Partition(_WeighsItsArrays):
     covers: tuple = ()  # per tree so far: the sample weight reaching each of its leaves
     exact: bool = False  # quantized histograms, exact sums (accumulators) for the client
     quantized: np.ndarray | None = None  # (n, 2K + 2): ``counted`` quantized for this tree
+    # the stepped tree's ``counted``, which the next :func:`weigh` writes over: no task reads
+    # a tree's channels once it is stepped, and a fresh (n, 2K + 2) array a tree cost a
+    # worker of 10,000,000 rows 0.3 s of page faults (BENCHMARKS.md, issue 32, stop 36)
+    spent: np.ndarray | None = None
 
     def rows(self) -> RowArrays:
         """The rows as the grower reads them; sums and histograms end with the row count."""
@@ -320,9 +324,11 @@ def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, object
     the tree's rows as a packed mask over all rows, this partition's from row ``start``
     (None: every row). An exact partition answers with the accumulators of those sums and
     the channels' largest values (the quantization's scales)."""
-    release_free_memory()  # (the last tree's arrays, before the peak: a new ``counted``)
+    release_free_memory()  # (the last tree's arrays, before the peak)
     k2 = 2 * part.scores.shape[1]
-    counted = np.empty((part.scores.shape[0], k2 + 2))  # channels written in place
+    shape = (part.scores.shape[0], k2 + 2)
+    counted = part.spent if part.spent is not None and part.spent.shape == shape else None
+    counted = np.empty(shape) if counted is None else counted  # channels written in place
     _, row_totals = part.loss.scaled_row_weights(part.scores, shift, counted[:, :k2])
     counted[:, k2] = part.weight
     counted[:, k2 + 1] = 1.0  # the row count
@@ -332,7 +338,7 @@ def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, object
         mask = np.unpackbits(bits, count=start + len(rows))[start:].astype(bool)
         rows = np.flatnonzero(mask)
     part = replace(part, counted=counted, leaves={0: rows}, sampled=sample is not None,
-                   quantized=None)
+                   quantized=None, spent=None)
     sums = _sums(part, rows)
     if part.exact:
         top = counted[:, :k2].max(axis=0) if len(counted) else np.zeros(k2)
@@ -421,7 +427,7 @@ def step(part: Partition, leaves: list[int], steps: np.ndarray, *tree) -> Partit
     else:
         cover = np.bincount(leaf_of_row, weights=part.weight, minlength=steps.shape[0])
     return replace(part, scores=scores, counted=None, leaves=None, quantized=None,
-                   covers=part.covers + (cover,))
+                   covers=part.covers + (cover,), spent=part.counted)
 
 
 def covers(part: Partition, n_leaves: int) -> np.ndarray:
