@@ -12,6 +12,8 @@ LocalCluster, seen six ways.
   warm-up fit with its rounds on actors or on tasks (``--warm-up``).
 * ``in-process``: the same block tasks called in this process, one thread, through a
   plain-list backend (what the tasks cost without a cluster around them).
+* ``local``: the local fit on the same rows, on 2 threads, profiled: seconds per compiled
+  kernel and function (what a worker's functions are compared with).
 * ``levels``: the local model's split levels per tree against the fit's round trips (a
   round trip splits every leaf that may be split next: a tree needs at least one per level).
 * ``latency``: an empty round of two tasks and a gather, a chain of three tasks, and a call
@@ -21,6 +23,7 @@ LocalCluster, seen six ways.
     python benchmarks/dask_anatomy.py actors [--synthetic-rows 4000000] [--trees 10]
     python benchmarks/dask_anatomy.py memory --synthetic-rows 20000000 --trees 5 --warm-up tasks
     python benchmarks/dask_anatomy.py in-process
+    python benchmarks/dask_anatomy.py local [--synthetic-rows 4000000] [--trees 5]
     python benchmarks/dask_anatomy.py levels
     python benchmarks/dask_anatomy.py latency
 """
@@ -295,6 +298,29 @@ def in_process(args) -> None:
             print(f"  {name:12s} {cum:6.3f} s {calls:5d} calls {1e3 * cum / calls:7.1f} ms a call")
 
 
+def local(args) -> None:
+    """The local fit of ``args.trees`` trees on the rows ``_data`` makes, 2 threads, under
+    cProfile (after a fit of one tree, which compiles): the functions by own time."""
+    import dask
+
+    from rebelboost import RebelClassifier
+
+    if args.synthetic_rows:
+        with dask.config.set(scheduler="synchronous"):
+            X, y = dask.compute(*_data(None, args, persist=False))
+    else:
+        X, y = _kddcup()
+    params = dict(PARAMS, n_jobs=2)
+    RebelClassifier(n_estimators=1, **params).fit(X, y)
+    prof = cProfile.Profile()
+    start = time.perf_counter()
+    prof.enable()
+    RebelClassifier(n_estimators=args.trees, **params).fit(X, y)
+    prof.disable()
+    print(f"local fit of {args.trees} trees, 2 threads: {time.perf_counter() - start:.2f} s")
+    pstats.Stats(prof).sort_stats("tottime").print_stats(12)
+
+
 def levels(args) -> None:
     """Split levels of the local model's trees (the distributed fit's is the same model)."""
     from rebelboost import RebelClassifier
@@ -358,8 +384,8 @@ def latency(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("view", choices=["stream", "actors", "memory", "in-process", "levels",
-                                         "latency"])
+    parser.add_argument("view", choices=["stream", "actors", "memory", "in-process", "local",
+                                         "levels", "latency"])
     parser.add_argument("--trees", type=int, default=8)
     parser.add_argument("--synthetic-rows", type=int, default=0)
     parser.add_argument("--float-histograms", action="store_true",
@@ -370,7 +396,7 @@ def main() -> None:
     if args.float_histograms:
         PARAMS["histogram_bits"] = None
     {"stream": stream, "actors": actors, "memory": memory, "in-process": in_process,
-     "levels": levels, "latency": latency}[args.view](args)
+     "local": local, "levels": levels, "latency": latency}[args.view](args)
 
 
 if __name__ == "__main__":

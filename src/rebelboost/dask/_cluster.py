@@ -50,9 +50,10 @@ class Cluster(TreeReductions):
         return future
 
     def training_allocation(self, on: bool) -> None:
-        """glibc's mmap threshold on every worker for the rounds of splits (``on``) and back
-        after them (:func:`~rebelboost._malloc.training_allocation`: Dask's memory trimming
-        pins it at 128 KiB, and a kddcup fit's rounds then took 1.4x the time)."""
+        """glibc's mmap threshold and NumPy's hugepage advice on every worker for the rounds
+        of splits (``on``) and back after them (:func:`~rebelboost._malloc.training_allocation`:
+        Dask's memory trimming pins the threshold at 128 KiB, and a kddcup fit's rounds then
+        took 1.4x the time; fresh hugepage-advised arrays stall on the kernel's compaction)."""
         from .._malloc import training_allocation
 
         self.client.run(training_allocation, on, on_error="ignore")  # (an optimisation)
