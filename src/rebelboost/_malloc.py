@@ -64,9 +64,10 @@ def _numpy_hugepages(on: bool) -> None:
     """NumPy's hugepage advice off (``on`` False, remembering the setting) or back as it was;
     nothing where NumPy has no such switch."""
     global _hugepages_before
-    from numpy._core import multiarray
+    import numpy as np
 
-    switch = getattr(multiarray, "_set_madvise_hugepage", None)
+    core = getattr(np, "_core", None) or np.core  # (NumPy 2, NumPy 1)
+    switch = getattr(core.multiarray, "_set_madvise_hugepage", None)
     if switch is None:
         return
     if not on:
