@@ -66,7 +66,7 @@ def run_split(name: str, seed: int, n_folds: int = 3) -> list[dict]:
     from rebelboost import RebelClassifier
     from rebelboost.calibration import fit_calibration
     from rebelboost.costs import certain_codes, min_risk_codes
-    from rebelboost.ensemble._cost_route import fold_assignment, fold_estimator
+    from rebelboost.ensemble._cost_route import assemble_scores, fold_assignment, fold_estimator
 
     X, y, X_te, y_te = load_split(name, seed, 3000)
     k = int(y.max()) + 1
@@ -78,23 +78,22 @@ def run_split(name: str, seed: int, n_folds: int = 3) -> list[dict]:
     folds = fold_assignment(y, n_folds, np.random.RandomState(seed))
     model = clone(final)
     model.resolved_params_ = final.resolved_params_
-    oof = {t: np.empty((len(y), k)) for t in points}
+    held_out = {t: [] for t in points}  # per fold: (classes it saw, its held-out rows' scores)
     test_folds = {t: [] for t in points}
-    unseen = np.zeros(len(y), dtype=bool)
+    every_test_row = np.zeros(len(y_te), dtype=np.intp)  # (one "fold" of all test rows)
     for f in range(n_folds):
         train = folds != f
         fm = fold_estimator(model, {}, int(train.sum()), len(y)).fit(X[train], y[train])
         present = np.unique(y[train])
         held = staged_at(fm, X[~train], points)
         te = staged_at(fm, X_te, points)
-        unseen[~train] = ~np.isin(y[~train], present)
-        for t in points:
-            block = np.repeat(held[t].min(axis=1, keepdims=True), k, axis=1)
-            block[:, present] = held[t]
-            oof[t][~train] = block
-            full_te = np.repeat(te[t].min(axis=1, keepdims=True), k, axis=1)
-            full_te[:, present] = te[t]
-            test_folds[t].append(full_te)
+        for t in points:  # (a class the fold never saw: the route's scores for it)
+            held_out[t].append((present, held[t]))
+            test_folds[t].append(assemble_scores([(present, te[t])], [0], every_test_row,
+                                                 y_te, k)[0])
+    oof = {}
+    for t in points:
+        oof[t], unseen = assemble_scores(held_out[t], range(n_folds), folds, y, k)
     w = np.ones(len(y))
     use = np.where(unseen, -1, folds)
     top_full = oof[n_it].argmax(1)

@@ -67,10 +67,8 @@ def test_numpy_hugepage_advice_is_off_while_training_and_back_after():
     """NumPy's ``madvise(MADV_HUGEPAGE)`` (whose fresh arrays stall on the kernel's compaction)
     is off between ``training_allocation(True)`` and ``(False)``, then as it was, however many
     times either is called."""
-    import numpy as np
-
-    core = getattr(np, "_core", None) or np.core  # (NumPy 2, NumPy 1)
-    switch = core.multiarray._set_madvise_hugepage  # (sets, and returns the setting before)
+    switch = _malloc.hugepage_switch()  # (sets, and returns the setting before)
+    assert switch is not None
     original = switch(True)
     try:
         for _ in range(2):

@@ -159,38 +159,48 @@ class ShuffledListExecutor:
         return future
 
 
+def _boost_on_blocks(X, y, params: dict, cuts: list, groups: list):
+    """``(local fit, the row-block booster's result, its backend)``: the booster on the
+    partitions of X, y cut at ``cuts``, each of ``groups`` (slices of the partitions) binned
+    as one block, through a backend that answers in shuffled order (seeded by
+    ``params['random_state']``, from which the draws are made as the local fit makes them)."""
+    n, d = X.shape
+    seed = params["random_state"]
+    local = RebelClassifier(**params).fit(X, y)
+    k = len(local.classes_)
+    raw = [tasks.check_partition(X[a:b], y[a:b], None, d, i)
+           for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True))]
+    draws = np.random.RandomState(seed)  # drawn from as the local fit draws
+    binner = BinnedData.fit(X, None, local.max_bins, draws.randint(2**31),
+                            min_data_in_bin=local.min_data_in_bin).binner
+    parts = [tasks.make_partition(tasks.bin_block(raw[g], binner, local.classes_), k,
+                                  local.cost_matrix_, local.subcosts, float(n))
+             for g in groups]
+    executor = ShuffledListExecutor(seed)
+    booster = BlockRebelBooster(executor, parts, binner, n, k, local._vector_tree_options(),
+                                np.random.RandomState(draws.randint(2**31)),
+                                local._shrinkage())
+    return local, boost(booster, params["n_estimators"], d, target_loss=1.0 / n), executor
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_list_backend_answering_in_shuffled_order_trains_the_local_model(seed):
     """The row-block booster on uneven blocks (one empty, one of a single row, one of a single
     class, NaN), through a backend that answers in shuffled order: the local fit's trees, and
     its scores and loss up to the order of additions."""
     rng = np.random.default_rng(seed)
-    n, d, k = 1200, 5, 3
+    n, d = 1200, 5
     X = rng.standard_normal((n, d))
     y = np.digitize(X[:, 0] + 0.6 * X[:, 1] ** 2, [-0.3, 0.8])
     X[rng.random((n, d)) < 0.05] = np.nan
     order = np.argsort(y, kind="stable")
     X, y = X[order], y[order]
     params = dict(n_estimators=6, max_leaves=9, colsample_bytree=0.8, random_state=seed)
-    local = RebelClassifier(**params).fit(X, y)
-
-    cuts = [0, 250, 250, 700, 701, n]
     assert len(np.unique(y[:250])) == 1  # the first block holds one class
-    raw = [tasks.check_partition(X[a:b], y[a:b], None, d, i)
-           for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True))]
-    draws = np.random.RandomState(seed)  # drawn from as the local fit draws
-    binner = BinnedData.fit(X, None, local.max_bins, draws.randint(2**31),
-                            min_data_in_bin=local.min_data_in_bin).binner
     # (the last block binned from two partitions, as a worker's block of several is)
-    blocks = [raw[:1], raw[1:2], raw[2:3], raw[3:]]
-    parts = [tasks.make_partition(tasks.bin_block(b, binner, local.classes_), k,
-                                  local.cost_matrix_, local.subcosts, float(n))
-             for b in blocks]
-    executor = ShuffledListExecutor(seed)
-    booster = BlockRebelBooster(executor, parts, binner, n, k, local._vector_tree_options(),
-                                np.random.RandomState(draws.randint(2**31)),
-                                local._shrinkage())
-    result = boost(booster, params["n_estimators"], d, target_loss=1.0 / n)
+    local, result, executor = _boost_on_blocks(
+        X, y, params, [0, 250, 250, 700, 701, n],
+        [slice(0, 1), slice(1, 2), slice(2, 3), slice(3, None)])
 
     got, want = result.model.learners, local.model_.learners
     for name in ("feature", "threshold", "missing_left", "left", "right"):
@@ -243,31 +253,21 @@ def test_each_tree_writes_its_channels_over_the_stepped_trees(monkeypatch):
     tree it stepped (no fresh (n, 2K + 2) array a tree), and the model is still the local
     fit's (the test above, over 6 trees, checks the values)."""
     rng = np.random.default_rng(0)
-    n, d, k = 600, 4, 3
+    n, d = 600, 4
     X = rng.standard_normal((n, d))
     y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.4, 0.5])
     params = dict(n_estimators=4, max_leaves=6, random_state=0)
-    local = RebelClassifier(**params).fit(X, y)
-    raw = [tasks.check_partition(X[a:b], y[a:b], None, d, i)
-           for i, (a, b) in enumerate([(0, 300), (300, n)])]
-    draws = np.random.RandomState(0)
-    binner = BinnedData.fit(X, None, local.max_bins, draws.randint(2**31),
-                            min_data_in_bin=local.min_data_in_bin).binner
-    parts = [tasks.make_partition(tasks.bin_block([r], binner, local.classes_), k,
-                                  local.cost_matrix_, local.subcosts, float(n)) for r in raw]
-    channels = {id(p.loss): [] for p in parts}
+    channels = {}  # per block (its loss): the channel arrays of its weighs
     weigh = tasks.weigh
 
     def recording(part, *args):
         out = weigh(part, *args)
-        channels[id(part.loss)].append(out[0].counted)
+        channels.setdefault(id(part.loss), []).append(out[0].counted)
         return out
 
     monkeypatch.setattr(tasks, "weigh", recording)
-    booster = BlockRebelBooster(ShuffledListExecutor(0), parts, binner, n, k,
-                                local._vector_tree_options(),
-                                np.random.RandomState(draws.randint(2**31)), local._shrinkage())
-    result = boost(booster, params["n_estimators"], d, target_loss=1.0 / n)
+    local, result, _ = _boost_on_blocks(X, y, params, [0, 300, n], [slice(0, 1), slice(1, 2)])
+    assert len(channels) == 2
     assert_array_equal(result.model.learners.feature, local.model_.learners.feature)
     for arrays in channels.values():
         assert len(arrays) >= params["n_estimators"]

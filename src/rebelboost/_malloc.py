@@ -64,18 +64,25 @@ def _numpy_hugepages(on: bool) -> None:
     """NumPy's hugepage advice off (``on`` False, remembering the setting) or back as it was;
     nothing where NumPy has no such switch."""
     global _hugepages_before
-    import numpy as np
-
-    core = getattr(np, "_core", None) or np.core  # (NumPy 2, NumPy 1)
-    switch = getattr(core.multiarray, "_set_madvise_hugepage", None)
+    switch = hugepage_switch()
     if switch is None:
         return
     if not on:
         before = bool(switch(False))
-        _hugepages_before = before if _hugepages_before is None else _hugepages_before
+        if _hugepages_before is None:
+            _hugepages_before = before
     elif _hugepages_before is not None:
         switch(_hugepages_before)
         _hugepages_before = None
+
+
+def hugepage_switch():
+    """NumPy's ``_set_madvise_hugepage`` (sets the advice, returns the setting before; the
+    switch behind ``NUMPY_MADVISE_HUGEPAGE``), or None where NumPy has none."""
+    import numpy as np
+
+    core = getattr(np, "_core", None) or np.core  # (NumPy 2, NumPy 1)
+    return getattr(core.multiarray, "_set_madvise_hugepage", None)
 
 
 def release_free_memory() -> None:

@@ -327,8 +327,9 @@ def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, object
     release_free_memory()  # (the last tree's arrays, before the peak)
     k2 = 2 * part.scores.shape[1]
     shape = (part.scores.shape[0], k2 + 2)
-    counted = part.spent if part.spent is not None and part.spent.shape == shape else None
-    counted = np.empty(shape) if counted is None else counted  # channels written in place
+    counted = part.spent  # (channels written in place)
+    if counted is None or counted.shape != shape:
+        counted = np.empty(shape)
     _, row_totals = part.loss.scaled_row_weights(part.scores, shift, counted[:, :k2])
     counted[:, k2] = part.weight
     counted[:, k2 + 1] = 1.0  # the row count
