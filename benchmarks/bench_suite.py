@@ -92,6 +92,14 @@ CANDIDATES = {
     # stop 30: a lower learning rate for the small-data shape (above 1,000 rows: 0.3 already)
     "rebel-lr0.3": {"learning_rate": 0.3},
     "rebel-lr0.5": {"learning_rate": 0.5},
+    # stop 37: smooth small-data shapes (LightGBM's leaf minimum and rate), which the known
+    # 2-D mixtures of the cost benchmark prefer (benchmarks/mixture_shapes.py)
+    "rebel-d2-500-lr0.1-msl20": {"max_depth": 2, "n_estimators": 500, "learning_rate": 0.1,
+                                 "min_samples_leaf": 20},
+    "rebel-d2-500-lr0.3-msl5": {"max_depth": 2, "n_estimators": 500, "learning_rate": 0.3,
+                                "min_samples_leaf": 5},
+    "rebel-l31-100-lr0.1-msl20": {"max_depth": -1, "n_estimators": 100, "learning_rate": 0.1,
+                                  "min_samples_leaf": 20},
 }
 METHODS.update({name: ("rebelboost", params) for name, params in CANDIDATES.items()})
 # The defaults since the small-data rule (issue 28, stop 19: 500 depth-2 trees at rate 1 on at
@@ -111,7 +119,14 @@ METHODS["rebel-defaults-v6"] = ("rebelboost", {})
 # An internal choice on small data (issue 28, part 2): up to CV_ROWS training rows, 3-fold
 # stratified cross-validation picks the defaults or the paper's trees (refit on all rows);
 # above it, the defaults.
-METHODS["rebel-cv-trees"] = ("rebelboost-cv", {})
+METHODS["rebel-cv-trees"] = ("rebelboost-cv", {"alternative": "rebel-trees"})
+# Stop 37: the same choice between the defaults and a smooth shape, by CV error or by CV
+# log-loss.
+METHODS["rebel-cv-smooth"] = ("rebelboost-cv", {"alternative": "rebel-d2-500-lr0.1-msl20"})
+METHODS["rebel-cv-smooth-ll"] = ("rebelboost-cv", {"alternative": "rebel-d2-500-lr0.1-msl20",
+                                                   "score": "log_loss"})
+METHODS["rebel-cv-l31-ll"] = ("rebelboost-cv", {"alternative": "rebel-l31-100-lr0.1-msl20",
+                                                "score": "log_loss"})
 CV_ROWS = 1000
 
 
@@ -165,7 +180,7 @@ def make(method: str, seed: int):
 
         return RebelClassifier(**params, n_jobs=THREADS, random_state=seed)
     if library == "rebelboost-cv":
-        return CrossValidatedChoice(seed)
+        return CrossValidatedChoice(seed, **params)
     if library == "lightgbm":
         import lightgbm as lgb
 
@@ -189,31 +204,44 @@ def make(method: str, seed: int):
 
 
 class CrossValidatedChoice:
-    """The defaults or the paper's trees, whichever errs less in 3-fold stratified CV (ties:
-    the defaults), on at most ``CV_ROWS`` training rows; the defaults above."""
+    """The defaults or ``alternative`` (a method's parameters), whichever scores better in
+    3-fold stratified CV (``score``: 'error', or 'log_loss' of the held-out rows' classes;
+    ties: the defaults), on at most ``CV_ROWS`` training rows; the defaults above."""
 
-    def __init__(self, seed: int):
-        self.seed = seed
+    def __init__(self, seed: int, alternative: str = "rebel-trees", score: str = "error"):
+        self.seed, self.alternative, self.score = seed, alternative, score
 
     def fit(self, X, y):
         import numpy as np
-        from sklearn.model_selection import StratifiedKFold, cross_val_score
+        from sklearn.model_selection import StratifiedKFold
 
         from rebelboost import RebelClassifier
 
-        configs = [METHODS["rebel-default"][1], METHODS["rebel-trees"][1]]
-        best = configs[0]
+        configs = [METHODS["rebel-default"][1], METHODS[self.alternative][1]]
+        losses = np.zeros(2)
         if len(y) <= CV_ROWS and np.bincount(y).min() >= 2:
             folds = StratifiedKFold(3, shuffle=True, random_state=self.seed)
-            scores = [cross_val_score(RebelClassifier(**c, n_jobs=THREADS,
-                                                      random_state=self.seed),
-                                      X, y, cv=folds).mean() for c in configs]
-            best = configs[int(np.argmax(scores))]
-            self.chosen_ = "trees" if best is configs[1] else "defaults"
-        else:
-            self.chosen_ = "defaults"
-        self.model_ = RebelClassifier(**best, n_jobs=THREADS, random_state=self.seed).fit(X, y)
+            for train, test in folds.split(X, y):
+                for i, c in enumerate(configs):
+                    model = RebelClassifier(**c, n_jobs=THREADS, random_state=self.seed)
+                    model.fit(X[train], y[train])
+                    losses[i] += self._loss(model, X[test], y[test])
+        best = int(losses[1] < losses[0])
+        self.chosen_ = self.alternative if best else "defaults"
+        self.model_ = RebelClassifier(**configs[best], n_jobs=THREADS,
+                                      random_state=self.seed).fit(X, y)
         return self
+
+    def _loss(self, model, X, y) -> float:
+        import numpy as np
+
+        if self.score == "error":
+            return float(np.sum(model.predict(X) != y))
+        proba = model.predict_proba(X)
+        column = np.searchsorted(model.classes_, y).clip(0, len(model.classes_) - 1)
+        seen = model.classes_[column] == y
+        p = np.where(seen, proba[np.arange(len(y)), column], 0.0)
+        return float(-np.sum(np.log(np.clip(p, 1e-6, 1.0))))
 
     def predict(self, X):
         return self.model_.predict(X)

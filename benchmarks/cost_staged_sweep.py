@@ -17,6 +17,12 @@ on the out-of-fold scores of ``t`` iterations, its cross-fitted log-loss, and pe
 argmax and the peers recorded in ``results/cost_suite_v3.jsonl`` (the same splits and
 matrices). Results: ``results/cost_staged_sweep.jsonl`` (resumable).
 
+``--shape METHOD`` fits a ``bench_suite`` candidate's parameters instead of the defaults (its
+models, folds and posteriors; stop 37), and ``--render --choose-from OTHER.jsonl`` replays a
+route that picks, per split, whichever of the two files' models has the lower out-of-fold
+log-loss, against the defaults' argmax (and, for comparison, each file alone and the better
+of the two per case).
+
 Usage: ``nice -n 10 python benchmarks/cost_staged_sweep.py --sets 19 --seeds 5``, then
 ``python benchmarks/cost_staged_sweep.py --render``.
 """
@@ -60,7 +66,8 @@ def staged_at(model, X, points) -> dict:
     return out
 
 
-def run_split(name: str, seed: int, n_folds: int = 3) -> list[dict]:
+def run_split(name: str, seed: int, n_folds: int = 3, params: dict | None = None
+              ) -> list[dict]:
     from sklearn.base import clone
 
     from rebelboost import RebelClassifier
@@ -70,7 +77,7 @@ def run_split(name: str, seed: int, n_folds: int = 3) -> list[dict]:
 
     X, y, X_te, y_te = load_split(name, seed, 3000)
     k = int(y.max()) + 1
-    final = RebelClassifier(random_state=seed, n_jobs=1).fit(X, y)
+    final = RebelClassifier(random_state=seed, n_jobs=1, **(params or {})).fit(X, y)
     n_it = len(final.model_.learners) if hasattr(final.model_, "learners") else None
     n_it = n_it or final.resolved_params_["n_estimators"]
     points = grid(n_it)
@@ -188,6 +195,63 @@ def render(path=OUT, margin: float = MARGIN) -> str:
     return "\n".join(lines)
 
 
+def render_choice(path_a: Path, path_b: Path, margin: float = MARGIN) -> str:
+    """Routes over two files' models of the same splits (``full``: all iterations): ``a``,
+    ``b``, ``choice`` (per split, the lower out-of-fold log-loss) and ``either`` (per case,
+    the cheaper on the test rows: a bound no rule reaches), each under the guard, against
+    ``a``'s argmax and the peers."""
+    def load(path):
+        return {(r["set"], r["seed"]): r
+                for r in map(json.loads, Path(path).read_text().splitlines())}
+
+    a_recs, b_recs = load(path_a), load(path_b)
+    peers = {}
+    for line in PEERS.read_text().splitlines():
+        r = json.loads(line)
+        peers[(r["set"], r["seed"], r["matrix"])] = {
+            m: v for m, v in r["costs"].items() if not m.startswith("rebel") and v is not None}
+    keys = sorted(set(a_recs) & set(b_recs))
+    sets = sorted({s for s, _ in keys}, key=lambda s: a_recs[(s, 0)]["n"])
+
+    def guarded(rec, label, argmax):
+        m = rec["points"][-1]["matrices"][label]
+        return m["staged"] if m["diff"] < -margin * m["se"] else argmax
+
+    lines = [f"{path_a.name} against {path_b.name}: {len(keys)} splits, {len(sets)} sets, "
+             f"guard at {margin} se; cases > 1.05 x {path_a.name}'s argmax, sets where the "
+             "route beats every peer's mean, mean cost / argmax's (geometric mean over sets)"]
+    for rule in ("a", "b", "choice", "either"):
+        bad, wins, rel, lost = 0, 0, [], []
+        for s in sets:
+            got, ref, case_keys = [], [], []
+            for key in (k for k in keys if k[0] == s):
+                a, b = a_recs[key], b_recs[key]
+                pick = {"a": a, "b": b}.get(rule)
+                if rule == "choice":
+                    pick = b if b["points"][-1]["log_loss"] < a["points"][-1]["log_loss"] else a
+                for label, argmax in a["argmax"].items():
+                    g = (min(guarded(a, label, argmax), guarded(b, label, argmax))
+                         if rule == "either" else guarded(pick, label, argmax))
+                    got.append(g)
+                    ref.append(argmax)
+                    case_keys.append((*key, label))
+                    bad += g > 1.05 * argmax + 1e-12
+            beaten = []
+            for peer in {m for k in case_keys for m in peers.get(k, {})}:
+                both = np.array([(g, peers[k][peer]) for g, k in zip(got, case_keys, strict=True)
+                                 if peer in peers.get(k, {})])
+                if len(both) and both[:, 0].mean() > both[:, 1].mean() + 1e-12:
+                    beaten.append(peer)
+            wins += not beaten
+            if beaten:
+                lost.append(s)
+            rel.append(np.mean(got) / max(np.mean(ref), 1e-12))
+        lines.append(f"{rule:>6}: {bad} cases > 1.05, lowest on {wins}/{len(sets)} sets, "
+                     f"mean/argmax {np.exp(np.mean(np.log(np.maximum(rel, 1e-6)))):.3f}; "
+                     f"not lowest: {' '.join(lost)}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sets", type=int, default=19)
@@ -196,10 +260,18 @@ def main() -> None:
     ap.add_argument("--render", action="store_true")
     ap.add_argument("--margin", type=float, default=MARGIN)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--shape", help="a bench_suite method whose parameters are fitted")
+    ap.add_argument("--choose-from", type=Path, help="with --render: a second file")
     args = ap.parse_args()
     if args.render:
-        print(render(args.out, args.margin))
+        print(render(args.out, args.margin) if args.choose_from is None
+              else render_choice(args.out, args.choose_from, args.margin))
         return
+    params = {}
+    if args.shape:
+        from bench_suite import METHODS
+
+        params = METHODS[args.shape][1]
     done = set()
     if args.out.exists():
         done = {(r["set"], r["seed"]) for r in map(json.loads, args.out.read_text().splitlines())}
@@ -208,7 +280,7 @@ def main() -> None:
             if (name, seed) in done:
                 continue
             with args.out.open("a") as fh:
-                for r in run_split(name, seed):
+                for r in run_split(name, seed, params=params):
                     fh.write(json.dumps(r) + "\n")
             print(name, seed, flush=True)
 
