@@ -146,6 +146,94 @@ def test_the_final_fit_runs_beside_the_folds_and_is_the_one_fitted_after_them(mo
     assert_array_equal(fits[1].decision_function(X), plain.decision_function(X))
 
 
+# ------------------------------------------------------------------ the shape chosen out of fold
+
+
+def _cells(seed=1):
+    """A coded problem: each of 64 cells of two small-integer features has its own class
+    (5 rows a cell), which only the small-data shape's leaves of any size can isolate."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 8, size=(320, 2)).astype(float)
+    return X, rng.integers(0, 4, size=64)[(X[:, 0] * 8 + X[:, 1]).astype(int)]
+
+
+def _hedge(k):
+    cost = 1.0 - np.eye(k)
+    cost[0] *= 5.0
+    return cost
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_smooth_data_take_the_smooth_shape_and_its_model(n_jobs):
+    """On a smooth 2-D mixture the smooth shape's route costs less out of fold, beyond the
+    guard's margin: it is the route, and the final model is the fit with that shape's
+    parameters given explicitly (the same folds, calibration and trees)."""
+    from rebelboost.ensemble._size_defaults import SMOOTH_SHAPE
+    from rebelboost.experiments.cost_sensitive import make_gaussian_mixture
+
+    X, y, _ = make_gaussian_mixture(np.random.default_rng(2), 2, 2, 600)
+    model = RebelClassifier(cost_matrix=_hedge(2), random_state=0, n_jobs=n_jobs).fit(X, y)
+    shape = model.cost_evidence_["shape"]
+    costs = shape["route_cost"]
+    assert shape["chosen"] == "smooth" and costs["smooth"] < costs["defaults"]
+    assert shape["mean_difference"] < -MARGIN_SE * shape["standard_error"]
+    assert model.resolved_params_ == SMOOTH_SHAPE and model.n_estimators_ == 100
+    explicit = RebelClassifier(cost_matrix=_hedge(2), random_state=0, n_jobs=n_jobs,
+                               **SMOOTH_SHAPE).fit(X, y)
+    assert "shape" not in explicit.cost_evidence_  # (a shape the user chose is kept)
+    assert_array_equal(model.decision_function(X), explicit.decision_function(X))
+    assert model.cost_route_ == explicit.cost_route_
+    assert model.route_costs_ == explicit.route_costs_
+    assert_array_equal(model.predict(X), explicit.predict(X))
+
+
+def test_coded_data_keep_the_small_data_shape():
+    """Where only leaves of a few rows separate the classes, the defaults' route costs less
+    out of fold and the model is the one fitted without the smooth shape's folds; a smooth
+    shape whose route costs less by less than the margin is not taken either."""
+    X, y = _cells()
+    model = RebelClassifier(cost_matrix=_hedge(4), random_state=0).fit(X, y)
+    shape = model.cost_evidence_["shape"]
+    assert shape["chosen"] == "defaults"
+    assert shape["route_cost"]["defaults"] < shape["route_cost"]["smooth"]
+    assert model.resolved_params_["n_estimators"] == 500
+    plain = RebelClassifier(random_state=0).fit(X, y)
+    assert_array_equal(model.decision_function(X), plain.decision_function(X))
+    from rebelboost.experiments.cost_sensitive import make_gaussian_mixture
+
+    X, y, _ = make_gaussian_mixture(np.random.default_rng(1), 4, 2, 800)
+    shape = RebelClassifier(cost_matrix=_hedge(4), random_state=0).fit(
+        X, y).cost_evidence_["shape"]
+    assert shape["route_cost"]["smooth"] < shape["route_cost"]["defaults"]
+    assert shape["chosen"] == "defaults"  # (1.75 standard errors)
+
+
+def test_only_the_defaults_small_shape_is_weighed():
+    """A sized parameter the user set, more than SMALL_DATA_ROWS rows, or another learner:
+    no smooth fold models, and the evidence says nothing about a shape."""
+    from rebelboost.ensemble._size_defaults import SMALL_DATA_ROWS, smooth_alternative
+
+    X, y = _cells()
+    for params in (dict(learning_rate=1.0), dict(n_estimators=20), dict(max_leaves=4)):
+        model = RebelClassifier(cost_matrix=_hedge(4), random_state=0, **params).fit(X, y)
+        assert "shape" not in model.cost_evidence_
+    assert smooth_alternative(RebelClassifier(), SMALL_DATA_ROWS) is not None
+    assert smooth_alternative(RebelClassifier(), SMALL_DATA_ROWS + 1) is None
+    assert smooth_alternative(RebelClassifier(weak_learner="tree"), 100) is None
+
+
+def test_the_chosen_shape_survives_a_model_file(tmp_path):
+    from rebelboost.experiments.cost_sensitive import make_gaussian_mixture
+
+    X, y, _ = make_gaussian_mixture(np.random.default_rng(2), 2, 2, 600)
+    model = RebelClassifier(cost_matrix=_hedge(2), random_state=0).fit(X, y)
+    path = tmp_path / "m.json.gz"
+    model.save(path)
+    loaded = load_model(path)
+    assert loaded.cost_evidence_["shape"] == model.cost_evidence_["shape"]
+    assert_array_equal(loaded.predict(X), model.predict(X))
+
+
 def test_guard_picks_argmax_where_min_risk_cannot_help():
     """Costs that only rescale the 0-1 cost per true class by tiny amounts: minimum risk and
     argmax agree nearly everywhere, and the guard does not leave argmax for noise."""

@@ -411,6 +411,33 @@ def test_cost_routes_are_cross_fitted_on_the_workers(client):
     assert_array_equal(dist.predict(X), local.predict(X))
 
 
+@pytest.mark.parametrize("smooth_wins", [True, False])
+def test_the_shape_weighed_out_of_fold_on_the_workers_is_the_local_one(client, monkeypatch,
+                                                                       smooth_wins):
+    """The cost route's choice between the model's shape and a smoother one (fold models of
+    both fitted on the workers) and the final model of the shape chosen are the local fit's,
+    model file byte for byte. (Both shapes small here: the defaults' small-data shape would
+    take 500 trees of round trips.)"""
+    from rebelboost.ensemble import _cost_fitting, _cost_route
+
+    smooth = {"n_estimators": 6, "max_leaves": 8, "min_samples_leaf": 20, "learning_rate": 0.5}
+    for module in (_cost_route, _cost_fitting):
+        monkeypatch.setattr(module, "smooth_alternative", lambda model, n: dict(smooth))
+    X, y = _data(n=600, d=4, k=3, seed=3)
+    Xd, yd = da.from_array(X, chunks=((200, 250, 150), 4)), da.from_array(
+        y, chunks=((200, 250, 150),))
+    shape = (dict(n_estimators=1, max_leaves=2) if smooth_wins  # (a stump: the smooth one
+             else dict(n_estimators=6, max_leaves=15, min_samples_leaf=1))  # costs less)
+    params = dict(random_state=5, histogram_bits=12,
+                  cost_matrix=np.array([[0, 1, 8], [2, 0, 1], [1, 3, 0.]]), **shape)
+    local = RebelClassifier(**params).fit(X, y)
+    dist = DaskRebelClassifier(**params).fit(Xd, yd)
+    assert local.cost_evidence_["shape"]["chosen"] == ("smooth" if smooth_wins else "defaults")
+    assert dist.cost_evidence_ == local.cost_evidence_
+    assert dist.resolved_params_ == local.resolved_params_
+    assert _model_file(dist) == _model_file(local)
+
+
 @pytest.mark.parametrize("on_actors", [True, False])
 def test_a_worker_killed_mid_fit_leaves_the_same_model(client, monkeypatch, on_actors):
     """Dask recomputes the lost partitions from their lineage (pure tasks): the fit completes

@@ -8,6 +8,7 @@ import numpy as np
 from ..costs import resolve_costs
 from ..validation import check_cost_matrix
 from ._cost_route import choose_route, choose_route_alongside, route_folds
+from ._size_defaults import smooth_alternative
 
 
 class CostFitting:
@@ -21,9 +22,11 @@ class CostFitting:
         self.cost_matrix_, self.decisions_, sample_cost = resolve_costs(
             self.cost_matrix, sample_cost, codes, k, self.classes_, self.decisions)
         folds = route_folds(self, codes, sample_cost, rng)
-        if folds is not None and self.cost_strategy == "posterior":
+        if (folds is not None and self.cost_strategy == "posterior"
+                and smooth_alternative(self, len(codes)) is None):
             # trained cost-neutrally whatever the guard picks: the fit runs beside the fold
-            # models (_train), which choose how it decides
+            # models (_train), which choose how it decides (not where the folds may choose
+            # the model's shape too: it is trained after them)
             self._pending_route = (X, codes, sample_weight, sample_cost, folds)
             self.cost_strategy_ = "posterior"
         else:

@@ -9,6 +9,12 @@ way). The caller fits its final model on every row: no row is lost to calibratio
 'posterior' model trains cost-neutrally whatever the guard picks, so its final fit runs
 beside the fold models (:func:`choose_route_alongside`) instead of after them.
 
+Where the model takes the small-data shape from its defaults alone, the fold models of a
+smoother shape (LightGBM's defaults, :data:`._size_defaults.SMOOTH_SHAPE`) are fitted on the
+same folds too; where their route costs less out of fold (by the guard's margin, below) it
+is the route, and the final model takes their parameters (``RouteChoice.params``): sharp
+trees on coded data, smooth ones on smooth data.
+
 A rule replaces argmax only when it is cheaper out of fold by more than :data:`MARGIN_SE`
 standard errors of the paired per-row cost difference (a one-sided paired z-test), so that
 noise on a small set does not pick a rule that costs more than doing nothing. The fold
@@ -27,6 +33,7 @@ from sklearn.base import clone
 from ..calibration import CalibrationMap, fit_calibration
 from ..costs import binary_threshold, certain_codes, min_risk_codes, row_costs
 from ..parallel import numba_threads, resolve_n_jobs
+from ._size_defaults import smooth_alternative
 
 # A rule must beat the one kept by this many standard errors. Chosen on all 480 cases of the
 # 16 smallest suite sets x 6 cost matrices x 5 seeds (benchmarks/cost_guard_sweep.py, which
@@ -41,17 +48,23 @@ SMALL_FOLD_LEAVES = 10  # a fold of fewer rows than this many leaves gets smalle
 @dataclass
 class RouteChoice:
     """What ``fit`` keeps: how the final model trains (``strategy``: 'posterior' is
-    cost-neutral, 'loss' on the costs), how it decides (``route``), its calibration, each
-    route's out-of-fold mean cost and the evidence behind the choice."""
+    cost-neutral, 'loss' on the costs; ``params``: the sized parameters of the shape chosen
+    out of fold, empty to keep the resolved ones), how it decides (``route``), its
+    calibration, each route's out-of-fold mean cost and the evidence behind the choice."""
 
     strategy: str
     route: str
     calibration: CalibrationMap = field(default_factory=CalibrationMap)
     route_costs: dict = field(default_factory=dict)
     evidence: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
+    row_costs: np.ndarray | None = field(default=None, repr=False)  # (the route's, out of fold)
 
     def set_on(self, model) -> None:
-        """The model's fitted attributes of this choice."""
+        """The model's fitted attributes of this choice (``resolved_params_`` updated with
+        ``params``)."""
+        if self.params:
+            model.resolved_params_ = {**model.resolved_params_, **self.params}
         model.cost_strategy_, model.cost_route_ = self.strategy, self.route
         model.calibration_, model.temperature_ = self.calibration, self.calibration.temperature
         model.route_costs_, model.cost_evidence_ = self.route_costs, self.evidence
@@ -218,21 +231,52 @@ def _choose(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, alo
     neutral_params = {"cost_strategy": "loss", "cost_matrix": None, "decisions": None}
     if alongside is None:
         scores, unseen = out_of_fold(model, X, codes, sample_weight, folds, neutral_params)
-        return _decide(model, X, codes, sample_weight, sample_cost, folds, out_of_fold,
-                       scores, unseen), None
+        return _decide_shape_and_route(model, X, codes, sample_weight, sample_cost, folds,
+                                       out_of_fold, scores, unseen, neutral_params), None
     (scores, unseen), wait = out_of_fold(model, X, codes, sample_weight, folds,
                                          neutral_params, alongside=alongside)
     try:  # (the final fit may still be running: the calibration runs beside it)
-        choice = _decide(model, X, codes, sample_weight, sample_cost, folds, out_of_fold,
-                         scores, unseen)
+        choice = _decide_shape_and_route(model, X, codes, sample_weight, sample_cost, folds,
+                                         out_of_fold, scores, unseen, neutral_params)
     finally:
         trained = wait()
     return choice, trained
 
 
-def _decide(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, scores, unseen
-            ) -> RouteChoice:
-    """The route chosen on the out-of-fold ``scores`` (:func:`_choose`)."""
+def _decide_shape_and_route(model, X, codes, sample_weight, sample_cost, folds, out_of_fold,
+                            scores, unseen, neutral_params) -> RouteChoice:
+    """:func:`_decide` on the out-of-fold scores of the model's shape, or (where
+    :func:`._size_defaults.smooth_alternative` offers one) of the smooth shape's fold
+    models, fitted on the same folds, where its route costs less out of fold by more than
+    :data:`MARGIN_SE` standard errors of the per-row difference (the guard's test)."""
+    choice = _decide(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, scores,
+                     unseen)
+    alternative = smooth_alternative(model, len(codes))
+    if alternative is None:
+        return choice
+    smooth_scores, smooth_unseen = out_of_fold(model, X, codes, sample_weight, folds,
+                                               {**neutral_params, **alternative})
+    smooth = _decide(model, X, codes, sample_weight, sample_cost, folds, out_of_fold,
+                     smooth_scores, smooth_unseen, alternative)
+    mean, se = paired_difference(smooth.row_costs, choice.row_costs, sample_weight)
+    errors = {shape: float(np.average(np.argmax(s, axis=1) != codes, weights=sample_weight))
+              for shape, s in (("defaults", scores), ("smooth", smooth_scores))}
+    evidence = {"route_cost": {"defaults": choice.route_costs[choice.route],
+                               "smooth": smooth.route_costs[smooth.route]},
+                "mean_difference": mean, "standard_error": se, "out_of_fold_error": errors,
+                "smooth_params": alternative}
+    if mean < -MARGIN_SE * se:
+        choice = smooth
+        choice.params = alternative
+    choice.evidence["shape"] = {"chosen": "smooth" if choice.params else "defaults",
+                                **evidence}
+    return choice
+
+
+def _decide(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, scores, unseen,
+            shape_params: dict | None = None) -> RouteChoice:
+    """The route chosen on the out-of-fold ``scores`` (:func:`_choose`) of fold models with
+    ``shape_params`` (the loss route's are fitted with them too)."""
     cost = model.cost_matrix_
     n_folds = model.cost_cv
     calibration, proba, evidence = fit_calibration(scores, codes, sample_weight,
@@ -241,7 +285,8 @@ def _decide(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, sco
              "min_risk": min_risk_codes(proba, cost)}
     if model.cost_strategy == "auto" and model.decisions_ is None and not unseen.any():
         loss_scores, _ = out_of_fold(model, X, codes, sample_weight, folds,
-                                     {"cost_strategy": "loss"}, sample_cost)
+                                     {"cost_strategy": "loss", **(shape_params or {})},
+                                     sample_cost)
         picks["loss"] = np.argmax(loss_scores, axis=1)
     rows = row_costs(cost, codes, sample_cost)
     per_row = {route: rows[np.arange(len(codes)), pick] for route, pick in picks.items()}
@@ -253,8 +298,10 @@ def _decide(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, sco
     if route == "min_risk" and binary_threshold(cost) is not None:
         evidence["threshold"] = binary_threshold(cost)  # on predict_proba[:, 1]
     if route == "loss":
-        return RouteChoice("loss", "loss", CalibrationMap(), route_costs, evidence)
-    return RouteChoice("posterior", route, calibration, route_costs, evidence)
+        return RouteChoice("loss", "loss", CalibrationMap(), route_costs, evidence,
+                           row_costs=per_row[route])
+    return RouteChoice("posterior", route, calibration, route_costs, evidence,
+                       row_costs=per_row[route])
 
 
 def _run(train, model):
@@ -269,22 +316,22 @@ def guard(per_row: dict, sample_weight) -> tuple[str, dict]:
     ``comparisons`` holds each rule's mean paired difference from argmax and its standard
     error (negative: cheaper than argmax).
     """
-    w = np.asarray(sample_weight, dtype=np.float64)
-    w = w / w.sum()
-    n = len(w)
-
-    def paired(a, b):
-        diff = per_row[a] - per_row[b]
-        mean = float(w @ diff)
-        return mean, float(np.sqrt(w @ (diff - mean) ** 2 / max(n - 1, 1)))
-
     best, comparisons = "argmax", {}
     for route in ("min_risk", "loss"):
         if route not in per_row:
             continue
-        mean, se = paired(route, "argmax")
+        mean, se = paired_difference(per_row[route], per_row["argmax"], sample_weight)
         comparisons[route] = {"mean_difference": mean, "standard_error": se}
-        mean, se = paired(route, best)
+        mean, se = paired_difference(per_row[route], per_row[best], sample_weight)
         if mean < -MARGIN_SE * se:
             best = route
     return best, comparisons
+
+
+def paired_difference(a: np.ndarray, b: np.ndarray, sample_weight) -> tuple[float, float]:
+    """The weighted mean of the per-row difference ``a - b`` and its standard error."""
+    w = np.asarray(sample_weight, dtype=np.float64)
+    w = w / w.sum()
+    diff = np.asarray(a, dtype=np.float64) - b
+    mean = float(w @ diff)
+    return mean, float(np.sqrt(w @ (diff - mean) ** 2 / max(len(w) - 1, 1)))

@@ -28,6 +28,16 @@ CATEGORY_MINIMUM = 5.0
 
 SIZED = ("n_estimators", "max_depth", "learning_rate", "min_samples_leaf", "max_leaves")
 
+#: The smooth alternative to the small-data shape that a cost route weighs out of fold
+#: (:func:`smooth_alternative`): LightGBM's defaults (100 trees of 31 leaves at rate 0.1,
+#: leaves of at least 20 rows). The small-data shape's sharp trees err less on most of the
+#: suite's small sets (20.8% mean error against 24.6% for this shape over 19 sets, 5 seeds:
+#: not a default), but on smooth low-dimensional data they overfit: on the cost benchmark's
+#: known 2-D mixtures (1,000 rows) this shape erred 16.7% against 18.1%, and its route cost
+#: 1.23x the Bayes risk against 1.55x (BENCHMARKS.md, issue 29, stop 37).
+SMOOTH_SHAPE = {"n_estimators": 100, "max_depth": -1, "learning_rate": 0.1,
+                "min_samples_leaf": 20, "max_leaves": 31}
+
 
 def resolve_size_params(estimator, n_rows: int) -> dict:
     """The sized parameters of a ``RebelClassifier`` in effect for ``n_rows`` training rows:
@@ -50,3 +60,13 @@ def resolve_size_params(estimator, n_rows: int) -> dict:
 def category_minimum(min_samples_leaf: int) -> float:
     """``min_data_per_category`` for trees whose leaves hold at least ``min_samples_leaf``."""
     return float(min(CATEGORY_MINIMUM, min_samples_leaf))
+
+
+def smooth_alternative(estimator, n_rows: int) -> dict | None:
+    """:data:`SMOOTH_SHAPE` where ``estimator`` (a ``RebelClassifier``) takes the small-data
+    shape from its defaults alone (vector-leaf trees, at most :data:`SMALL_DATA_ROWS` rows,
+    every sized parameter left at None); else None: a shape the user chose is kept."""
+    if (getattr(estimator, "weak_learner", None) != "vector_tree" or n_rows > SMALL_DATA_ROWS
+            or any(getattr(estimator, name) is not None for name in SIZED)):
+        return None
+    return dict(SMOOTH_SHAPE)
