@@ -196,8 +196,10 @@ def render(path=OUT, margin: float = MARGIN) -> str:
 
 
 def render_choice(path_a: Path, path_b: Path, margin: float = MARGIN) -> str:
-    """Routes over two files' models of the same splits (``full``: all iterations): ``a``,
-    ``b``, ``choice`` (per split, the lower out-of-fold log-loss) and ``either`` (per case,
+    """Routes over two files' models of the same splits (``full``: all iterations; where the
+    guard keeps argmax, that model's own argmax): ``a``,
+    ``b``, ``choice`` (per split, the lower out-of-fold log-loss), ``choice-error`` (the
+    lower out-of-fold error; ties: ``a``) and ``either`` (per case,
     the cheaper on the test rows: a bound no rule reaches), each under the guard, against
     ``a``'s argmax and the peers."""
     def load(path):
@@ -213,22 +215,23 @@ def render_choice(path_a: Path, path_b: Path, margin: float = MARGIN) -> str:
     keys = sorted(set(a_recs) & set(b_recs))
     sets = sorted({s for s, _ in keys}, key=lambda s: a_recs[(s, 0)]["n"])
 
-    def guarded(rec, label, argmax):
+    def guarded(rec, label, argmax):  # (argmax: of the record's own model)
         m = rec["points"][-1]["matrices"][label]
-        return m["staged"] if m["diff"] < -margin * m["se"] else argmax
+        return m["staged"] if m["diff"] < -margin * m["se"] else rec["argmax"][label]
 
     lines = [f"{path_a.name} against {path_b.name}: {len(keys)} splits, {len(sets)} sets, "
              f"guard at {margin} se; cases > 1.05 x {path_a.name}'s argmax, sets where the "
              "route beats every peer's mean, mean cost / argmax's (geometric mean over sets)"]
-    for rule in ("a", "b", "choice", "either"):
+    for rule in ("a", "b", "choice", "choice-error", "either"):
         bad, wins, rel, lost = 0, 0, [], []
         for s in sets:
             got, ref, case_keys = [], [], []
             for key in (k for k in keys if k[0] == s):
                 a, b = a_recs[key], b_recs[key]
                 pick = {"a": a, "b": b}.get(rule)
-                if rule == "choice":
-                    pick = b if b["points"][-1]["log_loss"] < a["points"][-1]["log_loss"] else a
+                if rule.startswith("choice"):
+                    field = "oof_error" if rule == "choice-error" else "log_loss"
+                    pick = b if b["points"][-1][field] < a["points"][-1][field] else a
                 for label, argmax in a["argmax"].items():
                     g = (min(guarded(a, label, argmax), guarded(b, label, argmax))
                          if rule == "either" else guarded(pick, label, argmax))

@@ -97,13 +97,22 @@ class FoldMemo:
         self.module, self.real, self.cache = _cost_route, _cost_route.out_of_fold_scores, {}
         _cost_route.out_of_fold_scores = self
 
-    def __call__(self, model, X, codes, w, folds, params, sample_cost=None):
+    def __call__(self, model, X, codes, w, folds, params, sample_cost=None, alongside=None):
+        from functools import partial
+
+        from rebelboost.parallel import resolve_n_jobs
+
         if sample_cost is not None or params.get("cost_matrix", 0) is not None:
-            return self.real(model, X, codes, w, folds, params, sample_cost)
-        key = (X.shape, X[:3].tobytes(), codes.tobytes(), folds.tobytes(), repr(params))
+            return self.real(model, X, codes, w, folds, params, sample_cost,
+                             alongside=alongside)
+        key = (X.shape, X[:3].tobytes(), codes.tobytes(), folds.tobytes(), repr(params),
+               repr(sorted(model.resolved_params_.items())))
         if key not in self.cache:
             self.cache[key] = self.real(model, X, codes, w, folds, params)
-        return self.cache[key]
+        if alongside is None:
+            return self.cache[key]
+        # (the final fit, run after the folds: the model it trains is the same)
+        return self.cache[key], partial(alongside, resolve_n_jobs(model.get_params()["n_jobs"]))
 
     def clear(self):
         self.cache.clear()
