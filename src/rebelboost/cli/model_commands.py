@@ -259,6 +259,10 @@ def _route_line(model) -> str:
     if costs:
         line += " (out-of-fold mean cost " + ", ".join(
             f"{route} {value:.4f}" for route, value in costs.items()) + ")"
+    if "shape" in evidence:
+        from ..report.cost_view import shape_sentence
+
+        line += "; trees: " + shape_sentence(evidence["shape"])
     return line
 
 

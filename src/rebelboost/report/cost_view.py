@@ -30,6 +30,8 @@ def cost_route_section(model) -> str:
                       f"{evidence['n_rows']} training rows"))
     if evidence.get("reason"):
         facts.append(("note", evidence["reason"]))
+    if "shape" in evidence:
+        facts.append(("trees", shape_sentence(evidence["shape"])))
     html = _rows_table(["", ""], facts, "cost-route")
     costs = evidence.get("route_costs", {})
     if costs:
@@ -52,6 +54,20 @@ def cost_route_section(model) -> str:
                  + _rows_table(["map", "log-loss"], [(k, f"{v:.4g}") for k, v in losses.items()
                                                      if np.isfinite(v)], "calibration-maps"))
     return html
+
+
+def shape_sentence(shape: dict) -> str:
+    """Which tree shape a cost route kept, on what out-of-fold evidence (``cost_evidence_
+    ['shape']``)."""
+    smooth = shape["smooth_params"]
+    costs = shape["route_cost"]
+    kept = ("the smooth shape" if shape["chosen"] == "smooth" else "the small-data shape")
+    return (f"{kept}: out-of-fold route cost {costs['smooth']:.4g} with "
+            f"{smooth['n_estimators']} trees of up to {smooth['max_leaves']} leaves of "
+            f"{smooth['min_samples_leaf']}+ rows at rate {smooth['learning_rate']:g}, "
+            f"{costs['defaults']:.4g} with the small-data shape (difference "
+            f"{shape['mean_difference']:+.3g} ± {shape['standard_error']:.2g}; the smooth "
+            "shape is taken beyond the guard's margin)")
 
 
 def _rows_table(head, rows, table_id: str) -> str:
