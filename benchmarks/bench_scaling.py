@@ -6,6 +6,9 @@ warm-up fit on 3,000 rows (numba compilation is not timed). Prints each pair's w
 times and the median speed-up.
 
     python benchmarks/bench_scaling.py --repeats 2 --trees 20
+
+``--dataset`` another set of the shared data folder with an official split (its training
+rows), e.g. ``--dataset satimage --trees 100``.
 """
 
 from __future__ import annotations
@@ -34,9 +37,9 @@ print(json.dumps({"fit_s": time.perf_counter() - t0}))
 """
 
 
-def fit_seconds(trees: int, n_jobs: int, data: Path) -> float:
-    out = subprocess.run([sys.executable, "-c", WORKER, str(data / "mnist.npz"), str(trees),
-                          str(n_jobs)], capture_output=True, text=True, check=True)
+def fit_seconds(trees: int, n_jobs: int, data: Path, dataset: str = "mnist") -> float:
+    out = subprocess.run([sys.executable, "-c", WORKER, str(data / f"{dataset}.npz"),
+                          str(trees), str(n_jobs)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])["fit_s"]
 
 
@@ -45,11 +48,12 @@ def main(argv=None) -> None:
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--trees", type=int, default=20)
     p.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
+    p.add_argument("--dataset", default="mnist")
     args = p.parse_args(argv)
     speedups = []
     for _ in range(args.repeats):
-        one = fit_seconds(args.trees, 1, args.data)
-        two = fit_seconds(args.trees, 2, args.data)
+        one = fit_seconds(args.trees, 1, args.data, args.dataset)
+        two = fit_seconds(args.trees, 2, args.data, args.dataset)
         speedups.append(one / two)
         print(f"1 thread {one:.2f} s, 2 threads {two:.2f} s: {one / two:.2f}x", flush=True)
     print(f"median speed-up of 2 threads over 1: {np.median(speedups):.2f}x")
