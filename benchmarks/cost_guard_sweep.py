@@ -36,7 +36,14 @@ for var in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
 import numpy as np  # noqa: E402
-from cost_suite import load_split, matrices, suite_sets  # noqa: E402
+from cost_suite import (  # noqa: E402
+    beaten_by,
+    geometric_mean,
+    load_peers,
+    load_split,
+    matrices,
+    suite_sets,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "cost_guard_sweep.jsonl"
@@ -124,12 +131,7 @@ def run_split(name: str, seed: int, n_folds: int = 3, min_data_in_bin: int | Non
 
 def render(path=OUT) -> str:
     recs = [json.loads(line) for line in Path(path).read_text().splitlines()]
-    peers = {}
-    suite = ROOT / "benchmarks" / "results" / "cost_suite.jsonl"
-    for line in suite.read_text().splitlines():
-        r = json.loads(line)
-        peers[(r["set"], r["seed"], r["matrix"])] = {
-            m: v for m, v in r["costs"].items() if not m.startswith("rebel")}
+    peers = load_peers(ROOT / "benchmarks" / "results" / "cost_suite.jsonl")
     sets = sorted({r["set"] for r in recs}, key=lambda s: min(r["n"] for r in recs
                                                               if r["set"] == s))
     lines = [f"{len(recs)} cases, {len(sets)} sets: per (margin in standard errors, "
@@ -147,19 +149,12 @@ def render(path=OUT) -> str:
                        else r["test"]["argmax"] for r in rs]
                 bad += sum(g > 1.05 * r["test"]["argmax"] + 1e-12
                            for g, r in zip(got, rs, strict=True))
-                mean = np.mean(got)
-                beaten = False
-                for p in {m for r in rs for m in peers.get((s, r["seed"], r["matrix"]), {})}:
-                    both = np.array([(g, peers[(s, r["seed"], r["matrix"])][p])
-                                     for g, r in zip(got, rs, strict=True)
-                                     if p in peers.get((s, r["seed"], r["matrix"]), {})])
-                    if len(both) and both[:, 0].mean() > both[:, 1].mean() + 1e-12:
-                        beaten = True
-                wins += not beaten
-                rel.append(mean / max(np.mean([r["test"]["argmax"] for r in rs]), 1e-12))
+                wins += not beaten_by(got, [(s, r["seed"], r["matrix"]) for r in rs], peers)
+                rel.append(np.mean(got) / max(np.mean([r["test"]["argmax"] for r in rs]),
+                                              1e-12))
             lines.append(f"{factor} margin {margin:.1f}: {bad} cases > 1.05, "
                          f"lowest on {wins}/{len(sets)} sets, mean/argmax "
-                         f"{np.exp(np.mean(np.log(np.maximum(rel, 1e-6)))):.3f}")
+                         f"{geometric_mean(rel):.3f}")
     return "\n".join(lines)
 
 

@@ -26,7 +26,14 @@ for var in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
 import numpy as np  # noqa: E402
-from cost_suite import FoldMemo, load_split, matrices, suite_sets  # noqa: E402
+from cost_suite import (  # noqa: E402
+    FoldMemo,
+    beaten_by,
+    geometric_mean,
+    load_split,
+    matrices,
+    suite_sets,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "cost_shape_margin.jsonl"
@@ -124,21 +131,20 @@ def render(path: Path) -> str:
                 continue
             bad = sum(g > 1.05 * r["costs"]["rebel-argmax"] + 1e-12
                       for g, r in zip(got, before, strict=True))
+            peers = {(r["set"], r["seed"], r["matrix"]): {
+                m: v for m, v in r["costs"].items() if not m.startswith("rebel")
+                and v is not None} for r in before}
             sets = sorted({r["set"] for r in before})
             wins, rel = 0, []
             for s in sets:
                 idx = [i for i, r in enumerate(before) if r["set"] == s]
-                mean = np.mean([got[i] for i in idx])
-                peers = {m for i in idx for m in before[i]["costs"]
-                         if not m.startswith("rebel")}
-                wins += all(mean <= np.mean([before[i]["costs"][p] for i in idx
-                                             if p in before[i]["costs"]]) + 1e-12
-                            for p in peers)
-                rel.append(mean / max(np.mean([before[i]["costs"]["rebel-argmax"]
-                                               for i in idx]), 1e-12))
+                wins += not beaten_by([got[i] for i in idx], [
+                    (s, before[i]["seed"], before[i]["matrix"]) for i in idx], peers)
+                rel.append(np.mean([got[i] for i in idx]) / max(np.mean(
+                    [before[i]["costs"]["rebel-argmax"] for i in idx]), 1e-12))
             lines.append(f"  margin {margin}: smooth on {n_smooth} cases; {bad} cases > 1.05 x "
                          f"argmax, lowest on {wins}/{len(sets)} sets, mean / argmax "
-                         f"{np.exp(np.mean(np.log(np.maximum(rel, 1e-6)))):.3f}")
+                         f"{geometric_mean(rel):.3f}")
     return "\n".join(lines)
 
 

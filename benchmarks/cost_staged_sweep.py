@@ -38,7 +38,14 @@ for var in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
 import numpy as np  # noqa: E402
-from cost_suite import load_split, matrices, suite_sets  # noqa: E402
+from cost_suite import (  # noqa: E402
+    beaten_by,
+    geometric_mean,
+    load_peers,
+    load_split,
+    matrices,
+    suite_sets,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "cost_staged_sweep.jsonl"
@@ -143,11 +150,7 @@ def choose(rec: dict, rule: str) -> dict:
 
 def render(path=OUT, margin: float = MARGIN) -> str:
     recs = [json.loads(line) for line in Path(path).read_text().splitlines()]
-    peers = {}
-    for line in PEERS.read_text().splitlines():
-        r = json.loads(line)
-        peers[(r["set"], r["seed"], r["matrix"])] = {
-            m: v for m, v in r["costs"].items() if not m.startswith("rebel") and v is not None}
+    peers = load_peers(PEERS)
     compared = {key[0] for key in peers}
     unpeered = sorted({r["set"] for r in recs} - compared)  # (MNIST: the cost protocol's peers
     recs = [r for r in recs if r["set"] in compared]  # left it out)
@@ -159,7 +162,7 @@ def render(path=OUT, margin: float = MARGIN) -> str:
              "mean, mean cost / argmax's (geometric mean over sets)"]
     for rule in ("full", "ll"):
         for kind in ("staged", "bag"):
-            bad, wins, rel, lost = 0, 0, [], []
+            bad, rel, lost = 0, [], []
             for s in sets:
                 got, ref, keys = [], [], []
                 for r in (r for r in recs if r["set"] == s):
@@ -171,21 +174,12 @@ def render(path=OUT, margin: float = MARGIN) -> str:
                         ref.append(a)
                         keys.append((s, r["seed"], label))
                         bad += g > 1.05 * a + 1e-12
-                beaten = []
-                for peer in {m for key in keys for m in peers.get(key, {})}:
-                    both = np.array([(g, peers[key][peer]) for g, key in zip(got, keys,
-                                                                            strict=True)
-                                     if peer in peers.get(key, {})])
-                    if len(both) and both[:, 0].mean() > both[:, 1].mean() + 1e-12:
-                        beaten.append(peer)
-                wins += not beaten
-                if beaten:
+                if beaten_by(got, keys, peers):
                     lost.append(s)
                 rel.append(np.mean(got) / max(np.mean(ref), 1e-12))
-            lines.append(f"{rule:>4} {kind:>6}: {bad} cases > 1.05, lowest on {wins}/"
-                         f"{len(sets)} sets, mean/argmax "
-                         f"{np.exp(np.mean(np.log(np.maximum(rel, 1e-6)))):.3f}; "
-                         f"not lowest: {' '.join(lost)}")
+            lines.append(f"{rule:>4} {kind:>6}: {bad} cases > 1.05, lowest on "
+                         f"{len(sets) - len(lost)}/{len(sets)} sets, mean/argmax "
+                         f"{geometric_mean(rel):.3f}; not lowest: {' '.join(lost)}")
     chosen = {}
     for r in recs:
         p = choose(r, "ll")
@@ -207,15 +201,11 @@ def render_choice(path_a: Path, path_b: Path, margin: float = MARGIN) -> str:
                 for r in map(json.loads, Path(path).read_text().splitlines())}
 
     a_recs, b_recs = load(path_a), load(path_b)
-    peers = {}
-    for line in PEERS.read_text().splitlines():
-        r = json.loads(line)
-        peers[(r["set"], r["seed"], r["matrix"])] = {
-            m: v for m, v in r["costs"].items() if not m.startswith("rebel") and v is not None}
+    peers = load_peers(PEERS)
     keys = sorted(set(a_recs) & set(b_recs))
     sets = sorted({s for s, _ in keys}, key=lambda s: a_recs[(s, 0)]["n"])
 
-    def guarded(rec, label, argmax):  # (argmax: of the record's own model)
+    def guarded(rec, label):  # (argmax: the record's own model's)
         m = rec["points"][-1]["matrices"][label]
         return m["staged"] if m["diff"] < -margin * m["se"] else rec["argmax"][label]
 
@@ -223,7 +213,7 @@ def render_choice(path_a: Path, path_b: Path, margin: float = MARGIN) -> str:
              f"guard at {margin} se; cases > 1.05 x {path_a.name}'s argmax, sets where the "
              "route beats every peer's mean, mean cost / argmax's (geometric mean over sets)"]
     for rule in ("a", "b", "choice", "choice-error", "either"):
-        bad, wins, rel, lost = 0, 0, [], []
+        bad, rel, lost = 0, [], []
         for s in sets:
             got, ref, case_keys = [], [], []
             for key in (k for k in keys if k[0] == s):
@@ -233,24 +223,17 @@ def render_choice(path_a: Path, path_b: Path, margin: float = MARGIN) -> str:
                     field = "oof_error" if rule == "choice-error" else "log_loss"
                     pick = b if b["points"][-1][field] < a["points"][-1][field] else a
                 for label, argmax in a["argmax"].items():
-                    g = (min(guarded(a, label, argmax), guarded(b, label, argmax))
-                         if rule == "either" else guarded(pick, label, argmax))
+                    g = (min(guarded(a, label), guarded(b, label)) if rule == "either"
+                         else guarded(pick, label))
                     got.append(g)
                     ref.append(argmax)
                     case_keys.append((*key, label))
                     bad += g > 1.05 * argmax + 1e-12
-            beaten = []
-            for peer in {m for k in case_keys for m in peers.get(k, {})}:
-                both = np.array([(g, peers[k][peer]) for g, k in zip(got, case_keys, strict=True)
-                                 if peer in peers.get(k, {})])
-                if len(both) and both[:, 0].mean() > both[:, 1].mean() + 1e-12:
-                    beaten.append(peer)
-            wins += not beaten
-            if beaten:
+            if beaten_by(got, case_keys, peers):
                 lost.append(s)
             rel.append(np.mean(got) / max(np.mean(ref), 1e-12))
-        lines.append(f"{rule:>6}: {bad} cases > 1.05, lowest on {wins}/{len(sets)} sets, "
-                     f"mean/argmax {np.exp(np.mean(np.log(np.maximum(rel, 1e-6)))):.3f}; "
+        lines.append(f"{rule:>6}: {bad} cases > 1.05, lowest on {len(sets) - len(lost)}/"
+                     f"{len(sets)} sets, mean/argmax {geometric_mean(rel):.3f}; "
                      f"not lowest: {' '.join(lost)}")
     return "\n".join(lines)
 

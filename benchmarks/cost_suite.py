@@ -264,6 +264,34 @@ def peers_for_threshold(seed) -> dict:
 # ------------------------------------------------------------------ tables
 
 
+def load_peers(path) -> dict:
+    """The peers' test costs of a ``--suite`` results file: (set, seed, matrix) -> {method:
+    mean cost}, rebelboost's own methods and refusals left out."""
+    peers = {}
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        peers[(r["set"], r["seed"], r["matrix"])] = {
+            m: v for m, v in r["costs"].items() if not m.startswith("rebel") and v is not None}
+    return peers
+
+
+def beaten_by(got: list[float], keys: list[tuple], peers: dict) -> list[str]:
+    """The peers whose mean cost over the cases they ran (``keys``, as :func:`load_peers`
+    keys them) is below the mean of ``got`` over the same cases."""
+    beaten = []
+    for peer in sorted({m for key in keys for m in peers.get(key, {})}):
+        both = np.array([(g, peers[key][peer]) for g, key in zip(got, keys, strict=True)
+                         if peer in peers.get(key, {})])
+        if len(both) and both[:, 0].mean() > both[:, 1].mean() + 1e-12:
+            beaten.append(peer)
+    return beaten
+
+
+def geometric_mean(ratios: list[float]) -> float:
+    """Of per-set ratios (floored at 1e-6: a set at zero cost)."""
+    return float(np.exp(np.mean(np.log(np.maximum(ratios, 1e-6)))))
+
+
 def render(kind: str, path) -> str:
     records = [json.loads(line) for line in Path(path).read_text().splitlines()]
     return (render_suite if kind == "suite" else render_mixtures)(records)
