@@ -97,22 +97,28 @@ class FoldMemo:
         self.module, self.real, self.cache = _cost_route, _cost_route.out_of_fold_scores, {}
         _cost_route.out_of_fold_scores = self
 
-    def __call__(self, model, X, codes, w, folds, params, sample_cost=None, alongside=None):
+    def __call__(self, model, X, codes, w, folds, params, sample_cost=None, alongside=None,
+                 queued=()):
         from functools import partial
 
         from rebelboost.parallel import resolve_n_jobs
 
         if sample_cost is not None or params.get("cost_matrix", 0) is not None:
             return self.real(model, X, codes, w, folds, params, sample_cost,
-                             alongside=alongside)
+                             alongside=alongside, queued=queued)
+        if alongside is None:
+            return self.scores(model, X, codes, w, folds, params)
+        # (the final fit, run after the folds: the model it trains is the same)
+        return (self.scores(model, X, codes, w, folds, params),
+                partial(alongside, resolve_n_jobs(model.get_params()["n_jobs"])),
+                [partial(self.scores, model, X, codes, w, folds, p) for p in queued])
+
+    def scores(self, model, X, codes, w, folds, params):
         key = (X.shape, X[:3].tobytes(), codes.tobytes(), folds.tobytes(), repr(params),
                repr(sorted(model.resolved_params_.items())))
         if key not in self.cache:
             self.cache[key] = self.real(model, X, codes, w, folds, params)
-        if alongside is None:
-            return self.cache[key]
-        # (the final fit, run after the folds: the model it trains is the same)
-        return self.cache[key], partial(alongside, resolve_n_jobs(model.get_params()["n_jobs"]))
+        return self.cache[key]
 
     def clear(self):
         self.cache.clear()

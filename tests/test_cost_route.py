@@ -187,6 +187,32 @@ def test_smooth_data_take_the_smooth_shape_and_its_model(n_jobs):
     assert_array_equal(model.predict(X), explicit.predict(X))
 
 
+@pytest.mark.parametrize("data", ["smooth", "coded"])
+def test_the_fit_beside_the_folds_is_the_fit_after_them(data):
+    """Where the folds may choose the shape, the final fit runs beside them with the
+    defaults' shape and trains again when they choose the other; with a callback, which must
+    not see a discarded run, it trains after them: the same model either way, and the
+    callback sees one run of the chosen shape."""
+    from rebelboost.experiments.cost_sensitive import make_gaussian_mixture
+
+    if data == "smooth":
+        X, y, _ = make_gaussian_mixture(np.random.default_rng(2), 2, 2, 600)
+    else:
+        X, y = _cells()
+    cost = _hedge(len(np.unique(y)))
+    beside = RebelClassifier(cost_matrix=cost, random_state=0, n_jobs=2).fit(X, y)
+    seen = []
+    after = RebelClassifier(cost_matrix=cost, random_state=0, n_jobs=2).fit(
+        X, y, callbacks=[lambda info: seen.append(info.iteration) and False])
+    assert beside.cost_evidence_["shape"]["chosen"] == {"smooth": "smooth",
+                                                         "coded": "defaults"}[data]
+    assert len(seen) == after.n_estimators_ == beside.n_estimators_
+    assert beside.resolved_params_ == after.resolved_params_
+    assert beside.cost_evidence_ == after.cost_evidence_
+    assert_array_equal(beside.decision_function(X), after.decision_function(X))
+    assert_array_equal(beside.predict(X), after.predict(X))
+
+
 def test_coded_data_keep_the_small_data_shape():
     """Where only leaves of a few rows separate the classes, the defaults' route costs less
     out of fold and the model is the one fitted without the smooth shape's folds; a smooth

@@ -60,7 +60,9 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         X, codes, sample_weight = check_fit_input(self, self._encode_fit(X), y, sample_weight)
         self._resolve_size(X.shape[0])
         rng = _rng(self.random_state)
-        cost_rows = self._fit_costs(X, codes, sample_weight, rng, **fit_params)
+        cost_rows = self._fit_costs(X, codes, sample_weight, rng,
+                                    may_train_twice=not callbacks and not self.verbose,
+                                    **fit_params)
         validation = None
         if eval_set is not None:
             validation = self._validation(eval_set, eval_sample_weight)
@@ -69,26 +71,34 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
                 _validation_split(X, codes, sample_weight, cost_rows, self.validation_fraction,
                                   rng))
             validation = Validation(X_val, codes_val, w_val, rows_val)
+        rebuild = self._booster_factory(X, codes, sample_weight, cost_rows, rng, validation)
         booster = self._make_booster(X, codes, sample_weight, cost_rows, rng, validation)
         del cost_rows  # (n, K): the booster's loss holds what it needs
         target = self.target_loss
         if target == "auto":
             target = 1.0 / X.shape[0]
-        result = self._train(lambda n_jobs: boost(
+        result, booster = self._train(lambda n_jobs, booster: boost(
             booster, self._n_iterations(), X.shape[1], validation=validation,
             early_stopping=self._early_stopping(validation is not None),
             callbacks=callbacks, target_loss=target, verbose=self.verbose, n_jobs=n_jobs,
             estimator=self,
-        ))
+        ), booster, rebuild)
         self._set_result(result)
         self.model_.covers = leaf_covers(self.model_.learners, X, sample_weight,
                                          exact=getattr(booster, "exact_sums", False))
         self._set_records(result.records, result.n_kept, booster)
         return self
 
-    def _train(self, train):
-        """The boosting run ``train(n_jobs)`` (a booster may run other work beside it)."""
-        return train(self.n_jobs)
+    def _train(self, train, booster, rebuild) -> tuple[BoostResult, object]:
+        """``(train(n_jobs, booster), booster)``: the boosting run and the booster it ran. A
+        subclass may run other work beside it, and where that work changes the parameters,
+        train again on ``rebuild()``, the booster built afresh (:meth:`_booster_factory`)."""
+        return train(self.n_jobs, booster), booster
+
+    def _booster_factory(self, X, codes, sample_weight, cost_rows, rng, validation):
+        """None, or a callable that builds the booster as :meth:`_make_booster` is about to
+        (the same random state), for a fit that may have to train twice (none here)."""
+        return None
 
     def _validation(self, eval_set, eval_sample_weight) -> Validation:
         """An ``eval_set`` (validated, encoded as the training set) to score every iteration."""
@@ -122,9 +132,10 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         self.best_iteration_ = result.best_iteration
         self.feature_importances_ = result.feature_importances
 
-    def _fit_costs(self, X, codes, sample_weight, rng) -> np.ndarray:
+    def _fit_costs(self, X, codes, sample_weight, rng, may_train_twice=False) -> np.ndarray:
         """Each training row's costs of each class, (n_samples, K): what the booster trains
-        on and validation decisions are scored with (0-1 unless a booster has costs)."""
+        on and validation decisions are scored with (0-1 unless a booster has costs).
+        ``may_train_twice``: no callback or printout would see a discarded boosting run."""
         return self._cost_matrix()[codes]
 
     def _cost_matrix(self) -> np.ndarray:

@@ -81,12 +81,14 @@ def fold_assignment(codes: np.ndarray, n_folds: int, rng: np.random.RandomState)
 
 
 def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
-                       sample_cost=None, alongside=None) -> tuple[np.ndarray, np.ndarray]:
+                       sample_cost=None, alongside=None, queued=()):
     """``(scores, unseen)``: each row's class scores from the model fitted without its fold,
     and whether its class was absent from that model's training rows. ``alongside``: a
     callable of a thread count run as one more task (the final model's fit), after the
-    folds, so that the caller's calibration of the scores runs while it finishes;
-    then ``(scores, unseen), wait``, ``wait()`` its result.
+    folds, so that the caller's calibration of the scores runs while it finishes; then
+    ``((scores, unseen), wait, later)``, ``wait()`` its result and ``later`` a callable per
+    parameter set of ``queued`` (another shape's fold models, fitted on the same folds and
+    queued between these folds and the final fit) giving their ``(scores, unseen)``.
 
     A class a fold model never saw gets, in each row, the lowest score of the classes it
     did see (as unlikely as the least likely one) rather than a made-up extreme. A fold
@@ -106,12 +108,13 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
     n_jobs = resolve_n_jobs(model.get_params().get("n_jobs"))
     extra = [] if alongside is None else [alongside]
     k = model.cost_matrix_.shape[0]
-    workers = min(n_jobs, len(fold_ids) + len(extra))
+    shapes = [params, *queued]
+    workers = min(n_jobs, len(fold_ids) * len(shapes) + len(extra))
     threads = max(1, n_jobs // workers)  # each task's share of the threads
 
-    def fit_fold(f):
+    def fit_fold(shape, f):
         train = folds != f
-        fold_model = fold_estimator(model, params, int(train.sum()), len(codes))
+        fold_model = fold_estimator(model, shape, int(train.sum()), len(codes))
         if workers > 1:
             fold_model.set_params(n_jobs=threads)
         kwargs = {} if sample_cost is None else {"sample_cost": sample_cost[train]}
@@ -120,10 +123,16 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
             got = fold_model.model_.scores(fold_model.encode(X[folds == f]))
         return np.unique(codes[train]), got
 
-    folds_first = [partial(fit_fold, f) for f in fold_ids]
+    def assemble(fitted):
+        return assemble_scores(fitted, fold_ids, folds, codes, k)
+
+    tasks = [[partial(fit_fold, shape, f) for f in fold_ids] for shape in shapes]
     if workers == 1:
-        scores = assemble_scores([task() for task in folds_first], fold_ids, folds, codes, k)
-        return scores if alongside is None else (scores, partial(alongside, threads))
+        scores = assemble([task() for task in tasks[0]])
+        if alongside is None:
+            return scores
+        later = [partial(lambda ts: assemble([task() for task in ts]), ts) for ts in tasks[1:]]
+        return scores, partial(alongside, threads), later
     # (a pool that waits on its tasks, not one that polls: a small set's fold takes a few
     # milliseconds.) The final fit goes in last: the calibration waits for every fold, not
     # for it. With two threads and three folds of 2/3 of the rows, the folds are done after
@@ -131,11 +140,10 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
     # fold takes as long as the final fit (a small set: fixed costs), the thread freed
     # first takes the last fold, not the final fit
     pool = ThreadPoolExecutor(workers)
-    fold_runs = [pool.submit(task) for task in folds_first]
+    runs = [[pool.submit(task) for task in ts] for ts in tasks]
     final = None if alongside is None else pool.submit(alongside, threads)
     try:
-        scores = assemble_scores([run.result() for run in fold_runs], fold_ids, folds, codes,
-                                 k)
+        scores = assemble([run.result() for run in runs[0]])
     except BaseException:
         pool.shutdown(cancel_futures=True)
         raise
@@ -149,7 +157,8 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
         finally:
             pool.shutdown()
 
-    return scores, wait
+    later = [partial(lambda rs: assemble([run.result() for run in rs]), rs) for rs in runs[1:]]
+    return scores, wait, later
 
 
 def fold_estimator(model, params: dict, n_train: int, n_rows: int):
@@ -233,11 +242,19 @@ def _choose(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, alo
         scores, unseen = out_of_fold(model, X, codes, sample_weight, folds, neutral_params)
         return _decide_shape_and_route(model, X, codes, sample_weight, sample_cost, folds,
                                        out_of_fold, scores, unseen, neutral_params), None
-    (scores, unseen), wait = out_of_fold(model, X, codes, sample_weight, folds,
-                                         neutral_params, alongside=alongside)
+    alternative = smooth_alternative(model, len(codes))
+    queued = [] if alternative is None else [{**neutral_params, **alternative}]
+    (scores, unseen), wait, later = out_of_fold(model, X, codes, sample_weight, folds,
+                                                neutral_params, alongside=alongside,
+                                                queued=queued)
+    queued_out_of_fold = out_of_fold
+    if queued:  # (the smooth shape's folds, fitted in the same pool, are taken from it)
+        def queued_out_of_fold(model, X, codes, sample_weight, folds, params, *args):
+            return later[0]() if params == queued[0] else out_of_fold(
+                model, X, codes, sample_weight, folds, params, *args)
     try:  # (the final fit may still be running: the calibration runs beside it)
         choice = _decide_shape_and_route(model, X, codes, sample_weight, sample_cost, folds,
-                                         out_of_fold, scores, unseen, neutral_params)
+                                         queued_out_of_fold, scores, unseen, neutral_params)
     finally:
         trained = wait()
     return choice, trained

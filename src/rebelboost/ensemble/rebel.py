@@ -115,7 +115,9 @@ class RebelClassifier(CostFitting, CategoricalInput, BoostedClassifier):
         a smooth shape (LightGBM's defaults: 100 trees of 31 leaves at rate 0.1, leaves of
         20 rows) are fitted on the same folds, and where that shape's route costs less out
         of fold by the guard's 2 standard errors, it decides and the final model takes its
-        parameters (``cost_evidence_['shape']``, ``resolved_params_``). 'loss'
+        parameters (``cost_evidence_['shape']``, ``resolved_params_``; the fit beside the
+        folds, with the defaults' shape, is then discarded and the final model trained
+        after them). 'loss'
         trains on the cost-sensitive loss and predicts ``argmax H`` (one fit, K x K only);
         'auto' also cross-fits the loss route and lets the guard choose among all three.
         Ignored under 0-1 costs, where the routes agree.
