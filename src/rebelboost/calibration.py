@@ -79,6 +79,24 @@ class CalibrationMap:
         return cls(doc["kind"], float(t), w, b)
 
 
+def row_margins(scores: np.ndarray) -> np.ndarray:
+    """Each row's gap between its two largest class scores. A map fitted on one model's
+    scores divided by the median of these on its training rows (:func:`median_margin`)
+    applies to another model's scores divided by that model's (the cost route's fold models
+    and final model, trained on different numbers of rows)."""
+    top = np.sort(scores, axis=1)
+    return top[:, -1] - top[:, -2]
+
+
+def median_margin(scores: np.ndarray | None = None, margins: np.ndarray | None = None
+                  ) -> float:
+    """The median over rows of :func:`row_margins` (of ``scores``, or given): the size of a
+    model's scores (1.0 where that is not a positive number: a model without a split)."""
+    margins = row_margins(scores) if margins is None else margins
+    margin = float(np.median(margins)) if len(margins) else 0.0
+    return margin if 0.0 < margin < np.inf else 1.0
+
+
 def _log(p: np.ndarray) -> np.ndarray:
     return np.maximum(np.log(np.maximum(p, np.finfo(float).tiny)), LOG_FLOOR)
 

@@ -21,6 +21,7 @@ from ..binning import (
     merge_value_counts,
     value_counts,
 )
+from ..calibration import row_margins
 from ..categorical import CategoricalColumns
 from ..costs import check_sample_cost
 from ..exact_sums import accumulator, sum_by_group, sum_by_slot, sum_rows, sum_values
@@ -184,6 +185,13 @@ def select_rows(raw: RawPartition, keep: np.ndarray, classes: np.ndarray) -> tup
 def fold_scores(raw: RawPartition, held_out: np.ndarray, model) -> np.ndarray:
     """A fold model's class scores of the rows ``held_out`` marks (``model`` local)."""
     return model.model_.scores(model.encode(raw.X[held_out]))
+
+
+def score_margins(raw: RawPartition, rows: np.ndarray | None, model) -> np.ndarray:
+    """The gap between the two largest class scores of ``model`` (local) on each of the
+    partition's rows that ``rows`` marks (None: all), as the cost route sizes a model's
+    scores (:func:`~rebelboost.calibration.row_margins`)."""
+    return row_margins(model.model_.scores(model.encode(raw.X if rows is None else raw.X[rows])))
 
 
 def sample_summary(raw: RawPartition, rows: np.ndarray | None,

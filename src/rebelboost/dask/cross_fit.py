@@ -16,6 +16,7 @@ import functools
 import numpy as np
 
 from ..blocks import tasks as part_fn
+from ..calibration import median_margin
 from ..costs import check_sample_cost
 from ..ensemble._cost_route import (
     RouteChoice,
@@ -50,7 +51,8 @@ def choose_route_on_workers(model, cluster, raw: list, facts: list, rng) -> Rout
 def _out_of_fold_scores(cluster, raw: list, sizes: list[int], model, X, codes, sample_weight,
                         folds, params: dict, sample_cost=None):
     """:func:`~rebelboost.ensemble._cost_route.out_of_fold_scores` on the workers: the
-    fold models one after the other, each a distributed fit."""
+    fold models one after the other, each a distributed fit, their scores divided by their
+    median margin on their training rows as there."""
     starts = np.cumsum([0, *sizes])
     bounds = list(zip(starts[:-1], starts[1:], strict=True))
     fold_ids, fitted = np.unique(folds), []
@@ -67,5 +69,8 @@ def _out_of_fold_scores(cluster, raw: list, sizes: list[int], model, X, codes, s
         local = fold_model.to_local()
         got = cluster.gather([cluster.submit(part_fn.fold_scores, part, ~train[a:b], local)
                               for part, (a, b) in zip(raw, bounds, strict=True)])
-        fitted.append((np.unique(codes[train]), np.concatenate(got)))
+        margins = cluster.gather([cluster.submit(part_fn.score_margins, part, train[a:b], local)
+                                  for part, (a, b) in zip(raw, bounds, strict=True)])
+        scale = median_margin(margins=np.concatenate(margins))
+        fitted.append((np.unique(codes[train]), np.concatenate(got) / scale))
     return assemble_scores(fitted, fold_ids, folds, codes, model.cost_matrix_.shape[0])

@@ -28,6 +28,7 @@ from ..categorical import CategoricalColumns, part_levels
 from ..costs import check_costs, check_decisions, class_mean_costs
 from ..engine import boost
 from ..ensemble._base import _rng
+from ..ensemble._cost_route import scale_to_final
 from ..ensemble.rebel import RebelClassifier
 from ..exact_sums import rounded
 from ..losses.rebel import RebelLoss
@@ -196,7 +197,10 @@ class DaskRebelClassifier(RebelClassifier):
                                  self.cost_strategy_ == "loss", worker=worker)
                   for (a, b), worker in zip(groups, placement, strict=True)]
         wait(blocks)
-        del raw  # the raw rows are dropped before the training state is made
+        # the raw rows are dropped before the training state is made, unless the route's
+        # calibration waits for the final model's scores on them (scale_to_final)
+        sized_on = raw if self.__dict__.get("_scale_pending") else None
+        del raw
         parts = cluster.map(part_fn.make_partition, blocks, k, trained_costs, self.subcosts,
                             weight_total, exact)
         wait(parts)
@@ -261,6 +265,10 @@ class DaskRebelClassifier(RebelClassifier):
         self._set_result(result)
         self.model_.covers = covers[:len(self.model_.learners)]
         self._set_records(result.records, result.n_kept, booster)
+        if sized_on is not None:  # (the margins of every row, in the local fit's order)
+            local = self.to_local()
+            scale_to_final(self, np.concatenate(cluster.gather(
+                [cluster.submit(part_fn.score_margins, part, None, local) for part in sized_on])))
         self.gathered_bytes_ = cluster.gathered_bytes
         self.round_trips_ = np.asarray(booster.round_trips[:len(self.model_.learners)])
         return self

@@ -84,6 +84,7 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
             estimator=self,
         ), booster, rebuild)
         self._set_result(result)
+        self._after_training(X)
         self.model_.covers = leaf_covers(self.model_.learners, X, sample_weight,
                                          exact=getattr(booster, "exact_sums", False))
         self._set_records(result.records, result.n_kept, booster)
@@ -94,6 +95,10 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         subclass may run other work beside it, and where that work changes the parameters,
         train again on ``rebuild()``, the booster built afresh (:meth:`_booster_factory`)."""
         return train(self.n_jobs, booster), booster
+
+    def _after_training(self, X) -> None:
+        """What a fit sets from its final model and training rows ``X`` (encoded) once the
+        model is trained (nothing here)."""
 
     def _booster_factory(self, X, codes, sample_weight, cost_rows, rng, validation):
         """None, or a callable that builds the booster as :meth:`_make_booster` is about to

@@ -8,9 +8,15 @@ from functools import partial
 
 import numpy as np
 
+from ..calibration import row_margins
 from ..costs import resolve_costs
 from ..validation import check_cost_matrix
-from ._cost_route import choose_route, choose_route_alongside, route_folds
+from ._cost_route import (
+    choose_route,
+    choose_route_alongside,
+    route_folds,
+    scale_to_final,
+)
 from ._size_defaults import smooth_alternative
 
 
@@ -22,7 +28,8 @@ class CostFitting:
     def _fit_costs(self, X, codes, sample_weight, rng, sample_cost=None,
                    may_train_twice=False) -> np.ndarray:
         k = len(self.classes_)
-        self.__dict__.pop("_pending_route", None)  # (a fit that failed before _train left it)
+        for left in ("_pending_route", "_scale_pending"):  # (a fit that failed left them)
+            self.__dict__.pop(left, None)
         self.cost_matrix_, self.decisions_, sample_cost = resolve_costs(
             self.cost_matrix, sample_cost, codes, k, self.classes_, self.decisions)
         folds = route_folds(self, codes, sample_cost, rng)
@@ -59,6 +66,11 @@ class CostFitting:
             booster = rebuild()
             result = train(self.n_jobs, booster)
         return result, booster
+
+    def _after_training(self, X) -> None:
+        if self.__dict__.get("_scale_pending"):  # the map waits for the final model's size
+            with self._threads(X):
+                scale_to_final(self, row_margins(self.model_.scores(X)))
 
     def _cost_matrix(self) -> np.ndarray:
         return self.cost_matrix_

@@ -15,6 +15,15 @@ same folds too; where their route costs less out of fold (by the guard's margin,
 is the route, and the final model takes their parameters (``RouteChoice.params``): sharp
 trees on coded data, smooth ones on smooth data.
 
+The calibration map is fitted on scores of one size: each fold model's out-of-fold scores
+divided by its own median in-sample margin (:func:`~rebelboost.calibration.median_margin`:
+the gap between a training row's two largest class scores), and the final model's map is
+that one at a temperature multiplied by the final model's own (:func:`scale_to_final`).
+Boosting at rate 1 leaves models of different sizes of data with scores of different sizes
+(fold models that separate their 2/3 of the rows, a final model that cannot separate them
+all), and a map fitted on the fold models' scale would soften or sharpen the final model's
+posteriors wrongly (BENCHMARKS.md, issue 29, stop 38).
+
 A rule replaces argmax only when it is cheaper out of fold by more than :data:`MARGIN_SE`
 standard errors of the paired per-row cost difference (a one-sided paired z-test), so that
 noise on a small set does not pick a rule that costs more than doing nothing. The fold
@@ -24,13 +33,13 @@ models are fitted side by side on threads when ``n_jobs`` allows.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
 from sklearn.base import clone
 
-from ..calibration import CalibrationMap, fit_calibration
+from ..calibration import CalibrationMap, fit_calibration, median_margin
 from ..costs import binary_threshold, certain_codes, min_risk_codes, row_costs
 from ..parallel import numba_threads, resolve_n_jobs
 from ._size_defaults import smooth_alternative
@@ -59,15 +68,35 @@ class RouteChoice:
     evidence: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
     row_costs: np.ndarray | None = field(default=None, repr=False)  # (the route's, out of fold)
+    on_margins: bool = False  # calibrated on margin-scaled scores: scale_to_final after the fit
 
     def set_on(self, model) -> None:
         """The model's fitted attributes of this choice (``resolved_params_`` updated with
-        ``params``)."""
+        ``params``). A map fitted on margin-scaled scores waits for the final model
+        (``model._scale_pending``; :func:`scale_to_final`)."""
         if self.params:
             model.resolved_params_ = {**model.resolved_params_, **self.params}
         model.cost_strategy_, model.cost_route_ = self.strategy, self.route
         model.calibration_, model.temperature_ = self.calibration, self.calibration.temperature
         model.route_costs_, model.cost_evidence_ = self.route_costs, self.evidence
+        model._scale_pending = self.on_margins
+
+
+def scale_to_final(model, in_sample_margins: np.ndarray) -> None:
+    """Set ``model``'s calibration for its final model, whose row margins on its own
+    training rows are ``in_sample_margins`` (:func:`~rebelboost.calibration.row_margins`):
+    the map fitted on margin-scaled out-of-fold scores at its temperature times the final
+    model's median margin (the same map on the final model's scaled scores); the evidence
+    records both."""
+    if not model.__dict__.pop("_scale_pending", False):
+        return
+    scale = median_margin(margins=in_sample_margins)
+    calibration = model.calibration_
+    model.calibration_ = replace(calibration, temperature=calibration.temperature * scale)
+    model.temperature_ = model.calibration_.temperature
+    model.cost_evidence_ = {**model.cost_evidence_, "final_margin": scale,
+                            "temperature": model.temperature_,
+                            "margin_temperature": calibration.temperature}
 
 
 def fold_assignment(codes: np.ndarray, n_folds: int, rng: np.random.RandomState) -> np.ndarray:
@@ -83,7 +112,8 @@ def fold_assignment(codes: np.ndarray, n_folds: int, rng: np.random.RandomState)
 def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
                        sample_cost=None, alongside=None, queued=()):
     """``(scores, unseen)``: each row's class scores from the model fitted without its fold,
-    and whether its class was absent from that model's training rows. ``alongside``: a
+    divided by that model's median margin on its training rows, and whether the row's
+    class was absent from them. ``alongside``: a
     callable of a thread count run as one more task (the final model's fit), after the
     folds, so that the caller's calibration of the scores runs while it finishes; then
     ``((scores, unseen), wait, later)``, ``wait()`` its result and ``later`` a callable per
@@ -121,7 +151,8 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
         fold_model.fit(X[train], codes[train], sample_weight[train], **kwargs)
         with numba_threads(threads, blas_threads=None):
             got = fold_model.model_.scores(fold_model.encode(X[folds == f]))
-        return np.unique(codes[train]), got
+            scale = median_margin(fold_model.model_.scores(fold_model.encode(X[train])))
+        return np.unique(codes[train]), got / scale
 
     def assemble(fitted):
         return assemble_scores(fitted, fold_ids, folds, codes, k)
@@ -318,7 +349,7 @@ def _decide(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, sco
         return RouteChoice("loss", "loss", CalibrationMap(), route_costs, evidence,
                            row_costs=per_row[route])
     return RouteChoice("posterior", route, calibration, route_costs, evidence,
-                       row_costs=per_row[route])
+                       row_costs=per_row[route], on_margins=True)
 
 
 def _run(train, model):

@@ -22,6 +22,10 @@ def cost_route_section(model) -> str:
               else "on the cost-sensitive loss"),
              ("calibration", f"{model.calibration_.kind}, temperature "
               f"{model.calibration_.temperature:.4g}")]
+    if "final_margin" in evidence:
+        facts.append(("sized", f"fitted on the fold models' scores over their median margin, "
+                      f"at temperature {evidence['margin_temperature']:.4g} there; the final "
+                      f"model's median margin is {evidence['final_margin']:.4g}"))
     if "threshold" in evidence:
         facts.append(("threshold", f"predicts {model.classes_[1]!s} when its probability "
                       f"exceeds {evidence['threshold']:.4g}"))
