@@ -16,6 +16,7 @@ shape), one thread.
     cd benchmarks && python cost_scale_replay.py --sets 19 --seeds 5 --mixtures \\
         --out results/cost_scale_replay.jsonl
     python cost_scale_replay.py --render --out results/cost_scale_replay.jsonl
+    python cost_scale_replay.py --diagnose mixture2:2 balance_scale:1 vowel:0 vehicle:0
 """
 
 from __future__ import annotations
@@ -31,11 +32,7 @@ for var in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 import numpy as np  # noqa: E402
 from cost_suite import bayes_proba, geometric_mean, load_split, matrices, suite_sets  # noqa: E402
 
-
-def median_margin(scores: np.ndarray) -> float:
-    """The median over rows of the gap between the two largest class scores."""
-    top = np.sort(scores, axis=1)
-    return float(np.median(top[:, -1] - top[:, -2]))
+from rebelboost.calibration import median_margin  # noqa: E402
 
 
 def replay(X, y, X_te, y_te, mats, seed, truth=None) -> list[dict]:
@@ -93,9 +90,51 @@ def replay(X, y, X_te, y_te, mats, seed, truth=None) -> list[dict]:
     return records
 
 
-def run(args) -> None:
+def diagnose(name: str, seed: int) -> str:
+    """One split's sizes: each fold model's median in-sample margin, the final model's, and
+    the temperature fitted on the raw out-of-fold scores against the one best for the final
+    model's test scores (its labels used: a diagnosis, not a method)."""
+    from rebelboost import RebelClassifier
+    from rebelboost.calibration import fit_temperature
+    from rebelboost.ensemble._cost_route import fold_assignment
+
+    X, y, X_te, y_te, _, _ = split(name, seed)
+    final = RebelClassifier(random_state=seed, n_jobs=1).fit(X, y)
+    folds = fold_assignment(y, 3, np.random.RandomState(seed))
+    oof, margins = np.empty((len(y), int(y.max()) + 1)), []
+    for f in range(3):
+        train = folds != f
+        fold = RebelClassifier(random_state=seed, n_jobs=1, **final.resolved_params_).fit(
+            X[train], y[train])
+        oof[~train] = fold.model_.scores(X[~train])
+        margins.append(median_margin(fold.model_.scores(X[train])))
+    test = final.model_.scores(X_te)
+    return (f"| {name} | {seed} | {', '.join(f'{m:.1f}' for m in margins)} | "
+            f"{median_margin(final.model_.scores(X)):.1f} | "
+            f"{fit_temperature(oof, y, np.ones(len(y))):.1f} | "
+            f"{fit_temperature(test, y_te, np.ones(len(y_te))):.1f} |")
+
+
+def split(name: str, seed: int):
+    """``(X, y, X_te, y_te, mats, truth)`` of a suite set's split or a known mixture
+    ('mixtureK'), with its six cost matrices and (mixtures) the test rows' true posteriors,
+    drawn as ``bench_cost.py`` draws them."""
     from rebelboost.experiments.cost_sensitive import make_gaussian_mixture
 
+    if not name.startswith("mixture"):
+        X, y, X_te, y_te = load_split(name, seed, 3000)
+        k = int(y.max()) + 1
+        mats = matrices(k, np.bincount(y) / len(y), np.random.default_rng(1000 + seed))
+        return X, y, X_te, y_te, mats, None
+    k = int(name[len("mixture"):])
+    rng = np.random.default_rng(seed * 10 + k)
+    X, y, centers = make_gaussian_mixture(rng, k, 2, 1000)
+    X_te, y_te, _ = make_gaussian_mixture(rng, k, 2, 20000, centers)
+    return (X, y, X_te, y_te, matrices(k, np.full(k, 1 / k), rng),
+            bayes_proba(X_te, centers))
+
+
+def run(args) -> None:
     out = Path(args.out)
     done = set()
     if out.exists():
@@ -106,18 +145,8 @@ def run(args) -> None:
     for name, seed in jobs:
         if (name, seed) in done:
             continue
-        if name.startswith("mixture"):
-            k = int(name[len("mixture"):])
-            rng = np.random.default_rng(seed * 10 + k)  # (bench_cost.py --mixtures' draws)
-            X, y, centers = make_gaussian_mixture(rng, k, 2, 1000)
-            X_te, y_te, _ = make_gaussian_mixture(rng, k, 2, 20000, centers)
-            records = replay(X, y, X_te, y_te, matrices(k, np.full(k, 1 / k), rng), seed,
-                             bayes_proba(X_te, centers))
-        else:
-            X, y, X_te, y_te = load_split(name, seed, 3000)
-            k = int(y.max()) + 1
-            mats = matrices(k, np.bincount(y) / len(y), np.random.default_rng(1000 + seed))
-            records = replay(X, y, X_te, y_te, mats, seed)
+        X, y, X_te, y_te, mats, truth = split(name, seed)
+        records = replay(X, y, X_te, y_te, mats, seed, truth)
         with out.open("a") as fh:
             for r in records:
                 fh.write(json.dumps({"set": name, "seed": seed, **r}) + "\n")
@@ -150,7 +179,9 @@ def render(args) -> None:
                 for r in rs:
                     cells.setdefault((r["set"], r["matrix"]), []).append(
                         (r["costs"][name], r["costs"]["bayes"]))
-                worst = f"{max(np.mean([c for c, _ in v]) / np.mean([b for _, b in v]) for v in cells.values()):.3f}"
+                worst = max(np.mean([c for c, _ in v]) / np.mean([b for _, b in v])
+                            for v in cells.values())
+                worst = f"{worst:.3f}"
             print(f"| {name} | {over} | {ratio:.3f} | {taken} | {worst} |")
         changed = [(r["set"], r["seed"], r["matrix"], round(r["costs"]["raw"], 4),
                     round(r["costs"]["scaled"], 4), round(r["costs"]["argmax"], 4))
@@ -166,7 +197,17 @@ def main() -> None:
     parser.add_argument("--mixtures", action="store_true")
     parser.add_argument("--render", action="store_true")
     parser.add_argument("--out", default="results/cost_scale_replay.jsonl")
+    parser.add_argument("--diagnose", nargs="+", metavar="SET:SEED",
+                        help="print the sizes and temperatures of these splits instead")
     args = parser.parse_args()
+    if args.diagnose:
+        print("| set | seed | fold models' median in-sample margins | final model's | "
+              "temperature on out-of-fold scores | best on the final model's test scores |")
+        print("|---|---|---|---|---|---|")
+        for item in args.diagnose:
+            name, seed = item.split(":")
+            print(diagnose(name, int(seed)), flush=True)
+        return
     (render if args.render else run)(args)
 
 

@@ -107,7 +107,9 @@ class RebelClassifier(CostFitting, CategoricalInput, BoostedClassifier):
     cost_strategy : {'posterior', 'loss', 'auto'}, default='posterior'
         'posterior' trains cost-neutrally: ``cost_cv`` fold models give every training row an
         out-of-fold score, a calibration map (temperature, or vector/matrix scaling where it
-        is better out of fold) is fitted on all of them, and the model fitted on all rows
+        is better out of fold) is fitted on all of them (each fold model's scores over its
+        median margin on its training rows; the final model's map takes its own: models fitted
+        on different numbers of rows score on different scales), and the model fitted on all rows
         (beside the fold models) predicts ``argmin_m (predict_proba @ cost_matrix_)_m``
         unless it was not cheaper out of fold than plain argmax by 2 standard errors (the
         guard; ``cost_route_``, ``cost_evidence_``). Where the small-data shape comes from
