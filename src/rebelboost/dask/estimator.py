@@ -199,7 +199,7 @@ class DaskRebelClassifier(RebelClassifier):
         wait(blocks)
         # the raw rows are dropped before the training state is made, unless the route's
         # calibration waits for the final model's scores on them (scale_to_final)
-        sized_on = raw if self.__dict__.get("_scale_pending") else None
+        sized_on = raw if self.__dict__.pop("_scale_pending", False) else None
         del raw
         parts = cluster.map(part_fn.make_partition, blocks, k, trained_costs, self.subcosts,
                             weight_total, exact)

@@ -68,7 +68,7 @@ class CostFitting:
         return result, booster
 
     def _after_training(self, X) -> None:
-        if self.__dict__.get("_scale_pending"):  # the map waits for the final model's size
+        if self.__dict__.pop("_scale_pending", False):  # the map waits for the final model
             with self._threads(X):
                 scale_to_final(self, row_margins(self.model_.scores(X)))
 

@@ -87,9 +87,7 @@ def scale_to_final(model, in_sample_margins: np.ndarray) -> None:
     training rows are ``in_sample_margins`` (:func:`~rebelboost.calibration.row_margins`):
     the map fitted on margin-scaled out-of-fold scores at its temperature times the final
     model's median margin (the same map on the final model's scaled scores); the evidence
-    records both."""
-    if not model.__dict__.pop("_scale_pending", False):
-        return
+    records both. (Called once, where the choice left ``model._scale_pending``.)"""
     scale = median_margin(margins=in_sample_margins)
     calibration = model.calibration_
     model.calibration_ = replace(calibration, temperature=calibration.temperature * scale)
