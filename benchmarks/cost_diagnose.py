@@ -14,6 +14,9 @@ route does, keep their test-set scores too, and compare on the test rows:
 
 Usage: ``python benchmarks/cost_diagnose.py [SET:SEED:MATRIX ...]`` (defaults: a handful of
 the cases above 1.05 x argmax in ``results/cost_suite.jsonl``).
+
+(Its fold models' scores are the raw ones, as the route used them before stop 38; the route
+now sizes them by each model's median margin: ``cost_scale_replay.py``.)
 """
 
 from __future__ import annotations

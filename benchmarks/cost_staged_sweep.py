@@ -25,6 +25,9 @@ of the two per case).
 
 Usage: ``nice -n 10 python benchmarks/cost_staged_sweep.py --sets 19 --seeds 5``, then
 ``python benchmarks/cost_staged_sweep.py --render``.
+
+(Its fold models' scores are the raw ones, as the route used them before stop 38; the route
+now sizes them by each model's median margin: ``cost_scale_replay.py``.)
 """
 
 from __future__ import annotations
