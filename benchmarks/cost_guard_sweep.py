@@ -79,7 +79,12 @@ def run_split(name: str, seed: int, n_folds: int = 3, min_data_in_bin: int | Non
     from sklearn.base import clone
 
     from rebelboost import RebelClassifier
-    from rebelboost.calibration import CalibrationMap, fit_calibration, median_margin
+    from rebelboost.calibration import (
+        CalibrationMap,
+        fit_calibration,
+        median_margin,
+        row_margins,
+    )
     from rebelboost.costs import certain_codes, min_risk_codes
     from rebelboost.ensemble._cost_route import fold_assignment, out_of_fold_scores
 
@@ -89,7 +94,7 @@ def run_split(name: str, seed: int, n_folds: int = 3, min_data_in_bin: int | Non
     final = RebelClassifier(random_state=seed, n_jobs=1, **bins).fit(X, y)
     # (the route's out-of-fold scores are over each fold model's median margin since stop
     # 38: the final model's test scores over its own, as the route sizes its map)
-    s_te = final._scores(X_te) / median_margin(final._scores(X))
+    s_te = final._scores(X_te) / median_margin(row_margins(final._scores(X)))
     folds = fold_assignment(y, n_folds, np.random.RandomState(seed))
     model = clone(final)
     model.cost_matrix_ = 1.0 - np.eye(k)

@@ -34,7 +34,7 @@ for var in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 import numpy as np  # noqa: E402
 from cost_suite import bayes_proba, geometric_mean, load_split, matrices, suite_sets  # noqa: E402
 
-from rebelboost.calibration import median_margin  # noqa: E402
+from rebelboost.calibration import median_margin, row_margins  # noqa: E402
 
 
 def replay(X, y, X_te, y_te, mats, seed, truth=None) -> list[dict]:
@@ -51,7 +51,7 @@ def replay(X, y, X_te, y_te, mats, seed, truth=None) -> list[dict]:
     w = np.ones(len(y))
     final = RebelClassifier(random_state=seed, n_jobs=1).fit(X, y)
     test = final.model_.scores(final.encode(X_te))
-    final_scale = median_margin(final.model_.scores(final.encode(X)))
+    final_scale = median_margin(row_margins(final.model_.scores(final.encode(X))))
     model = RebelClassifier(random_state=seed, n_jobs=1)
     model.classes_ = np.arange(k)
     model._resolve_size(len(y))
@@ -61,7 +61,7 @@ def replay(X, y, X_te, y_te, mats, seed, truth=None) -> list[dict]:
     for f in range(3):
         train = folds != f
         fold = fold_estimator(model, neutral, int(train.sum()), len(y)).fit(X[train], y[train])
-        scale = median_margin(fold.model_.scores(fold.encode(X[train])))
+        scale = median_margin(row_margins(fold.model_.scores(fold.encode(X[train]))))
         got = fold.model_.scores(fold.encode(X[~train]))
         fitted.append((np.unique(y[train]), got))
         scaled_fitted.append((np.unique(y[train]), got / scale))
@@ -109,10 +109,10 @@ def diagnose(name: str, seed: int) -> str:
         fold = RebelClassifier(random_state=seed, n_jobs=1, **final.resolved_params_).fit(
             X[train], y[train])
         oof[~train] = fold.model_.scores(X[~train])
-        margins.append(median_margin(fold.model_.scores(X[train])))
+        margins.append(median_margin(row_margins(fold.model_.scores(X[train]))))
     test = final.model_.scores(X_te)
     return (f"| {name} | {seed} | {', '.join(f'{m:.1f}' for m in margins)} | "
-            f"{median_margin(final.model_.scores(X)):.1f} | "
+            f"{median_margin(row_margins(final.model_.scores(X))):.1f} | "
             f"{fit_temperature(oof, y, np.ones(len(y))):.1f} | "
             f"{fit_temperature(test, y_te, np.ones(len(y_te))):.1f} |")
 

@@ -436,13 +436,13 @@ def test_the_map_is_fitted_on_margin_scaled_scores_and_sized_to_the_final_model(
     """Each fold model's out-of-fold scores are divided by its median in-sample margin; the
     final model's map is the one fitted on them, applied to its own scores divided by its
     own median in-sample margin (the same as the map at that multiple of its temperature)."""
-    from rebelboost.calibration import CalibrationMap, fit_calibration, median_margin
+    from rebelboost.calibration import CalibrationMap, median_margin, row_margins
     from rebelboost.ensemble._cost_route import out_of_fold_scores
 
     X, y = _problem(n=400, seed=4)
     model = RebelClassifier(30, cost_matrix=COST, random_state=0).fit(X, y)
     evidence, cal = model.cost_evidence_, model.calibration_
-    final_margin = median_margin(model.model_.scores(X))
+    final_margin = median_margin(row_margins(model.model_.scores(X)))
     assert evidence["final_margin"] == final_margin != 1.0
     assert model.temperature_ == cal.temperature == evidence["temperature"]
     assert_allclose(cal.temperature, evidence["margin_temperature"] * final_margin,
@@ -457,13 +457,10 @@ def test_the_map_is_fitted_on_margin_scaled_scores_and_sized_to_the_final_model(
     got, _ = out_of_fold_scores(model, X, y, np.ones(len(y)), folds, {"cost_matrix": None})
     for f in range(3):
         fold = RebelClassifier(30, random_state=0).fit(X[folds != f], y[folds != f])
-        margin = median_margin(fold.model_.scores(X[folds != f]))
+        margin = median_margin(row_margins(fold.model_.scores(X[folds != f])))
         assert margin != 1.0
         assert_allclose(got[folds == f], fold.model_.scores(X[folds == f]) / margin,
                         rtol=1e-12)
-    # and the map the route keeps is the one fitted on such scores (the fit's own folds)
-    refit, _, _ = fit_calibration(got, y, None, folds)
-    assert refit.kind in ("temperature", "vector", "matrix")
 
 
 def test_fold_models_that_separate_their_rows_do_not_soften_the_final_model():

@@ -88,11 +88,9 @@ def row_margins(scores: np.ndarray) -> np.ndarray:
     return top[:, -1] - top[:, -2]
 
 
-def median_margin(scores: np.ndarray | None = None, margins: np.ndarray | None = None
-                  ) -> float:
-    """The median over rows of :func:`row_margins` (of ``scores``, or given): the size of a
-    model's scores (1.0 where that is not a positive number: a model without a split)."""
-    margins = row_margins(scores) if margins is None else margins
+def median_margin(margins: np.ndarray) -> float:
+    """The median of :func:`row_margins` over a model's rows: the size of its scores (1.0
+    where that is not a positive number: a model without a split)."""
     margin = float(np.median(margins)) if len(margins) else 0.0
     return margin if 0.0 < margin < np.inf else 1.0
 

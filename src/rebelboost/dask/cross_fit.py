@@ -67,10 +67,12 @@ def _out_of_fold_scores(cluster, raw: list, sizes: list[int], model, X, codes, s
         fold_model._fit_parts(cluster, x_parts, y_parts, w_parts, c_parts,
                               list(range(model.n_features_in_)))
         local = fold_model.to_local()
-        got = cluster.gather([cluster.submit(part_fn.fold_scores, part, ~train[a:b], local)
-                              for part, (a, b) in zip(raw, bounds, strict=True)])
-        margins = cluster.gather([cluster.submit(part_fn.score_margins, part, train[a:b], local)
-                                  for part, (a, b) in zip(raw, bounds, strict=True)])
-        scale = median_margin(margins=np.concatenate(margins))
+        pieces = list(zip(raw, bounds, strict=True))  # (both kinds of task submitted at once)
+        got = [cluster.submit(part_fn.fold_scores, part, ~train[a:b], local)
+               for part, (a, b) in pieces]
+        margins = [cluster.submit(part_fn.score_margins, part, train[a:b], local)
+                   for part, (a, b) in pieces]
+        got, margins = cluster.gather(got), cluster.gather(margins)
+        scale = median_margin(np.concatenate(margins))
         fitted.append((np.unique(codes[train]), np.concatenate(got) / scale))
     return assemble_scores(fitted, fold_ids, folds, codes, model.cost_matrix_.shape[0])

@@ -39,7 +39,7 @@ from functools import partial
 import numpy as np
 from sklearn.base import clone
 
-from ..calibration import CalibrationMap, fit_calibration, median_margin
+from ..calibration import CalibrationMap, fit_calibration, median_margin, row_margins
 from ..costs import binary_threshold, certain_codes, min_risk_codes, row_costs
 from ..parallel import numba_threads, resolve_n_jobs
 from ._size_defaults import smooth_alternative
@@ -88,7 +88,7 @@ def scale_to_final(model, in_sample_margins: np.ndarray) -> None:
     the map fitted on margin-scaled out-of-fold scores at its temperature times the final
     model's median margin (the same map on the final model's scaled scores); the evidence
     records both. (Called once, where the choice left ``model._scale_pending``.)"""
-    scale = median_margin(margins=in_sample_margins)
+    scale = median_margin(in_sample_margins)
     calibration = model.calibration_
     model.calibration_ = replace(calibration, temperature=calibration.temperature * scale)
     model.temperature_ = model.calibration_.temperature
@@ -149,7 +149,8 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
         fold_model.fit(X[train], codes[train], sample_weight[train], **kwargs)
         with numba_threads(threads, blas_threads=None):
             got = fold_model.model_.scores(fold_model.encode(X[folds == f]))
-            scale = median_margin(fold_model.model_.scores(fold_model.encode(X[train])))
+            scale = median_margin(row_margins(
+                fold_model.model_.scores(fold_model.encode(X[train]))))
         return np.unique(codes[train]), got / scale
 
     def assemble(fitted):
