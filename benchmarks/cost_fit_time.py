@@ -15,8 +15,11 @@ import argparse
 import os
 import time
 
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):  # numba: n_jobs threads
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(var, "1")
+# numba takes the fits' --n-jobs threads (cost_suite, imported below, would set it to 1,
+# and the plain fit of a larger set could not use its second thread)
+os.environ.setdefault("NUMBA_NUM_THREADS", str(os.cpu_count() or 1))
 
 import numpy as np  # noqa: E402
 from cost_suite import load_split, matrices  # noqa: E402

@@ -146,6 +146,24 @@ def test_the_final_fit_runs_beside_the_folds_and_is_the_one_fitted_after_them(mo
     assert_array_equal(fits[1].decision_function(X), plain.decision_function(X))
 
 
+@pytest.mark.parametrize("categorical", [None, [True, False]])
+def test_a_fold_model_is_the_model_fit_would_give_on_its_rows(categorical):
+    """The route's fold models skip the second validation and the leaf covers: their
+    scores are ``fit``'s on the same rows (class codes, one of them absent from the fold,
+    weights, a categorical column), their classes the codes present."""
+    X, y = _problem(k=4)
+    X[:, 1] = np.round(X[:, 1] * 2) % 5
+    codes = np.where(y == 2, 3, y)  # codes 0, 1, 3: code 2 absent, as from a fold
+    w = np.random.default_rng(1).uniform(0.5, 2.0, len(y))
+    params = {"n_estimators": 20, "random_state": 0, "categorical_features": categorical}
+    fitted = RebelClassifier(**params).fit(X, codes, w)
+    scorer = RebelClassifier(**params)._fit_scorer(X, codes, w)
+    assert_array_equal(scorer.classes_, [0, 1, 3])
+    assert_array_equal(scorer.model_.scores(scorer.encode(X)),
+                       fitted.model_.scores(fitted.encode(X)))
+    assert scorer.model_.covers is None and fitted.model_.covers is not None
+
+
 # ------------------------------------------------------------------ the shape chosen out of fold
 
 

@@ -399,17 +399,17 @@ def test_small_data_defaults_depend_on_the_training_rows_only_where_left_at_none
         RebelClassifier(weak_learner="tree", max_depth=-1).fit(X[:200], y[:200])
     # folds of 2/3 of 1,001 rows are small, but fit with the final model's parameters
     seen = []
-    fit = RebelClassifier.fit
+    fit_fold = RebelClassifier._fit_scorer  # (how the route fits its fold models)
 
     def spy(self, *args, **kwargs):
         seen.append(self.get_params())
-        return fit(self, *args, **kwargs)
+        return fit_fold(self, *args, **kwargs)
 
     cost = [[0, 1, 4], [1, 0, 1], [4, 1, 0]]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(RebelClassifier, "fit", spy)
+        patch.setattr(RebelClassifier, "_fit_scorer", spy)
         RebelClassifier(5, cost_matrix=cost, random_state=0).fit(X, y)
-    folds = seen[1:]
+    folds = seen
     assert len(folds) == 3
     assert all(p["max_depth"] == -1 and p["learning_rate"] == 0.3 for p in folds)
 

@@ -111,12 +111,12 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
                        sample_cost=None, alongside=None, queued=()):
     """``(scores, unseen)``: each row's class scores from the model fitted without its fold,
     divided by that model's median margin on its training rows, and whether the row's
-    class was absent from them. ``alongside``: a
-    callable of a thread count run as one more task (the final model's fit), after the
-    folds, so that the caller's calibration of the scores runs while it finishes; then
+    class was absent from them. ``alongside``: a callable of a thread count run as one
+    more task (the final model's fit; on threads, started first, so that the caller's
+    calibration of the scores runs while it finishes; on one, run by ``wait``); then
     ``((scores, unseen), wait, later)``, ``wait()`` its result and ``later`` a callable per
     parameter set of ``queued`` (another shape's fold models, fitted on the same folds and
-    queued between these folds and the final fit) giving their ``(scores, unseen)``.
+    queued after these folds) giving their ``(scores, unseen)``.
 
     A class a fold model never saw gets, in each row, the lowest score of the classes it
     did see (as unlikely as the least likely one) rather than a made-up extreme. A fold
@@ -146,7 +146,7 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
         if workers > 1:
             fold_model.set_params(n_jobs=threads)
         kwargs = {} if sample_cost is None else {"sample_cost": sample_cost[train]}
-        fold_model.fit(X[train], codes[train], sample_weight[train], **kwargs)
+        fold_model._fit_scorer(X[train], codes[train], sample_weight[train], **kwargs)
         with numba_threads(threads, blas_threads=None):
             got = fold_model.model_.scores(fold_model.encode(X[folds == f]))
             scale = median_margin(row_margins(
@@ -164,14 +164,13 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
         later = [partial(lambda ts: assemble([task() for task in ts]), ts) for ts in tasks[1:]]
         return scores, partial(alongside, threads), later
     # (a pool that waits on its tasks, not one that polls: a small set's fold takes a few
-    # milliseconds.) The final fit goes in last: the calibration waits for every fold, not
-    # for it. With two threads and three folds of 2/3 of the rows, the folds are done after
-    # 4/3 of a fit and the calibration runs beside the final fit's last third; where a
-    # fold takes as long as the final fit (a small set: fixed costs), the thread freed
-    # first takes the last fold, not the final fit
+    # milliseconds.) The final fit, the longest task, goes in first, so that no thread
+    # waits alone on it at the end: the calibration, which waits for the folds, runs beside
+    # it (0.945x the route's wall time of final-fit-last, median of 19 small sets at 2
+    # threads, benchmarks/cost_fit_time_ab.sh)
     pool = ThreadPoolExecutor(workers)
-    runs = [[pool.submit(task) for task in ts] for ts in tasks]
     final = None if alongside is None else pool.submit(alongside, threads)
+    runs = [[pool.submit(task) for task in ts] for ts in tasks]
     try:
         scores = assemble([run.result() for run in runs[0]])
     except BaseException:
