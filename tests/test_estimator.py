@@ -409,9 +409,8 @@ def test_small_data_defaults_depend_on_the_training_rows_only_where_left_at_none
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(RebelClassifier, "_fit_scorer", spy)
         RebelClassifier(5, cost_matrix=cost, random_state=0).fit(X, y)
-    folds = seen
-    assert len(folds) == 3
-    assert all(p["max_depth"] == -1 and p["learning_rate"] == 0.3 for p in folds)
+    assert len(seen) == 3
+    assert all(p["max_depth"] == -1 and p["learning_rate"] == 0.3 for p in seen)
 
 
 def test_large_data_grows_63_leaves_unless_told():

@@ -26,7 +26,7 @@ from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.tree import SERIAL_ROWS, TreeArrays
 from ..parallel import numba_threads
 from ..tree_tables import leaf_covers
-from ..validation import check_eval_set, check_fit_input, check_predict_input
+from ..validation import check_eval_set, check_fit_input, check_labels, check_predict_input
 from ._loop_params import AUTO_EARLY_STOPPING_ROWS
 
 
@@ -81,12 +81,12 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         fold models per fit; on six small sets these took 6% of its CPU time, on the
         interpreter's lock, which its threads share.)"""
         self.n_features_in_ = X.shape[1]
-        self.classes_, codes = np.unique(codes, return_inverse=True)
-        return self._fit_checked(self._encode_fit(X), codes.astype(np.intp), sample_weight,
-                                 None, None, None, fit_params, covers=False)
+        self.classes_, codes = check_labels(codes)
+        return self._fit_checked(self._encode_fit(X), codes, sample_weight, None, None, None,
+                                 fit_params, covers=False)
 
     def _fit_checked(self, X, codes, sample_weight, callbacks, eval_set, eval_sample_weight,
-                     fit_params: dict, covers: bool = True):
+                     fit_params: dict, *, covers: bool = True):
         """:meth:`fit` on validated input (``covers``: record each leaf's training weight,
         which explanations read)."""
         self._resolve_size(X.shape[0])
