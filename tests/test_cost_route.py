@@ -162,6 +162,35 @@ def test_a_fold_model_is_the_model_fit_would_give_on_its_rows(categorical):
     assert_array_equal(scorer.model_.scores(scorer.encode(X)),
                        fitted.model_.scores(fitted.encode(X)))
     assert scorer.model_.covers is None and fitted.model_.covers is not None
+    # the scores it keeps of its training rows (the booster's) are its model's, bit for bit
+    assert_array_equal(scorer._training_scores, fitted.model_.scores(fitted.encode(X)))
+
+
+@pytest.mark.parametrize("params", [
+    {"n_estimators": 30},  # the one-call compiled loop
+    {"n_estimators": 30, "max_depth": -1, "learning_rate": 0.1, "min_samples_leaf": 20},
+    {"n_estimators": 12, "weak_learner": "tree", "max_depth": 2},  # the Python loop
+    {"n_estimators": 40, "early_stopping": True, "n_iter_no_change": 2},  # stages dropped
+])
+def test_training_scores_are_the_models_scores_of_its_training_rows(params):
+    """What the route sizes the final model's and the fold models' scores by: the booster's
+    scores where it ran the model's stages, else the model's own, equal either way."""
+    from rebelboost.ensemble._base import _training_scores
+
+    X, y = _problem(k=3)
+    seen = {}
+    real = _training_scores
+
+    def spy(booster, result, model, X_train):
+        seen["scores"], seen["X"] = real(booster, result, model, X_train)(), X_train
+        return real(booster, result, model, X_train)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("rebelboost.ensemble._base._training_scores", spy)
+        model = RebelClassifier(random_state=0, **params).fit(X, y)
+    assert_array_equal(seen["scores"], model.model_.scores(seen["X"]))
+    if params.get("early_stopping"):  # (the case where the booster ran more than it kept)
+        assert model.n_estimators_ < len(model.histogram_updates_)
 
 
 # ------------------------------------------------------------------ the shape chosen out of fold

@@ -26,7 +26,7 @@ from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.tree import SERIAL_ROWS, TreeArrays
 from ..parallel import numba_threads
 from ..tree_tables import leaf_covers
-from ..validation import check_eval_set, check_fit_input, check_labels, check_predict_input
+from ..validation import check_eval_set, check_fit_input, check_predict_input
 from ._loop_params import AUTO_EARLY_STOPPING_ROWS
 
 
@@ -71,24 +71,31 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         set; with ``early_stopping`` on (True or 'auto') training stops on it.
         """
         X, codes, sample_weight = check_fit_input(self, self._encode_fit(X), y, sample_weight)
-        return self._fit_checked(X, codes, sample_weight, callbacks, eval_set,
-                                 eval_sample_weight, fit_params)
+        self._fit_checked(X, codes, sample_weight, callbacks, eval_set, eval_sample_weight,
+                          fit_params)
+        return self
 
     def _fit_scorer(self, X, codes, sample_weight, **fit_params):
         """Fit on rows its parent's ``fit`` validated and encoded (``codes``: the parent's
         class indices; this model's classes are those present) for a model that only
-        scores: no second validation and no leaf covers. (The cost route fits six such
-        fold models per fit; on six small sets these took 6% of its CPU time, on the
-        interpreter's lock, which its threads share.)"""
+        scores: no second validation and no leaf covers. It keeps its scores of its
+        training rows (``_training_scores``), which the cost route sizes its scores by.
+        (The cost route fits six such fold models per fit; on six small sets the second
+        validation and the covers took 6% of its CPU time, on the interpreter's lock,
+        which its threads share.)"""
         self.n_features_in_ = X.shape[1]
-        self.classes_, codes = check_labels(codes)
-        return self._fit_checked(self._encode_fit(X), codes, sample_weight, None, None, None,
-                                 fit_params, covers=False)
+        self.classes_, codes = np.unique(codes, return_inverse=True)  # (checked codes)
+        X = self._encode_fit(X)
+        self._training_scores = self._fit_checked(
+            X, codes.astype(np.intp, copy=False), sample_weight, None, None, None, fit_params,
+            covers=False)()
+        return self
 
     def _fit_checked(self, X, codes, sample_weight, callbacks, eval_set, eval_sample_weight,
                      fit_params: dict, *, covers: bool = True):
         """:meth:`fit` on validated input (``covers``: record each leaf's training weight,
-        which explanations read)."""
+        which explanations read); returns a callable giving the fitted model's scores of its
+        training rows (:func:`_training_scores`)."""
         self._resolve_size(X.shape[0])
         rng = _rng(self.random_state)
         cost_rows = self._fit_costs(X, codes, sample_weight, rng,
@@ -115,12 +122,13 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
             estimator=self,
         ), booster, rebuild)
         self._set_result(result)
-        self._after_training(X)
+        training_scores = _training_scores(booster, result, self.model_, X)
+        self._after_training(X, training_scores)
         if covers:
             self.model_.covers = leaf_covers(self.model_.learners, X, sample_weight,
                                              exact=getattr(booster, "exact_sums", False))
         self._set_records(result.records, result.n_kept, booster)
-        return self
+        return training_scores
 
     def _train(self, train, booster, rebuild) -> tuple[BoostResult, object]:
         """``(train(n_jobs, booster), booster)``: the boosting run and the booster it ran. A
@@ -128,9 +136,10 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         train again on ``rebuild()``, the booster built afresh (:meth:`_booster_factory`)."""
         return train(self.n_jobs, booster), booster
 
-    def _after_training(self, X) -> None:
+    def _after_training(self, X, training_scores) -> None:
         """What a fit sets from its final model and training rows ``X`` (encoded) once the
-        model is trained (nothing here)."""
+        model is trained (nothing here); ``training_scores()``: the model's scores of
+        ``X``."""
 
     def _booster_factory(self, X, codes, sample_weight, cost_rows, rng, validation):
         """None, or a callable that builds the booster as :meth:`_make_booster` is about to
@@ -479,6 +488,17 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         if doc.get("estimator") != cls.__name__:
             raise ValueError(f"{path} holds a {doc.get('estimator')}, not a {cls.__name__}")
         return cls.from_dict(doc)
+
+
+def _training_scores(booster, result: BoostResult, model: AdditiveModel, X):
+    """A callable giving ``model``'s class scores of its training rows ``X``: the booster's
+    own scores where it ran exactly the stages the model keeps (the same leaf values added in
+    the same order: equal bit for bit, and no pass over the trees), else the model's."""
+    scores = getattr(booster, "scores", None)
+    if (result.n_kept == len(result.records) and isinstance(scores, np.ndarray)
+            and scores.shape[0] == X.shape[0]):
+        return lambda: scores
+    return lambda: model.scores(X)
 
 
 def _rng(random_state) -> np.random.RandomState:

@@ -67,10 +67,10 @@ class CostFitting:
             result = train(self.n_jobs, booster)
         return result, booster
 
-    def _after_training(self, X) -> None:
+    def _after_training(self, X, training_scores) -> None:
         if self.__dict__.pop("_scale_pending", False):  # the map waits for the final model
             with self._threads(X):
-                scale_to_final(self, row_margins(self.model_.scores(X)))
+                scale_to_final(self, row_margins(training_scores()))
 
     def _cost_matrix(self) -> np.ndarray:
         return self.cost_matrix_

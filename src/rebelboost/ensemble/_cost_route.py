@@ -142,16 +142,14 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
 
     def fit_fold(shape, f):
         train = folds != f
-        fold_model = fold_estimator(model, shape, int(train.sum()), len(codes))
-        if workers > 1:
-            fold_model.set_params(n_jobs=threads)
+        fold_model = fold_estimator(model, {**shape, "n_jobs": threads} if workers > 1
+                                    else shape, int(train.sum()), len(codes))
         kwargs = {} if sample_cost is None else {"sample_cost": sample_cost[train]}
         fold_model._fit_scorer(X[train], codes[train], sample_weight[train], **kwargs)
+        scale = median_margin(row_margins(fold_model.__dict__.pop("_training_scores")))
         with numba_threads(threads, blas_threads=None):
             got = fold_model.model_.scores(fold_model.encode(X[folds == f]))
-            scale = median_margin(row_margins(
-                fold_model.model_.scores(fold_model.encode(X[train]))))
-        return np.unique(codes[train]), got / scale
+        return fold_model.classes_, got / scale
 
     def assemble(fitted):
         return assemble_scores(fitted, fold_ids, folds, codes, k)
@@ -194,14 +192,14 @@ def fold_estimator(model, params: dict, n_train: int, n_rows: int):
     """The unfitted fold model of ``model`` (with ``params``) for ``n_train`` of its
     ``n_rows`` rows: the final model's size-dependent parameters, not the fold's, and
     smaller leaves for a small fold (see :func:`out_of_fold_scores`)."""
-    fold_model = clone(model).set_params(**{**model.resolved_params_, **params})
+    params = {**model.resolved_params_, **params}
     mask = getattr(model, "is_categorical_", None)
     if mask is not None:  # X holds category codes already: the folds split them as sets
-        fold_model.set_params(categorical_features=mask)
-    leaf = fold_model.get_params().get("min_samples_leaf")
+        params["categorical_features"] = mask
+    leaf = params.get("min_samples_leaf", model.get_params().get("min_samples_leaf"))
     if leaf is not None and n_train < SMALL_FOLD_LEAVES * leaf:
-        fold_model.set_params(min_samples_leaf=max(1, round(leaf * (n_train / n_rows))))
-    return fold_model
+        params["min_samples_leaf"] = max(1, round(leaf * (n_train / n_rows)))
+    return clone(model).set_params(**params)  # (one set_params: each reads every parameter)
 
 
 def assemble_scores(fitted: list, fold_ids, folds: np.ndarray, codes: np.ndarray,
