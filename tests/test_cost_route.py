@@ -170,6 +170,8 @@ def test_a_fold_model_is_the_model_fit_would_give_on_its_rows(categorical):
     {"n_estimators": 30},  # the one-call compiled loop
     {"n_estimators": 30, "max_depth": -1, "learning_rate": 0.1, "min_samples_leaf": 20},
     {"n_estimators": 12, "weak_learner": "tree", "max_depth": 2},  # the Python loop
+    {"n_estimators": 12, "weak_learner": "stump"},
+    {"n_estimators": 8, "weak_learner": "similarity"},  # (the model's scores, computed)
     {"n_estimators": 40, "early_stopping": True, "n_iter_no_change": 2},  # stages dropped
 ])
 def test_training_scores_are_the_models_scores_of_its_training_rows(params):

@@ -492,11 +492,14 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
 
 def _training_scores(booster, result: BoostResult, model: AdditiveModel, X):
     """A callable giving ``model``'s class scores of its training rows ``X``: the booster's
-    own scores where it ran exactly the stages the model keeps (the same leaf values added in
-    the same order: equal bit for bit, and no pass over the trees), else the model's."""
+    own scores where it ran exactly the stages the model keeps and its learners route the
+    training rows as prediction does (the same leaf values added in the same order: equal bit
+    for bit, and no pass over the trees), else the model's."""
     scores = getattr(booster, "scores", None)
+    family = getattr(booster, "family", None)
     if (result.n_kept == len(result.records) and isinstance(scores, np.ndarray)
-            and scores.shape[0] == X.shape[0]):
+            and scores.shape[0] == X.shape[0]
+            and getattr(family, "scores_as_predicted", False)):
         return lambda: scores
     return lambda: model.scores(X)
 

@@ -50,6 +50,9 @@ class TreeFamily:
     """Trees or stumps on binned features; each iteration also tries the constant learner."""
 
     blas_threads = 1  # the histogram kernels do the parallel work
+    # the training rows' scores the booster adds up are the model's predictions, bit for bit
+    # (rows routed by bins exactly as by the thresholds on their values)
+    scores_as_predicted = True
 
     def __init__(self, X, codes, sample_weight, cost_matrix, options: LearnerOptions, rng):
         self.depth = options.depth
@@ -83,6 +86,8 @@ class SimilarityFamily:
     """Localized similarities on scaled features (the constant learner is in their search)."""
 
     blas_threads = None  # the search's matrix products are BLAS's parallel work
+    # (training distances come from other products than prediction's: the last bits differ)
+    scores_as_predicted = False
 
     def __init__(self, X, codes, sample_weight, cost_matrix, options: LearnerOptions, rng):
         if np.isnan(X).any():
@@ -136,6 +141,7 @@ class VectorTreeFamily:
     (no step vector)."""
 
     blas_threads = 1
+    scores_as_predicted = True  # (as TreeFamily's)
     _packed: np.ndarray | None = None  # channels_out's array (None: channels come apart)
 
     def __init__(self, X, codes, sample_weight, cost_matrix, options: LearnerOptions, rng):
