@@ -84,8 +84,27 @@ def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra)
     _assert_same_models(*fits, X)
 
 
+def _categorical_data(seed, n, k, n_levels=(3, 12, 40), missing=False):
+    """A frame of two numeric columns and categorical ones of ``n_levels`` levels (a level's
+    rows lean to one class), with missing categories if asked."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    X, y = _data(seed, n, 2, k, missing=missing)
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1]})
+    for j, levels in enumerate(n_levels):
+        lean = rng.integers(0, k, levels)
+        codes = rng.integers(0, levels, n)
+        codes = np.where((y == lean[codes]) | (rng.random(n) < 0.3), codes, (codes + 1) % levels)
+        values = np.array([f"v{i}" for i in range(levels)], dtype=object)[codes]
+        if missing:
+            values[rng.random(n) < 0.08] = None
+        frame[f"c{j}"] = pd.Categorical(values)
+    return frame, y
+
+
 def _assert_same_models(a, b, X):
-    for name in ("feature", "threshold", "missing_left", "left", "right"):
+    for name in ("feature", "threshold", "missing_left", "left", "right", "category_words"):
         np.testing.assert_array_equal(getattr(a.trees_, name), getattr(b.trees_, name))
     np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
     np.testing.assert_array_equal(a.train_loss_, b.train_loss_)
@@ -119,21 +138,48 @@ def test_compiled_trees_are_those_of_the_python_growers_threads(monkeypatch):
 
 
 def test_the_python_grower_keeps_what_the_compiled_one_does_not_take(monkeypatch):
-    """Categorical columns, quantized histograms: the Python grower (no compiled tree)."""
-    import pandas as pd
-
+    """Quantized histograms: the Python grower (no compiled tree)."""
     _tree_by_tree(monkeypatch)
     X, y = _data(0, 300, 3, 3)
     used = []
     real = compiled_grower.grow_tree
     monkeypatch.setattr(compiled_grower, "grow_tree",
                         lambda *args: used.append(True) or real(*args))
-    frame = pd.DataFrame({"a": X[:, 0], "c": pd.Categorical(np.where(X[:, 1] > 0, "u", "v"))})
-    RebelClassifier(5).fit(frame, y)
     RebelClassifier(5, histogram_bits=12).fit(X, y)
     assert not used
     RebelClassifier(5).fit(X, y)
     assert len(used) == 5
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("params", [
+    {},
+    {"max_leaves": 7, "min_samples_leaf": 1, "learning_rate": 1.0},  # light categories too
+    {"subsample": 0.7},  # rows outside the sample routed through the category sets
+    {"colsample_bytree": 0.6},
+    {"max_depth": 2, "max_leaves": 4},  # (few splits: trees without a set node too)
+])
+def test_compiled_trees_split_categories_as_the_python_growers(monkeypatch, seed, params):
+    """Categorical columns (few levels, split one against the rest; many, by the class and
+    value orders, capped; missing categories): the compiled grower's trees, category sets
+    and models are the Python grower's."""
+    n, k = (80, 400, 1200, 2500)[seed], 2 + seed % 3
+    frame, y = _categorical_data(seed, n, k, missing=seed % 2 == 1)
+    used = []
+    real = compiled_grower.grow_tree
+    fits = []
+    for compiled in (False, True):
+        _tree_by_tree(monkeypatch)
+        if compiled:
+            monkeypatch.setattr(compiled_grower, "grow_tree",
+                                lambda *args: used.append(True) or real(*args))
+        else:
+            monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
+        fits.append(RebelClassifier(12, random_state=seed, **params).fit(frame, y))
+        monkeypatch.undo()
+    assert len(used) == 12
+    assert fits[1].trees_.category_words is not None  # (set splits were taken)
+    _assert_same_models(*fits, frame)
 
 
 
@@ -147,7 +193,7 @@ def test_a_tree_holds_at_most_max_leaves_histograms(monkeypatch, max_leaves):
 
     def spy(*args):
         out = real(*args)
-        used.append(out[-1])
+        used.append(out[9])  # (n_buffers)
         return out
 
     _tree_by_tree(monkeypatch)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_compiled_grower import _assert_same_models, _data
+from test_compiled_grower import _assert_same_models, _categorical_data, _data
 
 from rebelboost import RebelClassifier
 from rebelboost.ensemble import _compiled_stages
@@ -73,18 +73,43 @@ def test_stages_in_one_call_are_the_loops(monkeypatch, seed, case):
     _assert_same_models(*fits, X)
 
 
-def test_fits_the_call_does_not_take_keep_the_loop(monkeypatch):
-    """Sampling, categorical columns, quantized histograms, an eval set, callbacks and
-    verbose output: the booster's loop (and the same models as before)."""
-    import pandas as pd
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("params", [{}, {"max_leaves": 5, "learning_rate": 1.0},
+                                    {"cost": "loss"}])
+def test_category_sets_in_one_call_are_the_loops(monkeypatch, seed, params):
+    """Categorical columns (few and many levels, missing categories): the one compiled call
+    grows the loop's trees, category sets and models."""
+    params = dict(params)
+    n, k = (80, 400, 1200, 2500)[seed], 2 + seed % 3
+    frame, y = _categorical_data(seed, n, k, missing=seed % 2 == 1)
+    if params.pop("cost", None):
+        rng = np.random.default_rng(seed)
+        params.update(cost_matrix=rng.uniform(0.5, 3.0, (k, k)) * (1 - np.eye(k)),
+                      cost_strategy="loss")
+    fits, calls = [], []
+    real = _compiled_stages._boost
+    for in_one_call in (False, True):
+        if in_one_call:
+            monkeypatch.setattr(_compiled_stages, "_boost",
+                                lambda *args: calls.append(args[0]) or real(*args))
+            if seed % 2:  # in chunks of 7 stages: the same stages
+                monkeypatch.setattr(_compiled_stages, "CHUNK", 7)
+        else:
+            monkeypatch.setattr(_compiled_stages, "applies", lambda booster: False)
+        fits.append(RebelClassifier(20, random_state=seed, **params).fit(frame, y))
+        monkeypatch.undo()
+    assert calls and fits[1].trees_.category_words is not None
+    _assert_same_models(*fits, frame)
 
+
+def test_fits_the_call_does_not_take_keep_the_loop(monkeypatch):
+    """Sampling, quantized histograms, an eval set, callbacks and verbose output: the
+    booster's loop (and the same models as before)."""
     calls = []
     real = _compiled_stages._boost
     monkeypatch.setattr(_compiled_stages, "_boost",
                         lambda *args: calls.append(True) or real(*args))
     X, y = _data(0, 300, 4, 3)
-    frame = pd.DataFrame({"a": X[:, 0], "c": pd.Categorical(np.where(X[:, 1] > 0, "u", "v"))})
-    RebelClassifier(5).fit(frame, y)
     RebelClassifier(5, subsample=0.8).fit(X, y)
     RebelClassifier(5, colsample_bytree=0.5).fit(X, y)
     RebelClassifier(5, histogram_bits=12).fit(X, y)

@@ -18,7 +18,13 @@ import numba
 import numpy as np
 
 from ..engine import StageRun
-from ..learners.compiled_grower import fits_in_call, gather_rows, grow_laid_out, sparse_arrays
+from ..learners.compiled_grower import (
+    category_words,
+    fits_in_call,
+    gather_rows,
+    grow_laid_out,
+    sparse_arrays,
+)
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.rebel_learners import VectorTreeFamily
 from ..losses.rebel import PARALLEL_CELLS, _weights_serial, pairwise_sum, scale_and_loss
@@ -34,7 +40,7 @@ CHUNK = 500
 
 def applies(booster) -> bool:
     """Whether :func:`fit_stages` runs ``booster``'s fit: vector-leaf trees on every row and
-    feature (no sampling), float histograms, no categorical feature, REBEL's weights and the
+    feature (no sampling), float histograms, REBEL's weights and the
     root's histogram small enough for one thread (:data:`.PARALLEL_CELLS`,
     :func:`.threads_pay`: sparse bins count their entries) and every tree one
     :func:`.compiled_grower.grow_laid_out`."""
@@ -46,7 +52,7 @@ def applies(booster) -> bool:
     n_features = grower.binner.n_features
     return (family._packed is not None and booster.channels.base is family._packed
             and opt.subsample >= 1.0 and opt.colsample_bytree >= 1.0
-            and opt.histogram_bits is None and not grower.categorical.any()
+            and opt.histogram_bits is None
             and n * k < PARALLEL_CELLS
             and not threads_pay(n, n_features, 2 * k + 1, family.data.entry_fraction)
             and fits_in_call(grower, n))
@@ -62,7 +68,9 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
     family, loss = booster.family, booster.loss
     grower, opt, data = family.grower, family.options, family.data
     features = np.arange(grower.binner.n_features, dtype=np.intp)
+    categorical, numeric = features[grower.categorical], features[~grower.categorical]
     n_cells, n_channels = grower.hist_shape
+    numeric_cells = int(np.sum(grower.n_value_bins[numeric])) + len(numeric)  # (its scans')
     sparse = sparse_arrays(data)
     stop_below = -np.inf if target_loss is None else float(target_loss)
     row_weight = np.ascontiguousarray(family.sample_weight, dtype=np.float64)
@@ -79,17 +87,25 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
             float(opt.min_samples_leaf), opt.max_leaves,
             -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
             tile, *sparse, grower.thresholds, gather_rows(n_channels),
-            scan_tasks(n_cells, n_channels))
+            scan_tasks(numeric_cells, n_channels), float(opt.cat_l2),
+            (categorical, numeric, float(opt.cat_smooth), float(opt.min_data_per_category),
+             int(opt.max_cat_threshold), int(opt.max_cat_to_onehot)))
         chunks.append([a[:done] for a in arrays])
         n_done += done
         last = arrays[4][done - 1]
         if done < asked or last < stop_below or last == 0.0:
             break  # stopped at the target (or a zero loss)
-    nodes, threshold, missing_left, values, losses, gains, n_gains, work = (
+    nodes, threshold, missing_left, values, losses, gains, n_gains, work, tables = (
         np.concatenate(parts) for parts in zip(*chunks, strict=True))
     feature, left, right = (np.ascontiguousarray(nodes[:, i]) for i in range(3))
     split = np.arange(gains.shape[1]) < n_gains[:, None]  # each stage's splits, in order
-    return StageRun(LeafTreeArrays(feature, threshold, missing_left, left, right), values,
+    words = None
+    if len(categorical):  # (the bitsets of the whole stack, as its trees' stacked)
+        words = category_words(grower.binner, feature.ravel(), threshold.ravel(),
+                               tables.reshape(-1, tables.shape[2]))
+        words = None if words is None else words.reshape(*feature.shape, -1)
+    return StageRun(LeafTreeArrays(feature, threshold, missing_left, left, right,
+                                   category_words=words), values,
                     losses.tolist(), feature[split].astype(np.intp), gains[split],
                     [{"vector": None, "work": w} for w in work.tolist()])
 
@@ -99,14 +115,20 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
            scores, packed, row_weight, store, bins, features, n_value_bins, has_missing,
            offsets, missing_bin, n_bins_total, smoothing, min_samples_leaf, max_leaves,
            max_depth, starts, tile, sparse, indptr, entries, thresholds, gather_rows,
-           scan_tasks):
+           scan_tasks, cat_l2, categories):
     """The stages: per tree its nodes (4, max_leaves - 1) (feature, left, right, split bin),
     thresholds, missing sides, shrunk leaf values, loss after it, its splits' gains (in the
-    scale of the weights it was fitted to) and histogram additions. ``packed`` holds the
+    scale of the weights it was fitted to), histogram additions and the bins its nodes of
+    category sets send left (none without categorical features). ``packed`` holds the
     current weights (its first 2K columns) and the row weights; ``scores`` and ``packed``
-    advance in place."""
+    advance in place. ``categories``: the categorical and the numeric features and the
+    category search's options (:func:`.compiled_grower.category_search` less the prior,
+    which each tree takes from its root with ``cat_l2`` more pseudo-rows)."""
     n, k = scores.shape
     m = max_leaves - 1
+    categorical, numeric, cat_smooth, min_per_category, max_left, max_onehot = categories
+    tables_out = np.zeros((n_iterations if categorical.shape[0] else 0, m, n_bins_total),
+                          dtype=np.bool_)
     channels = packed[:, :2 * k]
     nodes = np.empty((n_iterations, 4, m), dtype=np.int32)
     thresholds_out = np.empty((n_iterations, m))
@@ -123,14 +145,18 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
         for r in range(n):  # (a fresh row set: every row, in order)
             order[r] = r
         root_sums = _column_sums(packed)
-        prior = root_priors(root_sums, k, smoothing, smoothing)[0]
+        prior, category_prior, _ = root_priors(root_sums, k, smoothing, smoothing + cat_l2)
         (table, threshold, missing_left, leaf_sums, _, leaf_of_row, gains, updates, _,
-         _) = grow_laid_out(
+         _, node_tables) = grow_laid_out(
             store, packed, root_sums, channels, row_weight, None, order, scratch, bins,
             features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
             min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
-            thresholds, n, gather_rows, scan_tasks)
+            thresholds, n, gather_rows, scan_tasks,
+            (categorical, numeric, category_prior, cat_smooth, min_per_category, max_left,
+             max_onehot))
         nodes[it] = table
+        if categorical.shape[0]:
+            tables_out[it] = node_tables
         thresholds_out[it] = threshold
         missing_out[it] = missing_left
         leaf_values = values[it]
@@ -153,4 +179,4 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
         if loss < stop_below or loss == 0.0:
             break
     return (done, scale, nodes, thresholds_out, missing_out, values, losses, gains_out,
-            n_gains, work)
+            n_gains, work, tables_out)

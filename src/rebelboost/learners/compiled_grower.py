@@ -5,11 +5,13 @@ kernels. Up to tens of thousands of rows the Python between the kernels (the lea
 child's sums and histogram, the split tables, the tree's arrays) is much of a tree's time
 (BENCHMARKS.md, "Less bookkeeping per leaf"). Here the same loop runs in numba for the common
 case (:func:`applies`): rows in this process (:class:`.row_set.LocalRows`), float
-histograms, numeric features only, and every histogram the tree keeps within the grower's
-budget. It takes the same decisions from the same sums, summed in the same order, and breaks
-ties the same way (the leaf heap's order, the scan's pick), so the tree is the Python
-grower's bit for bit (``tests/test_compiled_grower.py`` grows both on random data), and lays
-the tree out as the Python grower does (node arrays, leaves left to right, each row's leaf).
+histograms, and every histogram the tree keeps within the grower's budget; categorical
+features are searched for category-set splits by the Python grower's own compiled search
+(:func:`.category_split.best_category_serial`). It takes the same decisions from the same
+sums, summed in the same order, and breaks ties the same way (the leaf heap's order, the
+scan's pick), so the tree is the Python grower's bit for bit
+(``tests/test_compiled_grower.py`` grows both on random data), and lays the tree out as the
+Python grower does (node arrays, leaves left to right, each row's leaf).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import heapq
 import numba
 import numpy as np
 
+from ..search.category_split import best_category_serial
 from ..search.histograms.dense import (
     _add_rows_parallel,
     _add_rows_serial,
@@ -37,13 +40,20 @@ from ..search.histograms.sparse import (
 from ..search.splits import TIE_RTOL
 from ..search.vector_leaf import leaf_loss
 from ..search.vector_scan import best_in_tasks
+from .category_sets import category_bitsets
 from .row_channels import _gather_into, row_sums
-from .row_set import BinTree, LocalRows, _partition_in_place_serial, route_bins
+from .row_set import (
+    BinTree,
+    LocalRows,
+    _partition_in_place_serial,
+    route_bins,
+    split_table,
+)
 
 # leaf fields (int64 table): the rows' range of the order array, depth, parent leaf (-1: the
 # root), side, histogram slot (-1: none), split feature (-1: no split), split bin, missing
-# side (1: left)
-_START, _STOP, _DEPTH, _PARENT, _SIDE, _SLOT, _FEATURE, _BIN, _MISSING = range(9)
+# side (1: left), and whether the split sends a set of categories left (1) or a threshold's
+_START, _STOP, _DEPTH, _PARENT, _SIDE, _SLOT, _FEATURE, _BIN, _MISSING, _SET = range(10)
 _MAX_ROWS = 1 << 18  # rows of the trees grown here (above, the Python grower's threads pay)
 # Bytes of a child's channels gathered at once for its histogram: a tree's largest gathered
 # copy was up to half the rows' channels (2.6 MB of shuttle's fit, whose peak memory it set).
@@ -153,7 +163,7 @@ def _can_split(leaf, sums, losses, j, min_weight, max_depth, n_features):
 def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, order, scratch,
                  bins, features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total,
                  prior, min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr,
-                 entries, gather_rows, scan_tasks):
+                 entries, gather_rows, scan_tasks, categories):
     """Grow one tree over the rows ``order`` (partitioned in place, as the row set does).
 
     ``store``: (S >= 1, n_cells, C) histogram buffers kept from tree to tree (fresh memory costs
@@ -169,13 +179,21 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     n_buffers)``: ``leaves`` (L, 9) the int fields of every leaf made (the root, then each
     split's children, left and right), ``sums`` (L, C) and ``losses`` (L,) theirs, ``nodes`` the
     leaves split, in split order, with their loss reductions ``gains``; the histogram additions
-    made here and the leaves searched."""
+    made here and the leaves searched; ``tables`` (L, n_bins_total) the bins each leaf's
+    split sends left where it splits a set of categories (``leaves[:, _SET]``).
+
+    ``categories`` (:func:`category_search`): the tree's categorical features, scanned for
+    category-set splits as :meth:`.vector_tree.VectorTreeGrower._choose` does, and what
+    that search reads; the numeric features are the rest of ``features``."""
+    (categorical, numeric, category_prior, cat_smooth, min_per_category, max_left,
+     max_onehot) = categories
     k = prior.shape[0]
     n_channels = channels.shape[1] + 1
     n_cells = offsets[-1]
     n_features = features.shape[0]
     cap = 2 * max_leaves + 1
-    leaf = np.full((cap, 9), -1, dtype=np.int64)
+    leaf = np.full((cap, 10), -1, dtype=np.int64)
+    tables = np.zeros((cap if categorical.shape[0] else 0, n_bins_total), dtype=np.bool_)
     sums = np.zeros((cap, n_channels))
     losses = np.zeros(cap)
     nodes = np.empty(max_leaves, dtype=np.int64)
@@ -207,12 +225,22 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 leaf[j, _SLOT] = slot
             searched += 1
             index, score, split_bin, missing_left = best_in_tasks(
-                pool[slot], features, n_value_bins, has_missing, offsets, prior,
+                pool[slot], numeric, n_value_bins, has_missing, offsets, prior,
                 float(min_samples_leaf), scan_tasks)
-            if index >= 0 and score < losses[j] * (1.0 - TIE_RTOL):
-                leaf[j, _FEATURE], leaf[j, _BIN] = features[index], split_bin
-                leaf[j, _MISSING] = 1 if missing_left else 0
-                heapq.heappush(heap, (-(losses[j] - score), 0 if j == 0 else ticket, j))
+            best = losses[j]
+            if index >= 0 and score < best * (1.0 - TIE_RTOL):
+                leaf[j, _FEATURE], leaf[j, _BIN] = numeric[index], split_bin
+                leaf[j, _MISSING], leaf[j, _SET], best = 1 if missing_left else 0, 0, score
+            if categorical.shape[0]:  # a set of categories, where better still
+                index, score, split_bin, missing_left = best_category_serial(
+                    pool[slot], categorical, n_value_bins, has_missing, offsets,
+                    category_prior, float(min_samples_leaf), cat_smooth, min_per_category,
+                    max_left, max_onehot, missing_bin, tables[j])
+                if index >= 0 and score < best * (1.0 - TIE_RTOL):
+                    leaf[j, _FEATURE], leaf[j, _BIN] = categorical[index], split_bin
+                    leaf[j, _MISSING], leaf[j, _SET], best = 1 if missing_left else 0, 1, score
+            if best < losses[j]:
+                heapq.heappush(heap, (-(losses[j] - best), 0 if j == 0 else ticket, j))
                 ticket += 0 if j == 0 else 1
             else:  # no split: its histogram is not read again
                 free.append(slot)
@@ -223,8 +251,11 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
         nodes[n_nodes], gains[n_nodes] = i, -neg_gain
         n_nodes += 1
         start, stop = leaf[i, _START], leaf[i, _STOP]
-        table = np.arange(n_bins_total) <= leaf[i, _BIN]  # (the row set's split_table)
-        table[missing_bin] = leaf[i, _MISSING] == 1
+        if leaf[i, _SET] == 1:  # (the category search's table: its missing side set)
+            table = tables[i]
+        else:
+            table = np.arange(n_bins_total) <= leaf[i, _BIN]  # (the row set's split_table)
+            table[missing_bin] = leaf[i, _MISSING] == 1
         middle = start + _partition_in_place_serial(bins, order, scratch, start, stop,
                                                     leaf[i, _FEATURE], table)
         left, right = n_made, n_made + 1
@@ -277,7 +308,8 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             free.append(parent_slot)
         to_search = [left, right]
     return (leaf[:n_made].copy(), sums[:n_made].copy(), losses[:n_made].copy(),
-            nodes[:n_nodes].copy(), gains[:n_nodes].copy(), updates, searched, len(pool))
+            nodes[:n_nodes].copy(), gains[:n_nodes].copy(), updates, searched, len(pool),
+            tables)
 
 
 _NO_ROWS = np.empty((0, 0))
@@ -307,7 +339,7 @@ def applies(grower, rows) -> bool:
     time on connect4 and sleep, 0.93-0.96x on 100,000-300,000 synthetic rows of 20 dense
     features; 1.16x on 500,000, where the Python grower's threaded partitions pay
     (``benchmarks/compiled_tree_limit.py``)."""
-    return (type(rows) is LocalRows and rows.quantized is None and not len(grower.categories)
+    return (type(rows) is LocalRows and rows.quantized is None
             and fits_in_call(grower, len(rows.order)))
 
 
@@ -323,33 +355,39 @@ def fits_in_call(grower, n_rows: int) -> bool:
 def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, order, scratch,
                   bins, features, n_value_bins, has_missing, offsets, missing_bin,
                   n_bins_total, prior, min_samples_leaf, max_leaves, max_depth, starts, tile,
-                  sparse, indptr, entries, thresholds, n_samples, gather_rows, scan_tasks):
+                  sparse, indptr, entries, thresholds, n_samples, gather_rows, scan_tasks,
+                  categories):
     """:func:`grow_numeric` and :func:`_lay_out` in one call (each array a call returns
     costs a microsecond or so): ``(nodes, threshold, missing_left, leaf sums, loss, leaf of
-    every row, gains, updates, searched, n_buffers)``, ``nodes`` (4, max_leaves - 1) int32:
-    feature, left, right and split bin."""
-    leaves, sums, losses, split, gains, updates, searched, n_buffers = grow_numeric(
+    every row, gains, updates, searched, n_buffers, set tables)``, ``nodes`` (4,
+    max_leaves - 1) int32: feature, left, right and split bin; the set tables: the bins
+    each node of a category-set split sends left (:func:`_lay_out`)."""
+    leaves, sums, losses, split, gains, updates, searched, n_buffers, tables = grow_numeric(
         store, root_rows, root_sums, channels, row_weight, amplify, order, scratch, bins,
         features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
         min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
-        gather_rows, scan_tasks)
+        gather_rows, scan_tasks, categories)
     leaf_of_row = np.zeros(n_samples, dtype=np.intp)
-    nodes, threshold, missing_left, ordered, loss = _lay_out(
-        leaves, sums, losses, split, has_missing, thresholds, order, leaf_of_row, max_leaves)
+    nodes, threshold, missing_left, ordered, loss, node_tables = _lay_out(
+        leaves, sums, losses, split, has_missing, thresholds, order, leaf_of_row, max_leaves,
+        tables, missing_bin)
     return (nodes, threshold, missing_left, ordered, loss, leaf_of_row, gains, updates,
-            searched, n_buffers)
+            searched, n_buffers, node_tables)
 
 
 @numba.njit(cache=True, nogil=True)
 def _lay_out(leaf, sums, losses, nodes, has_missing, thresholds, order, leaf_of_row,
-             max_leaves):
+             max_leaves, tables, missing_bin):
     """:func:`grow_numeric`'s tree as :meth:`.vector_tree.VectorTreeGrower._assemble` lays it
     out: the node arrays (``max_leaves - 1`` nodes, the unused ones sending every row to leaf
     0; a leaf child ``~i``, leaves numbered left to right: feature, left, right and split
-    bin in one int32 table, the thresholds and missing sides), the leaves' sums in that
-    order and their summed loss (added in that order). ``leaf_of_row``: each row of
-    ``order`` gets its leaf's number."""
+    bin in one int32 table, the thresholds (NaN: a set of categories) and missing sides),
+    the leaves' sums in that order and their summed loss (added in that order), and each
+    node's table of bins going left where it splits a set of categories (its missing side
+    in the missing bin's entry; all False elsewhere, and no rows where the tree's features
+    hold no category). ``leaf_of_row``: each row of ``order`` gets its leaf's number."""
     m = max_leaves - 1
+    node_tables = np.zeros((m if tables.shape[0] else 0, tables.shape[1]), dtype=np.bool_)
     table = np.full((4, m), -1, dtype=np.int32)
     feature, left, right, split_bin = table[0], table[1], table[2], table[3]
     split_bin[:] = 0
@@ -360,13 +398,17 @@ def _lay_out(leaf, sums, losses, nodes, has_missing, thresholds, order, leaf_of_
         i = nodes[n]
         node_of[i] = n
         f, b = leaf[i, _FEATURE], leaf[i, _BIN]
-        feature[n], split_bin[n], threshold[n] = f, b, thresholds[f, b]
+        feature[n], split_bin[n] = f, b
+        threshold[n] = np.nan if leaf[i, _SET] == 1 else thresholds[f, b]
         first = 1 + 2 * n  # its children: made in split order, left then right
         if has_missing[f]:
             missing_left[n] = leaf[i, _MISSING] == 1
         else:  # NaN at prediction: the larger side
             missing_left[n] = (leaf[first, _STOP] - leaf[first, _START]
                                >= leaf[first + 1, _STOP] - leaf[first + 1, _START])
+        if leaf[i, _SET] == 1:
+            node_tables[n] = tables[i]
+            node_tables[n, missing_bin] = missing_left[n]
     ordered = np.empty((nodes.shape[0] + 1, sums.shape[1]))
     loss = 0.0
     n_leaves = 0
@@ -390,7 +432,7 @@ def _lay_out(leaf, sums, losses, nodes, has_missing, thresholds, order, leaf_of_
         for child, links in ((1 + 2 * n, left), (2 + 2 * n, right)):
             if node_of[child] >= 0:
                 links[n] = node_of[child]
-    return table, threshold, missing_left, ordered, loss
+    return table, threshold, missing_left, ordered, loss, node_tables
 
 
 def grow_tree(grower, rows, root) -> tuple:
@@ -414,7 +456,7 @@ def grow_tree(grower, rows, root) -> tuple:
             root_updates = root.n_rows * len(features)
             rows.histogram(root.rows, root.sums, features, store[0])
     (nodes, threshold, missing_left, leaf_sums, loss, leaf_of_row, gains, updates, searched,
-     _) = grow_laid_out(
+     _, node_tables) = grow_laid_out(
         store, root_rows, root.sums, rows.channels, rows.row_weight, rows.amplify, rows.order,
         rows._scratch, data.bins, features, grower.n_value_bins, grower.has_missing,
         grower.offsets, grower.missing_bin, grower.layout.n_bins_total, grower.prior,
@@ -422,11 +464,49 @@ def grow_tree(grower, rows, root) -> tuple:
         -1 if opt.max_depth is None else opt.max_depth,
         _task_starts(len(features), numba.get_num_threads()),
         feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels), *sparse,
-        grower.thresholds, data.n_samples, gather_rows(n_channels), grower.scan_tasks)
+        grower.thresholds, data.n_samples, gather_rows(n_channels), grower.scan_tasks,
+        category_search(grower))
     feature, left, right, split_bin = nodes
-    arrays = feature, threshold, missing_left, left, right
+    words = category_words(grower.binner, feature, threshold, node_tables)
+    arrays = feature, threshold, missing_left, left, right, words
     if rows.sampled and len(gains):  # rows outside the sample: through the tree
+        tables = None if words is None else bin_tables(
+            feature, split_bin, missing_left, threshold, node_tables, len(gains),
+            grower.missing_bin)
         leaf_of_row = route_bins(data.bins, BinTree(feature, split_bin, missing_left, left,
-                                                    right), grower.missing_bin)
+                                                    right, tables), grower.missing_bin)
     gains = list(zip(feature[:len(gains)].tolist(), gains.tolist(), strict=True))
     return arrays, leaf_sums, loss, leaf_of_row, gains, root_updates + int(updates), int(searched)
+
+
+def category_search(grower) -> tuple:
+    """:func:`grow_numeric`'s ``categories`` for ``grower``'s tree (its features, prior and
+    category prior set, :meth:`.vector_tree.VectorTreeGrower.grow`): the categorical
+    features, the numeric ones, the category prior and the category search's options."""
+    opt = grower.options
+    return (np.ascontiguousarray(grower.categories, dtype=np.intp),
+            np.ascontiguousarray(grower.numeric, dtype=np.intp), grower.category_prior,
+            float(opt.cat_smooth), float(opt.min_data_per_category),
+            int(opt.max_cat_threshold), int(opt.max_cat_to_onehot))
+
+
+def category_words(binner, feature, threshold, node_tables) -> np.ndarray | None:
+    """(nodes, W) uint64 bitsets of the category codes each node of a laid-out tree
+    (:func:`_lay_out`: NaN thresholds) sends left, as the Python grower stores them; None
+    for a tree without such a node."""
+    sets = np.isnan(threshold)
+    if not sets.any():
+        return None
+    return category_bitsets([np.flatnonzero(binner.left_codes(int(feature[n]), node_tables[n]))
+                             if sets[n] else None for n in range(len(feature))])
+
+
+def bin_tables(feature, split_bin, missing_left, threshold, node_tables, n_nodes: int,
+               missing_bin: int) -> np.ndarray:
+    """(nodes, n_bins_total) the bins each of the first ``n_nodes`` nodes of a laid-out tree
+    with category sets sends left (the rest: none), as :class:`.row_set.BinTree` routes."""
+    tables = np.zeros(node_tables.shape, dtype=bool)
+    for n in range(n_nodes):
+        tables[n] = (node_tables[n] if np.isnan(threshold[n]) else split_table(
+            int(split_bin[n]), bool(missing_left[n]), node_tables.shape[1], missing_bin))
+    return tables

@@ -220,8 +220,11 @@ class VectorTreeGrower:
          self.searched) = compiled_grower.grow_tree(self, rows, root)
         values = np.zeros((self.options.max_leaves, self.k))
         leaf_vectors(sums, self.prior, self.k, values)
-        return VectorTreeFit(LeafTreeArrays(*(a[None] for a in arrays)), values, leaf_of_row,
-                             loss, gains, self.updates, self.searched)
+        *nodes, words = arrays
+        tree = LeafTreeArrays(*(a[None] for a in nodes),
+                              category_words=None if words is None else words[None])
+        return VectorTreeFit(tree, values, leaf_of_row, loss, gains, self.updates,
+                             self.searched)
 
     def _assemble(self, leaves, feature, threshold, missing_left, left, right, split_bins,
                   gains, bin_sets, code_sets) -> VectorTreeFit:

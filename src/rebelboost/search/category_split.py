@@ -23,7 +23,7 @@ import numpy as np
 
 from ..binning import BinLayout
 from .scores import VECTOR_LEAF
-from .splits import Split, _better, pick_split, scan_feature
+from .splits import Split, _better, pick_index, pick_split, scan_feature
 
 
 @numba.njit(cache=True, nogil=True)
@@ -226,24 +226,61 @@ def best_category_split(hist: np.ndarray, features: np.ndarray, layout: BinLayou
     if split is None:
         return None
     f = int(features[split.feature])
-    hist_f = hist[offsets[f]:offsets[f + 1]]
     left_bins = np.zeros(layout.n_bins_total, dtype=bool)
-    if which[split.feature] < 0:  # one category against the rest
-        order, light = category_order(hist_f, int(n_value_bins[f]), 0, smooth,
-                                      min_per_category)
-        i = -1 - int(which[split.feature])
-        head = order[i:i + 1]
+    left_bins_into(hist[offsets[f]:offsets[f + 1]], int(n_value_bins[f]),
+                   int(which[split.feature]), split.bin, split.missing_left, len(prior),
+                   smooth, min_per_category, max_left, layout.missing_bin, left_bins)
+    return split, left_bins
+
+
+@numba.njit(cache=True, nogil=True)
+def left_bins_into(hist_f, n_bins, which, last, missing_left, n_classes, smooth,
+                   min_per_category, max_left, missing_bin, out):
+    """``out`` (a bool per bin): the bins that :func:`scan_category_feature`'s winner
+    ``(which, last, missing_left)`` sends left, the missing bin's entry its missing side."""
+    if which < 0:  # one category against the rest
+        order, light = category_order(hist_f, n_bins, 0, smooth, min_per_category)
+        i = -1 - which
+        head = order[i:i + 1].copy()
         rest = np.concatenate((order[:i], order[i + 1:], light))
     else:
-        k, direction = divmod(int(which[split.feature]), 2)
-        if k == len(prior):  # the values' order
-            order, light = value_order(hist_f, int(n_value_bins[f])), _NO_BINS
+        k, direction = which // 2, which % 2
+        if k == n_classes:  # the values' order
+            order, light = value_order(hist_f, n_bins), _NO_BINS
         else:
-            order, light = category_order(hist_f, int(n_value_bins[f]), k, smooth,
-                                          min_per_category)
+            order, light = category_order(hist_f, n_bins, k, smooth, min_per_category)
         head, rest = _head_and_rest(order, light, direction, max_left)
-    left_bins[head[:split.bin + 1]] = True
-    if split.bin >= len(head):  # every category left (missing values right)
-        left_bins[rest] = True
-    left_bins[layout.missing_bin] = split.missing_left
-    return split, left_bins
+    out[:] = False
+    for i in range(min(last + 1, head.shape[0])):
+        out[head[i]] = True
+    if last >= head.shape[0]:  # every category left (missing values right)
+        for i in range(rest.shape[0]):
+            out[rest[i]] = True
+    out[missing_bin] = missing_left
+
+
+@numba.njit(cache=True, nogil=True)
+def best_category_serial(hist, features, n_value_bins, has_missing, offsets, prior,
+                         min_count, smooth, min_per_category, max_left, max_onehot,
+                         missing_bin, out):
+    """:func:`best_category_split` on the calling thread, for the compiled grower:
+    ``(index into features, score, bin, missing_left)`` (index -1: none) and the bins going
+    left written to ``out``."""
+    n = features.shape[0]
+    score = np.full(n, np.inf)
+    which = np.zeros(n, dtype=np.int64)
+    last = np.zeros(n, dtype=np.int64)
+    missing_left = np.zeros(n, dtype=np.bool_)
+    for j in range(n):
+        f = features[j]
+        score[j], which[j], last[j], missing_left[j] = scan_category_feature(
+            hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f], n_value_bins[f],
+            prior, min_count, smooth, min_per_category, max_left, max_onehot)
+    j = pick_index(score)
+    if j < 0:
+        return -1, np.inf, 0, False
+    f = features[j]
+    left_bins_into(hist[offsets[f]:offsets[f + 1]], n_value_bins[f], which[j], last[j],
+                   missing_left[j], prior.shape[0], smooth, min_per_category, max_left,
+                   missing_bin, out)
+    return j, score[j], last[j], missing_left[j]
