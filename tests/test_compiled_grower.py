@@ -158,11 +158,14 @@ def test_the_python_grower_keeps_what_the_compiled_one_does_not_take(monkeypatch
     {"subsample": 0.7},  # rows outside the sample routed through the category sets
     {"colsample_bytree": 0.6},
     {"max_depth": 2, "max_leaves": 4},  # (few splits: trees without a set node too)
+    {"parallel": True},  # the category search on every thread
 ])
 def test_compiled_trees_split_categories_as_the_python_growers(monkeypatch, seed, params):
     """Categorical columns (few levels, split one against the rest; many, by the class and
     value orders, capped; missing categories): the compiled grower's trees, category sets
-    and models are the Python grower's."""
+    and models are the Python grower's, with the category search on one thread or all."""
+    params = dict(params)
+    parallel = params.pop("parallel", False)
     n, k = (80, 400, 1200, 2500)[seed], 2 + seed % 3
     frame, y = _categorical_data(seed, n, k, missing=seed % 2 == 1)
     used = []
@@ -173,6 +176,8 @@ def test_compiled_trees_split_categories_as_the_python_growers(monkeypatch, seed
         if compiled:
             monkeypatch.setattr(compiled_grower, "grow_tree",
                                 lambda *args: used.append(True) or real(*args))
+            monkeypatch.setattr(compiled_grower, "category_tasks",
+                                lambda *args: parallel)
         else:
             monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
         fits.append(RebelClassifier(12, random_state=seed, **params).fit(frame, y))

@@ -75,11 +75,12 @@ def test_stages_in_one_call_are_the_loops(monkeypatch, seed, case):
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("params", [{}, {"max_leaves": 5, "learning_rate": 1.0},
-                                    {"cost": "loss"}])
+                                    {"cost": "loss"}, {"parallel": True}])
 def test_category_sets_in_one_call_are_the_loops(monkeypatch, seed, params):
     """Categorical columns (few and many levels, missing categories): the one compiled call
     grows the loop's trees, category sets and models."""
     params = dict(params)
+    parallel = params.pop("parallel", None)
     n, k = (80, 400, 1200, 2500)[seed], 2 + seed % 3
     frame, y = _categorical_data(seed, n, k, missing=seed % 2 == 1)
     if params.pop("cost", None):
@@ -94,6 +95,8 @@ def test_category_sets_in_one_call_are_the_loops(monkeypatch, seed, params):
                                 lambda *args: calls.append(args[0]) or real(*args))
             if seed % 2:  # in chunks of 7 stages: the same stages
                 monkeypatch.setattr(_compiled_stages, "CHUNK", 7)
+            if parallel is not None:  # the category search on every thread
+                monkeypatch.setattr(_compiled_stages, "category_tasks", lambda *args: parallel)
         else:
             monkeypatch.setattr(_compiled_stages, "applies", lambda booster: False)
         fits.append(RebelClassifier(20, random_state=seed, **params).fit(frame, y))

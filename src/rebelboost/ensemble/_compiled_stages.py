@@ -28,6 +28,7 @@ from ..learners.compiled_grower import (
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.rebel_learners import VectorTreeFamily
 from ..losses.rebel import PARALLEL_CELLS, _weights_serial, pairwise_sum, scale_and_loss
+from ..search.category_split import category_tasks
 from ..search.histograms.dense import _task_starts, feature_tile, threads_pay
 from ..search.histograms.sparse import _column_sums
 from ..search.vector_leaf import leaf_vectors, root_priors
@@ -89,7 +90,9 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
             tile, *sparse, grower.thresholds, gather_rows(n_channels),
             scan_tasks(numeric_cells, n_channels), float(opt.cat_l2),
             (categorical, numeric, float(opt.cat_smooth), float(opt.min_data_per_category),
-             int(opt.max_cat_threshold), int(opt.max_cat_to_onehot)))
+             int(opt.max_cat_threshold), int(opt.max_cat_to_onehot),
+             category_tasks(int(np.sum(grower.n_value_bins[categorical])) + len(categorical),
+                            n_channels, len(categorical))))
         chunks.append([a[:done] for a in arrays])
         n_done += done
         last = arrays[4][done - 1]
@@ -126,7 +129,8 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
     which each tree takes from its root with ``cat_l2`` more pseudo-rows)."""
     n, k = scores.shape
     m = max_leaves - 1
-    categorical, numeric, cat_smooth, min_per_category, max_left, max_onehot = categories
+    (categorical, numeric, cat_smooth, min_per_category, max_left, max_onehot,
+     category_parallel) = categories
     tables_out = np.zeros((n_iterations if categorical.shape[0] else 0, m, n_bins_total),
                           dtype=np.bool_)
     channels = packed[:, :2 * k]
@@ -153,7 +157,7 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
             min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
             thresholds, n, gather_rows, scan_tasks,
             (categorical, numeric, category_prior, cat_smooth, min_per_category, max_left,
-             max_onehot))
+             max_onehot, category_parallel))
         nodes[it] = table
         if categorical.shape[0]:
             tables_out[it] = node_tables

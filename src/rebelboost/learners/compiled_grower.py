@@ -7,7 +7,7 @@ child's sums and histogram, the split tables, the tree's arrays) is much of a tr
 case (:func:`applies`): rows in this process (:class:`.row_set.LocalRows`), float
 histograms, and every histogram the tree keeps within the grower's budget; categorical
 features are searched for category-set splits by the Python grower's own compiled search
-(:func:`.category_split.best_category_serial`). It takes the same decisions from the same
+(:func:`.category_split.best_category_in_leaf`). It takes the same decisions from the same
 sums, summed in the same order, and breaks ties the same way (the leaf heap's order, the
 scan's pick), so the tree is the Python grower's bit for bit
 (``tests/test_compiled_grower.py`` grows both on random data), and lays the tree out as the
@@ -21,7 +21,7 @@ import heapq
 import numba
 import numpy as np
 
-from ..search.category_split import best_category_serial
+from ..search.category_split import best_category_in_leaf, category_tasks
 from ..search.histograms.dense import (
     _add_rows_parallel,
     _add_rows_serial,
@@ -186,7 +186,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     category-set splits as :meth:`.vector_tree.VectorTreeGrower._choose` does, and what
     that search reads; the numeric features are the rest of ``features``."""
     (categorical, numeric, category_prior, cat_smooth, min_per_category, max_left,
-     max_onehot) = categories
+     max_onehot, category_parallel) = categories
     k = prior.shape[0]
     n_channels = channels.shape[1] + 1
     n_cells = offsets[-1]
@@ -232,10 +232,10 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 leaf[j, _FEATURE], leaf[j, _BIN] = numeric[index], split_bin
                 leaf[j, _MISSING], leaf[j, _SET], best = 1 if missing_left else 0, 0, score
             if categorical.shape[0]:  # a set of categories, where better still
-                index, score, split_bin, missing_left = best_category_serial(
+                index, score, split_bin, missing_left = best_category_in_leaf(
                     pool[slot], categorical, n_value_bins, has_missing, offsets,
                     category_prior, float(min_samples_leaf), cat_smooth, min_per_category,
-                    max_left, max_onehot, missing_bin, tables[j])
+                    max_left, max_onehot, missing_bin, category_parallel, tables[j])
                 if index >= 0 and score < best * (1.0 - TIE_RTOL):
                     leaf[j, _FEATURE], leaf[j, _BIN] = categorical[index], split_bin
                     leaf[j, _MISSING], leaf[j, _SET], best = 1 if missing_left else 0, 1, score
@@ -328,7 +328,7 @@ def sparse_arrays(data) -> tuple:
 
 def applies(grower, rows) -> bool:
     """Whether :func:`grow_numeric` grows ``grower``'s tree over ``rows``: rows in this
-    process with float histograms, no categorical feature, histograms small enough for the
+    process with float histograms (categorical features too), histograms small enough for the
     one-thread scan, every histogram the tree can hold at once within the grower's budget
     (so the Python grower would drop none either), and under 262,144 rows. The histograms whose
     additions pay for threads (:func:`.dense.threads_pay`) run on numba's threads (split by
@@ -484,10 +484,12 @@ def category_search(grower) -> tuple:
     category prior set, :meth:`.vector_tree.VectorTreeGrower.grow`): the categorical
     features, the numeric ones, the category prior and the category search's options."""
     opt = grower.options
-    return (np.ascontiguousarray(grower.categories, dtype=np.intp),
-            np.ascontiguousarray(grower.numeric, dtype=np.intp), grower.category_prior,
-            float(opt.cat_smooth), float(opt.min_data_per_category),
-            int(opt.max_cat_threshold), int(opt.max_cat_to_onehot))
+    categorical = np.ascontiguousarray(grower.categories, dtype=np.intp)
+    cells = int(np.sum(grower.n_value_bins[categorical])) + len(categorical)
+    return (categorical, np.ascontiguousarray(grower.numeric, dtype=np.intp),
+            grower.category_prior, float(opt.cat_smooth), float(opt.min_data_per_category),
+            int(opt.max_cat_threshold), int(opt.max_cat_to_onehot),
+            category_tasks(cells, grower.hist_shape[1], len(categorical)))
 
 
 def category_words(binner, feature, threshold, node_tables) -> np.ndarray | None:

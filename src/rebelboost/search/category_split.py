@@ -259,23 +259,48 @@ def left_bins_into(hist_f, n_bins, which, last, missing_left, n_classes, smooth,
     out[missing_bin] = missing_left
 
 
+# Cells x channels of a leaf's categorical features from which their search runs on every
+# thread (with two features at least). Each feature costs several orders' sorts and scans (a
+# few microseconds for four levels at K = 3), far more per cell than a numeric scan. One
+# leaf's search on one thread against two, rebelboost's sleeping threads woken each time
+# (`python benchmarks/category_scan_threads.py`, two runs): 180 features of 4 levels at
+# K = 3 (6,300 cells x channels) 827-967 -> 535-557 us, 6 of 8 levels at K = 18 (1,998)
+# 632-703 -> 345-378 us, 42 of 3 (1,176) 144-159 -> 99-120 us, but 4 of 4 (140) 24-26 -> 47-55
+# us, and one feature of 300 levels (2,709) 239-249 -> 288-302 us.
+PARALLEL_CATEGORY_CELLS = 1024
+
+
+def category_tasks(n_cells: int, n_channels: int, n_features: int) -> bool:
+    """Whether the compiled grower's category search (:func:`best_category_in_leaf`) over
+    ``n_features`` categorical features of ``n_cells`` histogram cells runs on every thread:
+    from :data:`PARALLEL_CATEGORY_CELLS` cells x channels and two features."""
+    return (numba.get_num_threads() > 1 and n_features >= 2
+            and n_cells * n_channels >= PARALLEL_CATEGORY_CELLS)
+
+
 @numba.njit(cache=True, nogil=True)
-def best_category_serial(hist, features, n_value_bins, has_missing, offsets, prior,
-                         min_count, smooth, min_per_category, max_left, max_onehot,
-                         missing_bin, out):
-    """:func:`best_category_split` on the calling thread, for the compiled grower:
-    ``(index into features, score, bin, missing_left)`` (index -1: none) and the bins going
-    left written to ``out``."""
+def best_category_in_leaf(hist, features, n_value_bins, has_missing, offsets, prior,
+                          min_count, smooth, min_per_category, max_left, max_onehot,
+                          missing_bin, parallel, out):
+    """:func:`best_category_split` for the compiled grower (on the calling thread, or on
+    every thread where ``parallel``: the same split): ``(index into features, score, bin,
+    missing_left)`` (index -1: none) and the bins going left written to ``out``."""
     n = features.shape[0]
-    score = np.full(n, np.inf)
-    which = np.zeros(n, dtype=np.int64)
-    last = np.zeros(n, dtype=np.int64)
-    missing_left = np.zeros(n, dtype=np.bool_)
-    for j in range(n):
-        f = features[j]
-        score[j], which[j], last[j], missing_left[j] = scan_category_feature(
-            hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f], n_value_bins[f],
-            prior, min_count, smooth, min_per_category, max_left, max_onehot)
+    if parallel:
+        score, which, last, missing_left = _scan_category_features(
+            hist, features, n_value_bins, has_missing, offsets, prior, min_count, smooth,
+            min_per_category, max_left, max_onehot)
+    else:
+        score = np.full(n, np.inf)
+        which = np.zeros(n, dtype=np.int64)
+        last = np.zeros(n, dtype=np.int64)
+        missing_left = np.zeros(n, dtype=np.bool_)
+        for j in range(n):
+            f = features[j]
+            score[j], which[j], last[j], missing_left[j] = scan_category_feature(
+                hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f],
+                n_value_bins[f], prior, min_count, smooth, min_per_category, max_left,
+                max_onehot)
     j = pick_index(score)
     if j < 0:
         return -1, np.inf, 0, False
