@@ -39,19 +39,32 @@ CASES = [
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("params, extra", [*CASES, ({}, {"blocks": 3}),
-                                           ({"subsample": 0.6, "sampling": "goss"},
-                                            {"blocks": 1}),
-                                           ({"colsample_bytree": 0.7}, {"scan_tasks": 3})])
+@pytest.mark.parametrize("params, extra", [
+    *CASES, ({}, {"blocks": 3}), ({"subsample": 0.6, "sampling": "goss"}, {"blocks": 1}),
+    ({"colsample_bytree": 0.7}, {"scan_tasks": 3}),
+    # category sets: few levels (one against the rest), many (the class and value orders,
+    # capped), missing categories; light categories, rows outside a sample routed through
+    # the sets, trees without a set node, and the category search on every thread
+    ({}, {"categorical": True}),
+    ({"max_leaves": 7, "min_samples_leaf": 1, "learning_rate": 1.0}, {"categorical": True}),
+    ({"subsample": 0.7}, {"categorical": True}),
+    ({"colsample_bytree": 0.6}, {"categorical": True}),
+    ({"max_depth": 2, "max_leaves": 4}, {"categorical": True}),
+    ({}, {"categorical": True, "category_tasks": True}),
+])
 def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra):
-    """Models fitted with and without the compiled grower: the same trees, leaf values,
-    training losses and histogram additions, on dense and sparse bins, missing values, row
-    and feature sampling, depth and leaf limits, and weights of zero; with children's
-    channels gathered ``blocks`` rows at a time (in full on these sizes otherwise), and with
-    leaves scanned in ``scan_tasks`` feature blocks on every thread (one otherwise)."""
+    """Models fitted with and without the compiled grower: the same trees, category sets,
+    leaf values, training losses and histogram additions, on dense and sparse bins, missing
+    values, categorical columns, row and feature sampling, depth and leaf limits, and weights
+    of zero; with children's channels gathered ``blocks`` rows at a time (in full on these
+    sizes otherwise), and with leaves scanned in ``scan_tasks`` feature blocks on every
+    thread (one otherwise)."""
     n = (60, 400, 1500, 3000)[seed]
-    X, y = _data(seed, n, 4 + 3 * seed, 2 + seed % 4, missing=seed % 2 == 1,
-                 binary=seed == 3)
+    if extra.get("categorical"):
+        X, y = _categorical_data(seed, n, 2 + seed % 4, missing=seed % 2 == 1)
+    else:
+        X, y = _data(seed, n, 4 + 3 * seed, 2 + seed % 4, missing=seed % 2 == 1,
+                     binary=seed == 3)
     weight = None
     if extra.get("zero_weights"):
         weight = np.random.default_rng(seed).uniform(0.0, 2.0, n)
@@ -75,12 +88,15 @@ def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra)
             if "scan_tasks" in extra:
                 monkeypatch.setattr(vector_tree, "scan_tasks",
                                     lambda n_cells, n_channels: extra["scan_tasks"])
+            if "category_tasks" in extra:
+                monkeypatch.setattr(compiled_grower, "category_tasks", lambda *args: True)
         else:
             monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
         model = RebelClassifier(15, random_state=seed, **params).fit(X, y, sample_weight=weight)
         fits.append(model)
         monkeypatch.undo()
     assert len(used) == 15  # every tree of the second fit took the compiled path
+    assert (fits[1].trees_.category_words is not None) == bool(extra.get("categorical"))
     _assert_same_models(*fits, X)
 
 
@@ -149,64 +165,3 @@ def test_the_python_grower_keeps_what_the_compiled_one_does_not_take(monkeypatch
     assert not used
     RebelClassifier(5).fit(X, y)
     assert len(used) == 5
-
-
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("params", [
-    {},
-    {"max_leaves": 7, "min_samples_leaf": 1, "learning_rate": 1.0},  # light categories too
-    {"subsample": 0.7},  # rows outside the sample routed through the category sets
-    {"colsample_bytree": 0.6},
-    {"max_depth": 2, "max_leaves": 4},  # (few splits: trees without a set node too)
-    {"parallel": True},  # the category search on every thread
-])
-def test_compiled_trees_split_categories_as_the_python_growers(monkeypatch, seed, params):
-    """Categorical columns (few levels, split one against the rest; many, by the class and
-    value orders, capped; missing categories): the compiled grower's trees, category sets
-    and models are the Python grower's, with the category search on one thread or all."""
-    params = dict(params)
-    parallel = params.pop("parallel", False)
-    n, k = (80, 400, 1200, 2500)[seed], 2 + seed % 3
-    frame, y = _categorical_data(seed, n, k, missing=seed % 2 == 1)
-    used = []
-    real = compiled_grower.grow_tree
-    fits = []
-    for compiled in (False, True):
-        _tree_by_tree(monkeypatch)
-        if compiled:
-            monkeypatch.setattr(compiled_grower, "grow_tree",
-                                lambda *args: used.append(True) or real(*args))
-            monkeypatch.setattr(compiled_grower, "category_tasks",
-                                lambda *args: parallel)
-        else:
-            monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
-        fits.append(RebelClassifier(12, random_state=seed, **params).fit(frame, y))
-        monkeypatch.undo()
-    assert len(used) == 12
-    assert fits[1].trees_.category_words is not None  # (set splits were taken)
-    _assert_same_models(*fits, frame)
-
-
-
-@pytest.mark.parametrize("max_leaves", [2, 5, 31])
-def test_a_tree_holds_at_most_max_leaves_histograms(monkeypatch, max_leaves):
-    """The store the grower keeps (``max_leaves`` buffers) holds every histogram a tree
-    holds at once: no tree allocates more, on dense and sparse bins, with and without a
-    leaf minimum that stops some leaves from splitting."""
-    used = []
-    real = compiled_grower.grow_laid_out
-
-    def spy(*args):
-        out = real(*args)
-        used.append(out[9])  # (n_buffers)
-        return out
-
-    _tree_by_tree(monkeypatch)
-    monkeypatch.setattr(compiled_grower, "grow_laid_out", spy)
-    for seed in range(4):
-        X, y = _data(seed, 2000, 6, 2 + seed, missing=seed == 1, binary=seed == 3)
-        model = RebelClassifier(8, max_leaves=max_leaves, min_samples_leaf=1 + 20 * (seed % 2),
-                                random_state=seed).fit(X, y)
-        assert model.trees_.left.shape[1] == max_leaves - 1
-    assert len(used) == 32 and max(used) <= max_leaves
-    assert max(used) >= max_leaves // 2  # (the trees did grow)

@@ -21,6 +21,9 @@ CASES = [
     {"target_loss": "stop"},
     {"gather_bytes": 8 * 3},  # children's channels gathered a few rows at a time
     {"scan_tasks": 3},  # leaves scanned in feature blocks on every thread
+    {"categorical": True},  # category sets (few and many levels, missing categories)
+    {"categorical": True, "max_leaves": 5, "learning_rate": 1.0, "cost": "loss"},
+    {"categorical": True, "category_tasks": True},  # their search on every thread
 ]
 
 
@@ -30,10 +33,15 @@ def test_stages_in_one_call_are_the_loops(monkeypatch, seed, case):
     """Models fitted with the booster's loop and in one compiled call: the same trees, leaf
     values, training losses, histogram additions and importances, on dense and sparse bins,
     missing values, weights of zero, cost-sensitive training losses and per-row costs, a fit
-    that stops at its target loss, and fits in several calls of a few stages."""
+    that stops at its target loss, fits in several calls of a few stages, and category
+    sets."""
     params, fit_params = dict(case), {}
     n, k = (60, 300, 700, 1500)[seed], 2 + seed % 4
-    X, y = _data(seed, n, 3 + 3 * seed, k, missing=seed % 2 == 1, binary=seed == 3)
+    categorical = params.pop("categorical", False)
+    if categorical:
+        X, y = _categorical_data(seed, n, k, missing=seed % 2 == 1)
+    else:
+        X, y = _data(seed, n, 3 + 3 * seed, k, missing=seed % 2 == 1, binary=seed == 3)
     rng = np.random.default_rng(seed)
     if params.pop("zero_weights", False):
         fit_params["sample_weight"] = rng.uniform(0.0, 2.0, n)
@@ -49,6 +57,7 @@ def test_stages_in_one_call_are_the_loops(monkeypatch, seed, case):
         params["target_loss"] = 0.5 * (losses[0] + losses[-1])
     gather_bytes = params.pop("gather_bytes", None)
     tasks = params.pop("scan_tasks", None)
+    category_tasks = params.pop("category_tasks", None)
     fits, calls = [], []
     real = _compiled_stages._boost
     for in_one_call in (False, True):
@@ -61,6 +70,8 @@ def test_stages_in_one_call_are_the_loops(monkeypatch, seed, case):
                 monkeypatch.setattr(compiled_grower, "GATHER_BYTES", gather_bytes)
             if tasks:
                 monkeypatch.setattr(_compiled_stages, "scan_tasks", lambda *args: tasks)
+            if category_tasks:
+                monkeypatch.setattr(_compiled_stages, "category_tasks", lambda *args: True)
         else:
             monkeypatch.setattr(_compiled_stages, "applies", lambda booster: False)
         fits.append(RebelClassifier(40, random_state=seed, **params).fit(X, y, **fit_params))
@@ -70,39 +81,8 @@ def test_stages_in_one_call_are_the_loops(monkeypatch, seed, case):
     if "target_loss" in params:
         assert len(fits[1].train_loss_) < 40
     assert len(fits[0].train_loss_) == len(fits[1].train_loss_)
+    assert (fits[1].trees_.category_words is not None) == categorical
     _assert_same_models(*fits, X)
-
-
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("params", [{}, {"max_leaves": 5, "learning_rate": 1.0},
-                                    {"cost": "loss"}, {"parallel": True}])
-def test_category_sets_in_one_call_are_the_loops(monkeypatch, seed, params):
-    """Categorical columns (few and many levels, missing categories): the one compiled call
-    grows the loop's trees, category sets and models."""
-    params = dict(params)
-    parallel = params.pop("parallel", None)
-    n, k = (80, 400, 1200, 2500)[seed], 2 + seed % 3
-    frame, y = _categorical_data(seed, n, k, missing=seed % 2 == 1)
-    if params.pop("cost", None):
-        rng = np.random.default_rng(seed)
-        params.update(cost_matrix=rng.uniform(0.5, 3.0, (k, k)) * (1 - np.eye(k)),
-                      cost_strategy="loss")
-    fits, calls = [], []
-    real = _compiled_stages._boost
-    for in_one_call in (False, True):
-        if in_one_call:
-            monkeypatch.setattr(_compiled_stages, "_boost",
-                                lambda *args: calls.append(args[0]) or real(*args))
-            if seed % 2:  # in chunks of 7 stages: the same stages
-                monkeypatch.setattr(_compiled_stages, "CHUNK", 7)
-            if parallel is not None:  # the category search on every thread
-                monkeypatch.setattr(_compiled_stages, "category_tasks", lambda *args: parallel)
-        else:
-            monkeypatch.setattr(_compiled_stages, "applies", lambda booster: False)
-        fits.append(RebelClassifier(20, random_state=seed, **params).fit(frame, y))
-        monkeypatch.undo()
-    assert calls and fits[1].trees_.category_words is not None
-    _assert_same_models(*fits, frame)
 
 
 def test_fits_the_call_does_not_take_keep_the_loop(monkeypatch):
