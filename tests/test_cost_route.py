@@ -157,13 +157,14 @@ def test_a_fold_model_is_the_model_fit_would_give_on_its_rows(categorical):
     w = np.random.default_rng(1).uniform(0.5, 2.0, len(y))
     params = {"n_estimators": 20, "random_state": 0, "categorical_features": categorical}
     fitted = RebelClassifier(**params).fit(X, codes, w)
-    scorer = RebelClassifier(**params)._fit_scorer(X, codes, w)
+    scorer = RebelClassifier(**params)
+    training_scores = scorer._fit_scorer(X, codes, w)
     assert_array_equal(scorer.classes_, [0, 1, 3])
     assert_array_equal(scorer.model_.scores(scorer.encode(X)),
                        fitted.model_.scores(fitted.encode(X)))
     assert scorer.model_.covers is None and fitted.model_.covers is not None
     # the scores it keeps of its training rows (the booster's) are its model's, bit for bit
-    assert_array_equal(scorer._training_scores, fitted.model_.scores(fitted.encode(X)))
+    assert_array_equal(training_scores, fitted.model_.scores(fitted.encode(X)))
 
 
 @pytest.mark.parametrize("params", [

@@ -75,21 +75,17 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
                           fit_params)
         return self
 
-    def _fit_scorer(self, X, codes, sample_weight, **fit_params):
+    def _fit_scorer(self, X, codes, sample_weight, **fit_params) -> np.ndarray:
         """Fit on rows its parent's ``fit`` validated and encoded (``codes``: the parent's
         class indices; this model's classes are those present) for a model that only
-        scores: no second validation and no leaf covers. It keeps its scores of its
-        training rows (``_training_scores``), which the cost route sizes its scores by.
-        (The cost route fits six such fold models per fit; on six small sets the second
-        validation and the covers took 6% of its CPU time, on the interpreter's lock,
-        which its threads share.)"""
+        scores: no second validation and no leaf covers. Returns its scores of its
+        training rows, which the cost route sizes its scores by. (The cost route fits six
+        such fold models per fit; on six small sets the second validation and the covers
+        took 6% of its CPU time, on the interpreter's lock, which its threads share.)"""
         self.n_features_in_ = X.shape[1]
         self.classes_, codes = np.unique(codes, return_inverse=True)  # (checked codes)
-        X = self._encode_fit(X)
-        self._training_scores = self._fit_checked(
-            X, codes.astype(np.intp, copy=False), sample_weight, None, None, None, fit_params,
-            covers=False)()
-        return self
+        return self._fit_checked(self._encode_fit(X), codes.astype(np.intp, copy=False),
+                                 sample_weight, None, None, None, fit_params, covers=False)()
 
     def _fit_checked(self, X, codes, sample_weight, callbacks, eval_set, eval_sample_weight,
                      fit_params: dict, *, covers: bool = True):

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..engine import StageRun
 from ..learners.compiled_grower import (
+    category_options,
     category_words,
     fits_in_call,
     gather_rows,
@@ -28,7 +29,6 @@ from ..learners.compiled_grower import (
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.rebel_learners import VectorTreeFamily
 from ..losses.rebel import PARALLEL_CELLS, _weights_serial, pairwise_sum, scale_and_loss
-from ..search.category_split import category_tasks
 from ..search.histograms.dense import _task_starts, feature_tile, threads_pay
 from ..search.histograms.sparse import _column_sums
 from ..search.vector_leaf import leaf_vectors, root_priors
@@ -89,10 +89,7 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
             -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
             tile, *sparse, grower.thresholds, gather_rows(n_channels),
             scan_tasks(numeric_cells, n_channels), float(opt.cat_l2),
-            (categorical, numeric, float(opt.cat_smooth), float(opt.min_data_per_category),
-             int(opt.max_cat_threshold), int(opt.max_cat_to_onehot),
-             category_tasks(int(np.sum(grower.n_value_bins[categorical])) + len(categorical),
-                            n_channels, len(categorical))))
+            (categorical, numeric, *category_options(grower, categorical)))
         chunks.append([a[:done] for a in arrays])
         n_done += done
         last = arrays[4][done - 1]
@@ -125,8 +122,8 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
     category sets send left (none without categorical features). ``packed`` holds the
     current weights (its first 2K columns) and the row weights; ``scores`` and ``packed``
     advance in place. ``categories``: the categorical and the numeric features and the
-    category search's options (:func:`.compiled_grower.category_search` less the prior,
-    which each tree takes from its root with ``cat_l2`` more pseudo-rows)."""
+    category search's options (:func:`.compiled_grower.category_options`); each tree takes
+    its category prior from its root, with ``cat_l2`` more pseudo-rows."""
     n, k = scores.shape
     m = max_leaves - 1
     (categorical, numeric, cat_smooth, min_per_category, max_left, max_onehot,

@@ -145,8 +145,8 @@ def out_of_fold_scores(model, X, codes, sample_weight, folds, params: dict,
         fold_model = fold_estimator(model, {**shape, "n_jobs": threads} if workers > 1
                                     else shape, int(train.sum()), len(codes))
         kwargs = {} if sample_cost is None else {"sample_cost": sample_cost[train]}
-        fold_model._fit_scorer(X[train], codes[train], sample_weight[train], **kwargs)
-        scale = median_margin(row_margins(fold_model.__dict__.pop("_training_scores")))
+        scale = median_margin(row_margins(fold_model._fit_scorer(
+            X[train], codes[train], sample_weight[train], **kwargs)))
         with numba_threads(threads, blas_threads=None):
             got = fold_model.model_.scores(fold_model.encode(X[folds == f]))
         return fold_model.classes_, got / scale

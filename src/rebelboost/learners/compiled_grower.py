@@ -482,13 +482,21 @@ def grow_tree(grower, rows, root) -> tuple:
 def category_search(grower) -> tuple:
     """:func:`grow_numeric`'s ``categories`` for ``grower``'s tree (its features, prior and
     category prior set, :meth:`.vector_tree.VectorTreeGrower.grow`): the categorical
-    features, the numeric ones, the category prior and the category search's options."""
-    opt = grower.options
+    features, the numeric ones, the category prior and :func:`category_options`."""
     categorical = np.ascontiguousarray(grower.categories, dtype=np.intp)
-    cells = int(np.sum(grower.n_value_bins[categorical])) + len(categorical)
     return (categorical, np.ascontiguousarray(grower.numeric, dtype=np.intp),
-            grower.category_prior, float(opt.cat_smooth), float(opt.min_data_per_category),
-            int(opt.max_cat_threshold), int(opt.max_cat_to_onehot),
+            grower.category_prior, *category_options(grower, categorical))
+
+
+def category_options(grower, categorical: np.ndarray) -> tuple:
+    """The category search's options for ``grower``'s trees over the ``categorical``
+    features: ``cat_smooth``, ``min_data_per_category``, ``max_cat_threshold``,
+    ``max_cat_to_onehot`` and whether it runs on every thread
+    (:func:`~..search.category_split.category_tasks`)."""
+    opt = grower.options
+    cells = int(np.sum(grower.n_value_bins[categorical])) + len(categorical)
+    return (float(opt.cat_smooth), float(opt.min_data_per_category), int(opt.max_cat_threshold),
+            int(opt.max_cat_to_onehot),
             category_tasks(cells, grower.hist_shape[1], len(categorical)))
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..binning import BinLayout
 from .scores import VECTOR_LEAF
-from .splits import Split, _better, pick_index, pick_split, scan_feature
+from .splits import Split, _better, pick_index, scan_feature
 
 
 @numba.njit(cache=True, nogil=True)
@@ -189,20 +189,27 @@ def _scan_class_orders(hist_f, n_bins, has_missing, missing_bin, prior, min_coun
     return best, best_k, best_bin, best_ml
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _scan_category_features(hist, features, n_value_bins, has_missing, offsets, prior,
-                            min_count, smooth, min_per_category, max_left, max_onehot):
-    n = features.shape[0]
-    score = np.full(n, np.inf)
-    cls = np.zeros(n, dtype=np.int64)
-    last = np.zeros(n, dtype=np.int64)
-    missing_left = np.zeros(n, dtype=np.bool_)
-    for j in numba.prange(n):
+@numba.njit(cache=True, nogil=True)
+def _scan_category_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count,
+                         smooth, min_per_category, max_left, max_onehot, j0, j1, score, which,
+                         last, missing_left):
+    """:func:`scan_category_feature` of ``features[j0:j1]`` into the arrays' entries."""
+    for j in range(j0, j1):
         f = features[j]
-        score[j], cls[j], last[j], missing_left[j] = scan_category_feature(
+        score[j], which[j], last[j], missing_left[j] = scan_category_feature(
             hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f], n_value_bins[f],
             prior, min_count, smooth, min_per_category, max_left, max_onehot)
-    return score, cls, last, missing_left
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _scan_category_parallel(hist, features, n_value_bins, has_missing, offsets, prior,
+                            min_count, smooth, min_per_category, max_left, max_onehot, score,
+                            which, last, missing_left):
+    """:func:`_scan_category_range` of every feature, a feature a task on every thread."""
+    for j in numba.prange(features.shape[0]):
+        _scan_category_range(hist, features, n_value_bins, has_missing, offsets, prior,
+                             min_count, smooth, min_per_category, max_left, max_onehot, j,
+                             j + 1, score, which, last, missing_left)
 
 
 def best_category_split(hist: np.ndarray, features: np.ndarray, layout: BinLayout,
@@ -215,22 +222,16 @@ def best_category_split(hist: np.ndarray, features: np.ndarray, layout: BinLayou
     (``layout.n_bins_total``; the missing bin's entry: the missing side), or None. At most
     ``max_left`` categories go left (LightGBM's ``max_cat_threshold``), taken from either end
     of an order; a feature with at most ``max_onehot`` categories splits one of them from the
-    rest (``max_cat_to_onehot``)."""
+    rest (``max_cat_to_onehot``). The features are scanned on every thread."""
     if len(features) == 0:
         return None
-    n_value_bins = layout.n_value_bins
-    score, which, last, missing_left = _scan_category_features(
-        hist, features, n_value_bins, layout.has_missing, offsets, prior, min_count, smooth,
-        min_per_category, max_left, max_onehot)
-    split = pick_split(score, last, missing_left)
-    if split is None:
-        return None
-    f = int(features[split.feature])
     left_bins = np.zeros(layout.n_bins_total, dtype=bool)
-    left_bins_into(hist[offsets[f]:offsets[f + 1]], int(n_value_bins[f]),
-                   int(which[split.feature]), split.bin, split.missing_left, len(prior),
-                   smooth, min_per_category, max_left, layout.missing_bin, left_bins)
-    return split, left_bins
+    j, score, last, missing_left = best_category_in_leaf(
+        hist, features, layout.n_value_bins, layout.has_missing, offsets, prior, min_count,
+        smooth, min_per_category, max_left, max_onehot, layout.missing_bin, True, left_bins)
+    if j < 0:
+        return None
+    return Split(float(score), int(j), int(last), bool(missing_left)), left_bins
 
 
 @numba.njit(cache=True, nogil=True)
@@ -282,25 +283,23 @@ def category_tasks(n_cells: int, n_channels: int, n_features: int) -> bool:
 def best_category_in_leaf(hist, features, n_value_bins, has_missing, offsets, prior,
                           min_count, smooth, min_per_category, max_left, max_onehot,
                           missing_bin, parallel, out):
-    """:func:`best_category_split` for the compiled grower (on the calling thread, or on
-    every thread where ``parallel``: the same split): ``(index into features, score, bin,
-    missing_left)`` (index -1: none) and the bins going left written to ``out``."""
+    """The best category-set split of a leaf (:func:`best_category_split`, which the Python
+    grower calls; the compiled grower calls this), on the calling thread or on every thread
+    where ``parallel`` (the same split): ``(index into features, score, bin, missing_left)``
+    (index -1: none), the bins going left written to ``out``."""
     n = features.shape[0]
+    score = np.full(n, np.inf)
+    which = np.zeros(n, dtype=np.int64)
+    last = np.zeros(n, dtype=np.int64)
+    missing_left = np.zeros(n, dtype=np.bool_)
     if parallel:
-        score, which, last, missing_left = _scan_category_features(
-            hist, features, n_value_bins, has_missing, offsets, prior, min_count, smooth,
-            min_per_category, max_left, max_onehot)
+        _scan_category_parallel(hist, features, n_value_bins, has_missing, offsets, prior,
+                                min_count, smooth, min_per_category, max_left, max_onehot,
+                                score, which, last, missing_left)
     else:
-        score = np.full(n, np.inf)
-        which = np.zeros(n, dtype=np.int64)
-        last = np.zeros(n, dtype=np.int64)
-        missing_left = np.zeros(n, dtype=np.bool_)
-        for j in range(n):
-            f = features[j]
-            score[j], which[j], last[j], missing_left[j] = scan_category_feature(
-                hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f],
-                n_value_bins[f], prior, min_count, smooth, min_per_category, max_left,
-                max_onehot)
+        _scan_category_range(hist, features, n_value_bins, has_missing, offsets, prior,
+                             min_count, smooth, min_per_category, max_left, max_onehot, 0, n,
+                             score, which, last, missing_left)
     j = pick_index(score)
     if j < 0:
         return -1, np.inf, 0, False
