@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+import numba
 import numpy as np
 
 from rebelboost.search.category_split import best_category_in_leaf
@@ -28,10 +29,11 @@ def bench(n_features: int, levels: int, k: int, rng, repeats: int = 200) -> None
             np.full(k, 0.5), 1.0, 5.0, 5.0, 32, 4, len(out) - 1)
     times = {}
     for parallel in (False, True):
-        best_category_in_leaf(*args, parallel, out)  # (compiles)
+        n_tasks = 4 * numba.get_num_threads() if parallel else 1
+        best_category_in_leaf(*args, n_tasks, out)  # (compiles)
         start = time.perf_counter()
         for _ in range(repeats):
-            best_category_in_leaf(*args, parallel, out)
+            best_category_in_leaf(*args, n_tasks, out)
         times[parallel] = (time.perf_counter() - start) / repeats * 1e6
     print(f"{n_features} features x {levels} levels, K = {k}: cells x channels "
           f"{offsets[-1] * (2 * k + 1)}, one thread {times[False]:.0f} us, "

@@ -89,7 +89,7 @@ def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra)
                 monkeypatch.setattr(vector_tree, "scan_tasks",
                                     lambda n_cells, n_channels: extra["scan_tasks"])
             if "category_tasks" in extra:
-                monkeypatch.setattr(compiled_grower, "category_tasks", lambda *args: True)
+                monkeypatch.setattr(compiled_grower, "category_tasks", lambda *args: 4)
         else:
             monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
         model = RebelClassifier(15, random_state=seed, **params).fit(X, y, sample_weight=weight)

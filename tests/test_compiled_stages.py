@@ -71,7 +71,7 @@ def test_stages_in_one_call_are_the_loops(monkeypatch, seed, case):
             if tasks:
                 monkeypatch.setattr(_compiled_stages, "scan_tasks", lambda *args: tasks)
             if category_tasks:
-                monkeypatch.setattr(compiled_grower, "category_tasks", lambda *args: True)
+                monkeypatch.setattr(compiled_grower, "category_tasks", lambda *args: 4)
         else:
             monkeypatch.setattr(_compiled_stages, "applies", lambda booster: False)
         fits.append(RebelClassifier(40, random_state=seed, **params).fit(X, y, **fit_params))

@@ -216,6 +216,12 @@ def resolve_mask(categorical_features, columns: list, names: list | None) -> np.
 
 def encode(col, levels: np.ndarray, name: str) -> np.ndarray:
     """Float codes of a column's values in ``levels`` (NaN: missing or not a level)."""
+    if _is_categorical_dtype(col):  # each category used looked up once, not each row
+        codes = np.asarray(col.cat.codes)
+        used = np.unique(codes[codes >= 0])
+        by_category = np.full(len(col.cat.categories) + 1, np.nan)  # (the last: missing)
+        by_category[used] = encode(col.cat.categories.to_numpy()[used], levels, name)
+        return by_category[codes]
     present = ~_missing(col)
     codes = np.full(len(col), np.nan)
     if not present.any():
@@ -270,19 +276,17 @@ def _values(col) -> np.ndarray:
 
 
 def _missing(col) -> np.ndarray:
+    """Where a column's values are missing: NaN, None, pandas' NA and NaT."""
+    if _is_categorical_dtype(col):
+        return np.asarray(col.cat.codes) < 0
     values = _values(col)
     if values.dtype.kind == "f":
         return np.isnan(values)
     if values.dtype.kind in "iub":
         return np.zeros(len(values), dtype=bool)
-    out = np.zeros(len(values), dtype=bool)
-    for i, v in enumerate(values):
-        out[i] = v is None or (isinstance(v, float) and np.isnan(v)) or _is_pd_na(v)
-    return out
+    import pandas as pd
 
-
-def _is_pd_na(v) -> bool:
-    return type(v).__name__ in ("NAType", "NaTType")
+    return np.asarray(pd.isna(values), dtype=bool)
 
 
 def _is_text(col) -> bool:
@@ -299,6 +303,11 @@ def _is_text(col) -> bool:
 
 
 def _present(col, name: str) -> np.ndarray:
+    """A column's values that are not missing (of a pandas categorical: the categories
+    its rows use, each once)."""
+    if _is_categorical_dtype(col):
+        codes = np.asarray(col.cat.codes)
+        return col.cat.categories.to_numpy()[np.unique(codes[codes >= 0])]
     values = _values(col)[~_missing(col)]
     for v in values[:1000] if values.dtype == object else ():
         try:

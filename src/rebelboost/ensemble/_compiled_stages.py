@@ -127,7 +127,7 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
     n, k = scores.shape
     m = max_leaves - 1
     (categorical, numeric, cat_smooth, min_per_category, max_left, max_onehot,
-     category_parallel) = categories
+     category_blocks) = categories
     tables_out = np.zeros((n_iterations if categorical.shape[0] else 0, m, n_bins_total),
                           dtype=np.bool_)
     channels = packed[:, :2 * k]
@@ -154,7 +154,7 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
             min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
             thresholds, n, gather_rows, scan_tasks,
             (categorical, numeric, category_prior, cat_smooth, min_per_category, max_left,
-             max_onehot, category_parallel))
+             max_onehot, category_blocks))
         nodes[it] = table
         if categorical.shape[0]:
             tables_out[it] = node_tables

@@ -186,7 +186,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     category-set splits as :meth:`.vector_tree.VectorTreeGrower._choose` does, and what
     that search reads; the numeric features are the rest of ``features``."""
     (categorical, numeric, category_prior, cat_smooth, min_per_category, max_left,
-     max_onehot, category_parallel) = categories
+     max_onehot, category_blocks) = categories
     k = prior.shape[0]
     n_channels = channels.shape[1] + 1
     n_cells = offsets[-1]
@@ -235,7 +235,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 index, score, split_bin, missing_left = best_category_in_leaf(
                     pool[slot], categorical, n_value_bins, has_missing, offsets,
                     category_prior, float(min_samples_leaf), cat_smooth, min_per_category,
-                    max_left, max_onehot, missing_bin, category_parallel, tables[j])
+                    max_left, max_onehot, missing_bin, category_blocks, tables[j])
                 if index >= 0 and score < best * (1.0 - TIE_RTOL):
                     leaf[j, _FEATURE], leaf[j, _BIN] = categorical[index], split_bin
                     leaf[j, _MISSING], leaf[j, _SET], best = 1 if missing_left else 0, 1, score
@@ -491,7 +491,7 @@ def category_search(grower) -> tuple:
 def category_options(grower, categorical: np.ndarray) -> tuple:
     """The category search's options for ``grower``'s trees over the ``categorical``
     features: ``cat_smooth``, ``min_data_per_category``, ``max_cat_threshold``,
-    ``max_cat_to_onehot`` and whether it runs on every thread
+    ``max_cat_to_onehot`` and the blocks of features it runs in
     (:func:`~..search.category_split.category_tasks`)."""
     opt = grower.options
     cells = int(np.sum(grower.n_value_bins[categorical])) + len(categorical)

@@ -5,10 +5,10 @@ best split is a prefix of that order. A vector leaf has K outputs and no single 
 each class gives one: the categories sorted by their smoothed class-k step
 ``ln((W-_k + s_k) / (W+_k + s_k))`` (``s_k``: ``smooth`` pseudo-rows of the leaf's average
 class-k weight, so a light category is not put at an end by noise). Each order is scanned by
-the one split scan (:func:`.splits.scan_feature`) over the permuted histogram, and the best
-prefix over the K orders wins (with one output, one order's prefixes hold the best split:
-Fisher 1958, as LightGBM's search; with K outputs the K orders are a heuristic, checked against
-exhaustive search in the tests). Categories lighter than
+the one split scan (:func:`.vector_scan.scan_vector_feature`) over the permuted histogram,
+and the best prefix over the K orders wins (with one output, one order's prefixes hold the
+best split: Fisher 1958, as LightGBM's search; with K outputs the K orders are a heuristic,
+checked against exhaustive search in the tests). Categories lighter than
 ``min_per_category`` (sample weight) are not ordered: they stay together on the right of every
 prefix (unless every category goes left, missing values right). A prefix is a set of bins;
 :meth:`~rebelboost.binning.Binner.left_codes` turns it into category codes.
@@ -17,31 +17,43 @@ prefix (unless every category goes left, missing values right). A prefix is a se
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
 from ..binning import BinLayout
-from .scores import VECTOR_LEAF
-from .splits import Split, _better, pick_index, scan_feature
+from .splits import Split, _better, pick_index
+from .vector_scan import scan_vector_feature
+
+
+class _Scratch(NamedTuple):
+    """One thread's buffers for the category search of features of at most ``levels``
+    value bins, so that scanning a feature allocates nothing."""
+
+    heavy: np.ndarray  # the value bins heavy enough to be ordered, in bin order
+    light: np.ndarray  # the lighter value bins that hold weight, in bin order
+    order: np.ndarray  # an order being scanned
+    stat: np.ndarray  # the class steps an order is sorted by
+    perm: np.ndarray  # the histogram of an order: its head, the rest summed, the missing bin
+    work: np.ndarray  # scratch of the split scan (vector_scan.scan_vector_feature)
+    candidates: np.ndarray
+    sums: np.ndarray
 
 
 @numba.njit(cache=True, nogil=True)
-def category_order(hist_f, n_bins, k, smooth, min_per_category):
-    """(ordered bins, light bins) of one categorical feature for class ``k``: the value
-    bins with at least ``min_per_category`` weight by increasing smoothed step of class k
-    (stable), and the lighter bins that hold weight."""
-    n_classes = (hist_f.shape[1] - 1) // 2
+def _scratch(levels, n_channels):
+    return _Scratch(np.empty(levels, dtype=np.int64), np.empty(levels, dtype=np.int64),
+                    np.empty(levels, dtype=np.int64), np.empty(levels),
+                    np.empty((levels + 2, n_channels)), np.empty((4 * n_channels + 3, levels + 2)),
+                    np.empty(levels + 2, dtype=np.intp), np.empty((3, n_channels)))
+
+
+@numba.njit(cache=True, nogil=True)
+def _weigh(hist_f, n_bins, min_per_category, heavy, light):
+    """``(n_heavy, n_light)``: the value bins with at least ``min_per_category`` weight
+    written to ``heavy``, the lighter bins that hold weight to ``light``, in bin order."""
     count = hist_f.shape[1] - 1
-    total_w = 0.0
-    total_n = 0.0
-    for b in range(n_bins):
-        total_w += hist_f[b, k] + hist_f[b, n_classes + k]
-        total_n += hist_f[b, count]
-    s = smooth * total_w / (2.0 * total_n) if total_n > 0 else 0.0
-    s = max(s, 1e-300)
-    heavy = np.empty(n_bins, dtype=np.int64)
-    light = np.empty(n_bins, dtype=np.int64)
     n_heavy = 0
     n_light = 0
     for b in range(n_bins):
@@ -54,139 +66,184 @@ def category_order(hist_f, n_bins, k, smooth, min_per_category):
         else:
             light[n_light] = b
             n_light += 1
-    heavy = heavy[:n_heavy]
-    stat = np.empty(n_heavy)
-    for i in range(n_heavy):
-        b = heavy[i]
-        stat[i] = math.log(hist_f[b, n_classes + k] + s) - math.log(hist_f[b, k] + s)
-    return heavy[np.argsort(stat, kind="mergesort")], light[:n_light]
+    return n_heavy, n_light
+
+
+_INSERTION_SORT_MOST = 32  # categories up to which an order is sorted in place
 
 
 @numba.njit(cache=True, nogil=True)
-def value_order(hist_f, n_bins):
-    """The value bins that hold weight, in bin order: the categories by value (codes are
-    the sorted values, and bins keep their order), whose prefixes are thresholds."""
+def _order_by_step(hist_f, n_bins, k, smooth, heavy, n_heavy, stat, order):
+    """``order[:n_heavy]``: the ``heavy`` bins by increasing smoothed step of class k
+    (stable)."""
+    n_classes = (hist_f.shape[1] - 1) // 2
     count = hist_f.shape[1] - 1
-    held = np.empty(n_bins, dtype=np.int64)
+    total_w = 0.0
+    total_n = 0.0
+    for b in range(n_bins):
+        total_w += hist_f[b, k] + hist_f[b, n_classes + k]
+        total_n += hist_f[b, count]
+    s = smooth * total_w / (2.0 * total_n) if total_n > 0 else 0.0
+    s = max(s, 1e-300)
+    ordinary = True
+    for i in range(n_heavy):
+        b = heavy[i]
+        stat[i] = math.log(hist_f[b, n_classes + k] + s) - math.log(hist_f[b, k] + s)
+        ordinary &= not math.isnan(stat[i])
+    if n_heavy > _INSERTION_SORT_MOST or not ordinary:
+        # (a stable sort gives the one order, whichever algorithm; numpy's puts NaN last)
+        by_step = np.argsort(stat[:n_heavy], kind="mergesort")
+        for i in range(n_heavy):
+            order[i] = heavy[by_step[i]]
+        return
+    for i in range(n_heavy):  # stable insertion sort of the few: no allocation
+        key = stat[i]
+        b = heavy[i]
+        j = i - 1
+        while j >= 0 and stat[j] > key:
+            stat[j + 1] = stat[j]
+            order[j + 1] = order[j]
+            j -= 1
+        stat[j + 1] = key
+        order[j + 1] = b
+
+
+
+@numba.njit(cache=True, nogil=True)
+def _value_order(hist_f, n_bins, held):
+    """How many value bins hold weight, written to ``held`` in bin order: the categories by
+    value (codes are the sorted values, and bins keep their order), whose prefixes are
+    thresholds."""
+    count = hist_f.shape[1] - 1
     n = 0
     for b in range(n_bins):
         if hist_f[b, count] > 0.0:
             held[n] = b
             n += 1
-    return held[:n]
+    return n
 
 
-_NO_BINS = np.zeros(0, dtype=np.int64)
+@numba.njit(cache=True, nogil=True, inline="always")
+def _head_bin(order, n_order, direction, i):
+    """The i-th bin of an order read from its start (direction 0) or its end (1)."""
+    return order[i] if direction == 0 else order[n_order - 1 - i]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _copy_row(hist_f, b, perm, row):
+    for c in range(hist_f.shape[1]):
+        perm[row, c] = hist_f[b, c]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_row(hist_f, b, perm, row):
+    for c in range(hist_f.shape[1]):
+        perm[row, c] += hist_f[b, c]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _permute(hist_f, order, n_order, direction, max_left, alone, light, n_light, missing_bin,
+             perm):
+    """The histogram whose prefixes a scan reads: the order's first ``max_left`` bins (read
+    from its end for ``direction`` 1), or its bin ``alone`` by itself (``alone`` >= 0); then
+    the others and the light bins summed into one row (they stay right; the row left out
+    where there are none); then the missing bin. Returns ``(value rows, rows)``."""
+    if alone >= 0:
+        _copy_row(hist_f, order[alone], perm, 0)
+        cut = 1
+    else:
+        cut = min(n_order, max_left)
+        for i in range(cut):
+            _copy_row(hist_f, _head_bin(order, n_order, direction, i), perm, i)
+    rows = cut
+    if n_order - cut + n_light > 0:
+        perm[rows, :] = 0.0
+        if alone >= 0:
+            for i in range(n_order):
+                if i != alone:
+                    _add_row(hist_f, order[i], perm, rows)
+        else:
+            for i in range(cut, n_order):
+                _add_row(hist_f, _head_bin(order, n_order, direction, i), perm, rows)
+        for i in range(n_light):
+            _add_row(hist_f, light[i], perm, rows)
+        rows += 1
+    _copy_row(hist_f, missing_bin, perm, rows)
+    return rows, rows + 1
 
 
 @numba.njit(cache=True, nogil=True)
-def _all_heavy(hist_f, bins, min_per_category):
-    count = hist_f.shape[1] - 1
-    for b in bins:
-        if hist_f[b, count] < min_per_category:
-            return False
-    return True
+def _scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_count, smooth,
+                           min_per_category, max_left, max_onehot, scratch):
+    """:func:`scan_category_feature` in a thread's buffers: one loop over the orders, each
+    permuted and scanned in the same place (one copy of the inlined scan)."""
+    k_classes = prior.shape[0]
+    heavy, light, order, perm = scratch.heavy, scratch.light, scratch.order, scratch.perm
+    n_heavy, n_light = _weigh(hist_f, n_bins, min_per_category, heavy, light)
+    n_held = n_heavy + n_light  # the value bins that hold weight
+    # the class orders: none for fewer than two categories (one, with missing values), one
+    # category against the rest for few (LightGBM's max_cat_to_onehot: class 0's order, so
+    # that the winner is found again), else each class's order read from either end
+    if n_held < 2 and not (has_missing and n_heavy == 1):
+        class_jobs = 0
+    elif n_held <= max_onehot:
+        class_jobs = n_heavy
+    else:
+        class_jobs = 2 * k_classes
+    # then the values' own order, except where it adds nothing: no category, or one without
+    # missing values, or at most three that were each split from the rest (every split of
+    # three categories is one; a light category is never split alone); read from the far
+    # end too only where the cap on categories going left hides splits
+    value_jobs = 1 if n_held - 1 <= max_left else 2
+    if (n_held < 2 and not (has_missing and n_held == 1)) or (
+            2 <= n_held <= min(3, max_onehot) and n_light == 0):
+        value_jobs = 0
+    best = np.inf
+    which = 0
+    last = 0
+    missing_left = False
+    n_order = n_heavy
+    for job in range(class_jobs + value_jobs):
+        if job < class_jobs and n_held <= max_onehot:
+            if job == 0:
+                _order_by_step(hist_f, n_bins, 0, smooth, heavy, n_heavy, scratch.stat, order)
+            n_order, direction, alone, n_rest, label = n_heavy, 0, job, n_light, -1 - job
+        elif job < class_jobs:
+            direction = job % 2
+            if direction == 0:
+                _order_by_step(hist_f, n_bins, job // 2, smooth, heavy, n_heavy, scratch.stat,
+                               order)
+            n_order, alone, n_rest, label = n_heavy, -1, n_light, job
+        else:
+            direction = job - class_jobs
+            if direction == 0:
+                n_order = _value_order(hist_f, n_bins, order)
+            alone, n_rest, label = -1, 0, 2 * k_classes + direction
+        n_value, rows = _permute(hist_f, order, n_order, direction, max_left, alone, light,
+                                 n_rest, missing_bin, perm)
+        score, b, ml = scan_vector_feature(perm, n_value, has_missing, rows - 1, prior,
+                                           min_count, scratch.work, scratch.candidates,
+                                           scratch.sums)
+        if _better(score, best):
+            best, which, last, missing_left = score, label, b, ml
+    return best, which, last, missing_left
 
 
-@numba.njit(cache=True, nogil=True)
-def _permuted(hist_f, order, light, missing_bin):
-    """The histogram of the ordered bins, then the light bins summed into one (if any), then
-    the missing bin: rows ``(len(order) [+ 1], missing)``."""
-    n_order = order.shape[0]
-    rest = 1 if light.shape[0] > 0 else 0
-    out = np.zeros((n_order + rest + 1, hist_f.shape[1]))
-    for i in range(n_order):
-        out[i] = hist_f[order[i]]
-    for i in range(light.shape[0]):
-        out[n_order] += hist_f[light[i]]
-    out[n_order + rest] = hist_f[missing_bin]
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _head_and_rest(order, light, direction, max_left):
-    """The first ``max_left`` bins of the order (reversed for ``direction`` 1), and the
-    others with the light bins (they stay right)."""
-    n = order.shape[0]
-    ordered = order if direction == 0 else order[::-1].copy()
-    cut = min(n, max_left)
-    rest = np.empty(n - cut + light.shape[0], dtype=np.int64)
-    rest[:n - cut] = ordered[cut:]
-    rest[n - cut:] = light
-    return ordered[:cut].copy(), rest
-
-
-@numba.njit(cache=True, nogil=True)
-def scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_count, smooth,
-                          min_per_category, max_left, max_onehot):
+def scan_category_feature(hist_f: np.ndarray, n_bins: int, has_missing: bool,
+                          missing_bin: int, prior: np.ndarray, min_count: float,
+                          smooth: float, min_per_category: float, max_left: int,
+                          max_onehot: int) -> tuple[float, int, int, bool]:
     """Best ``(score, which, bin, missing_left)`` of one categorical feature: ``which`` is
     ``class x 2 + direction`` for the order that wins, read from either end, with ``bin`` the
     last position of the prefix going left (past the prefix: every category left); or, for at
     most ``max_onehot`` categories, ``-1 - i`` for class 0's i-th category alone; or
-    ``2K + direction`` for the values' own order (:func:`value_order`), which takes over only
-    when better beyond rounding: a column of ordered levels (a chess file, a day of the week)
-    keeps the thresholds its integer codes would have had, which noise in the class steps can
-    scatter over the K orders."""
-    best, which, last, missing_left = _scan_class_orders(
-        hist_f, n_bins, has_missing, missing_bin, prior, min_count, smooth, min_per_category,
-        max_left, max_onehot)
-    by_value = value_order(hist_f, n_bins)
-    n_held = by_value.shape[0]
-    # nothing new: no category, or one without missing values, or at most three that were
-    # each split from the rest (every split of three categories is one; a light category is
-    # never split alone)
-    if (n_held < 2 and not (has_missing and n_held == 1)) or (
-            2 <= n_held <= min(3, max_onehot)
-            and _all_heavy(hist_f, by_value, min_per_category)):
-        return best, which, last, missing_left
-    # read from the far end too only where the cap on categories going left hides splits
-    for direction in range(1 if n_held - 1 <= max_left else 2):
-        head, rest = _head_and_rest(by_value, _NO_BINS, direction, max_left)
-        n_value = head.shape[0] + (1 if rest.shape[0] > 0 else 0)
-        perm = _permuted(hist_f, head, rest, missing_bin)
-        score, b, ml = scan_feature(perm, n_value, has_missing, perm.shape[0] - 1, VECTOR_LEAF,
-                                    prior, min_count, True)
-        if _better(score, best):
-            best, which, last, missing_left = score, 2 * prior.shape[0] + direction, b, ml
-    return best, which, last, missing_left
-
-
-@numba.njit(cache=True, nogil=True)
-def _scan_class_orders(hist_f, n_bins, has_missing, missing_bin, prior, min_count, smooth,
-                       min_per_category, max_left, max_onehot):
-    """:func:`scan_category_feature` over the class orders (or one against the rest)."""
-    k_classes = prior.shape[0]
-    best = np.inf
-    best_k = 0
-    best_bin = 0
-    best_ml = False
-    for k in range(k_classes):
-        order, light = category_order(hist_f, n_bins, k, smooth, min_per_category)
-        if order.shape[0] + light.shape[0] < 2 and not (has_missing and order.shape[0] == 1):
-            return np.inf, 0, 0, False
-        if order.shape[0] + light.shape[0] <= max_onehot:
-            # few categories: one against the rest (LightGBM's max_cat_to_onehot); ordered
-            # bins first, so that the winner is found again in class 0's order
-            n = order.shape[0]
-            for i in range(n):
-                head = order[i:i + 1].copy()
-                rest = np.concatenate((order[:i], order[i + 1:], light))
-                perm = _permuted(hist_f, head, rest, missing_bin)
-                score, b, ml = scan_feature(perm, 2 if rest.shape[0] else 1, has_missing,
-                                            perm.shape[0] - 1, VECTOR_LEAF, prior, min_count,
-                                            True)
-                if _better(score, best):
-                    best, best_k, best_bin, best_ml = score, -1 - i, b, ml
-            return best, best_k, best_bin, best_ml
-        for direction in range(2):
-            head, rest = _head_and_rest(order, light, direction, max_left)
-            n_value = head.shape[0] + (1 if rest.shape[0] > 0 else 0)
-            perm = _permuted(hist_f, head, rest, missing_bin)
-            score, b, ml = scan_feature(perm, n_value, has_missing, perm.shape[0] - 1,
-                                        VECTOR_LEAF, prior, min_count, True)
-            if _better(score, best):
-                best, best_k, best_bin, best_ml = score, 2 * k + direction, b, ml
-    return best, best_k, best_bin, best_ml
+    ``2K + direction`` for the values' own order (the value bins that hold weight, in bin
+    order), which takes over only when better beyond rounding: a column of ordered levels (a
+    chess file, a day of the week) keeps the thresholds its integer codes would have had,
+    which noise in the class steps can scatter over the K orders."""
+    return _scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_count,
+                                  smooth, min_per_category, max_left, max_onehot,
+                                  _scratch(max(n_bins, 1), hist_f.shape[1]))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -194,22 +251,29 @@ def _scan_category_range(hist, features, n_value_bins, has_missing, offsets, pri
                          smooth, min_per_category, max_left, max_onehot, j0, j1, score, which,
                          last, missing_left):
     """:func:`scan_category_feature` of ``features[j0:j1]`` into the arrays' entries."""
+    most = 1
+    for j in range(j0, j1):
+        most = max(most, n_value_bins[features[j]])
+    scratch = _scratch(most, hist.shape[1])
     for j in range(j0, j1):
         f = features[j]
-        score[j], which[j], last[j], missing_left[j] = scan_category_feature(
+        score[j], which[j], last[j], missing_left[j] = _scan_category_feature(
             hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f], n_value_bins[f],
-            prior, min_count, smooth, min_per_category, max_left, max_onehot)
+            prior, min_count, smooth, min_per_category, max_left, max_onehot, scratch)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _scan_category_parallel(hist, features, n_value_bins, has_missing, offsets, prior,
-                            min_count, smooth, min_per_category, max_left, max_onehot, score,
-                            which, last, missing_left):
-    """:func:`_scan_category_range` of every feature, a feature a task on every thread."""
-    for j in numba.prange(features.shape[0]):
+                            min_count, smooth, min_per_category, max_left, max_onehot, n_tasks,
+                            score, which, last, missing_left):
+    """:func:`_scan_category_range` of every feature in ``n_tasks`` blocks on every thread."""
+    n = features.shape[0]
+    n_tasks = max(1, min(n, n_tasks))
+    for t in numba.prange(n_tasks):
         _scan_category_range(hist, features, n_value_bins, has_missing, offsets, prior,
-                             min_count, smooth, min_per_category, max_left, max_onehot, j,
-                             j + 1, score, which, last, missing_left)
+                             min_count, smooth, min_per_category, max_left, max_onehot,
+                             t * n // n_tasks, (t + 1) * n // n_tasks, score, which, last,
+                             missing_left)
 
 
 def best_category_split(hist: np.ndarray, features: np.ndarray, layout: BinLayout,
@@ -228,7 +292,8 @@ def best_category_split(hist: np.ndarray, features: np.ndarray, layout: BinLayou
     left_bins = np.zeros(layout.n_bins_total, dtype=bool)
     j, score, last, missing_left = best_category_in_leaf(
         hist, features, layout.n_value_bins, layout.has_missing, offsets, prior, min_count,
-        smooth, min_per_category, max_left, max_onehot, layout.missing_bin, True, left_bins)
+        smooth, min_per_category, max_left, max_onehot, layout.missing_bin,
+        4 * numba.get_num_threads(), left_bins)
     if j < 0:
         return None
     return Split(float(score), int(j), int(last), bool(missing_left)), left_bins
@@ -239,24 +304,32 @@ def left_bins_into(hist_f, n_bins, which, last, missing_left, n_classes, smooth,
                    min_per_category, max_left, missing_bin, out):
     """``out`` (a bool per bin): the bins that :func:`scan_category_feature`'s winner
     ``(which, last, missing_left)`` sends left, the missing bin's entry its missing side."""
-    if which < 0:  # one category against the rest
-        order, light = category_order(hist_f, n_bins, 0, smooth, min_per_category)
-        i = -1 - which
-        head = order[i:i + 1].copy()
-        rest = np.concatenate((order[:i], order[i + 1:], light))
-    else:
-        k, direction = which // 2, which % 2
-        if k == n_classes:  # the values' order
-            order, light = value_order(hist_f, n_bins), _NO_BINS
-        else:
-            order, light = category_order(hist_f, n_bins, k, smooth, min_per_category)
-        head, rest = _head_and_rest(order, light, direction, max_left)
+    scratch = _scratch(max(n_bins, 1), hist_f.shape[1])
+    heavy, light, order = scratch.heavy, scratch.light, scratch.order
     out[:] = False
-    for i in range(min(last + 1, head.shape[0])):
-        out[head[i]] = True
-    if last >= head.shape[0]:  # every category left (missing values right)
-        for i in range(rest.shape[0]):
-            out[rest[i]] = True
+    if which < 0:  # one category against the rest
+        n_order, n_light = _weigh(hist_f, n_bins, min_per_category, heavy, light)
+        _order_by_step(hist_f, n_bins, 0, smooth, heavy, n_order, scratch.stat, order)
+        out[order[-1 - which]] = True
+        if last >= 1:  # every category left (missing values right)
+            out[order[:n_order]] = True
+            out[light[:n_light]] = True
+        out[missing_bin] = missing_left
+        return
+    k, direction = which // 2, which % 2
+    if k == n_classes:  # the values' order
+        n_order, n_light = _value_order(hist_f, n_bins, order), 0
+    else:
+        n_order, n_light = _weigh(hist_f, n_bins, min_per_category, heavy, light)
+        _order_by_step(hist_f, n_bins, k, smooth, heavy, n_order, scratch.stat, order)
+    cut = min(n_order, max_left)
+    for i in range(min(last + 1, cut)):
+        out[_head_bin(order, n_order, direction, i)] = True
+    if last >= cut:  # every category left (missing values right)
+        for i in range(cut, n_order):
+            out[_head_bin(order, n_order, direction, i)] = True
+        for i in range(n_light):
+            out[light[i]] = True
     out[missing_bin] = missing_left
 
 
@@ -271,31 +344,34 @@ def left_bins_into(hist_f, n_bins, which, last, missing_left, n_classes, smooth,
 PARALLEL_CATEGORY_CELLS = 1024
 
 
-def category_tasks(n_cells: int, n_channels: int, n_features: int) -> bool:
-    """Whether the compiled grower's category search (:func:`best_category_in_leaf`) over
-    ``n_features`` categorical features of ``n_cells`` histogram cells runs on every thread:
-    from :data:`PARALLEL_CATEGORY_CELLS` cells x channels and two features."""
-    return (numba.get_num_threads() > 1 and n_features >= 2
-            and n_cells * n_channels >= PARALLEL_CATEGORY_CELLS)
+def category_tasks(n_cells: int, n_channels: int, n_features: int) -> int:
+    """The blocks of features the compiled grower's category search
+    (:func:`best_category_in_leaf`) over ``n_features`` categorical features of ``n_cells``
+    histogram cells runs in: four a thread from :data:`PARALLEL_CATEGORY_CELLS` cells x
+    channels and two features, else one on the calling thread."""
+    threads = numba.get_num_threads()
+    return (4 * threads if threads > 1 and n_features >= 2
+            and n_cells * n_channels >= PARALLEL_CATEGORY_CELLS else 1)
 
 
 @numba.njit(cache=True, nogil=True)
 def best_category_in_leaf(hist, features, n_value_bins, has_missing, offsets, prior,
                           min_count, smooth, min_per_category, max_left, max_onehot,
-                          missing_bin, parallel, out):
+                          missing_bin, n_tasks, out):
     """The best category-set split of a leaf (:func:`best_category_split`, which the Python
-    grower calls; the compiled grower calls this), on the calling thread or on every thread
-    where ``parallel`` (the same split): ``(index into features, score, bin, missing_left)``
-    (index -1: none), the bins going left written to ``out``."""
+    grower calls; the compiled grower calls this), on the calling thread or, for ``n_tasks``
+    above 1, in that many blocks of features on every thread (the same split): ``(index into
+    features, score, bin, missing_left)`` (index -1: none), the bins going left written to
+    ``out``."""
     n = features.shape[0]
     score = np.full(n, np.inf)
     which = np.zeros(n, dtype=np.int64)
     last = np.zeros(n, dtype=np.int64)
     missing_left = np.zeros(n, dtype=np.bool_)
-    if parallel:
+    if n_tasks > 1:
         _scan_category_parallel(hist, features, n_value_bins, has_missing, offsets, prior,
                                 min_count, smooth, min_per_category, max_left, max_onehot,
-                                score, which, last, missing_left)
+                                n_tasks, score, which, last, missing_left)
     else:
         _scan_category_range(hist, features, n_value_bins, has_missing, offsets, prior,
                              min_count, smooth, min_per_category, max_left, max_onehot, 0, n,
