@@ -141,28 +141,43 @@ def scan_vector_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_cou
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _reach(hist_f, b, min_count, sums, work, column):
+    """Adds bin b to the running sums (row 2 of ``sums``; rows 0 and 1: the feature's total
+    and missing channels) and says whether the threshold after it is a candidate: 1, its
+    sides written to ``work``'s ``column`` (left: rows ``0..C-1``, right: ``C..2C-1``); 0,
+    skipped (a side too light either way, or no weight in the bin: the last split again);
+    -1, none from here on (the right side only gets lighter)."""
+    n_channels = hist_f.shape[1]
+    count = n_channels - 1
+    for c in range(n_channels):
+        sums[2, c] += hist_f[b, c]
+    if sums[0, count] - sums[2, count] < min_count:
+        return -1
+    if sums[2, count] + sums[1, count] < min_count or (hist_f[b, count] == 0.0 and b > 0):
+        return 0
+    for c in range(n_channels):
+        work[c, column] = sums[2, c]
+        work[n_channels + c, column] = sums[0, c] - sums[2, c]
+    return 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _scan_one_by_one(hist_f, n_bins, has_missing, prior, min_count, work, sums):
     """:func:`scan_vector_feature`'s thresholds, each scored as it is reached (few bins)."""
     n_channels = hist_f.shape[1]
     k = (n_channels - 1) // 2
     count = n_channels - 1
-    total, missing, running = 0, 1, 2  # rows of sums
+    missing = 1  # the row of sums (:func:`_reach`)
     left, right, left_m, right_m = 0, n_channels, 2 * n_channels, 3 * n_channels  # of work
     fbest = np.inf
     fbin = 0
     fml = False
     for b in range(n_bins - 1):
-        for c in range(n_channels):
-            sums[running, c] += hist_f[b, c]
-        if sums[total, count] - sums[running, count] < min_count:  # (right only gets lighter)
+        reached = _reach(hist_f, b, min_count, sums, work, 0)
+        if reached < 0:
             break
-        if sums[running, count] + sums[missing, count] < min_count:  # too light either way
+        if reached == 0:
             continue
-        if hist_f[b, count] == 0.0 and b > 0:  # no weight in the bin: the last split again
-            continue
-        for c in range(n_channels):
-            work[left + c, 0] = sums[running, c]
-            work[right + c, 0] = sums[total, c] - sums[running, c]
         if work[left + count, 0] >= min_count and work[right + count, 0] >= min_count:
             s = _columns_pair_loss(work, left, right, 0, prior, k)
             if _better(s, fbest):
@@ -185,24 +200,18 @@ def _scan_in_lanes(hist_f, n_bins, has_missing, prior, min_count, work, candidat
     n_channels = hist_f.shape[1]
     k = (n_channels - 1) // 2
     count = n_channels - 1
-    total, missing, running = 0, 1, 2  # rows of sums
+    missing = 1  # the row of sums (:func:`_reach`)
     # rows of work: each side's channels, then the scores and scratch
     left, right, left_m, right_m = 0, n_channels, 2 * n_channels, 3 * n_channels
     scores, scores_m, side = 4 * n_channels, 4 * n_channels + 1, 4 * n_channels + 2
     # the bins the scan scores (the rest it skips), their prefix sums channel by channel
     n = 0
     for b in range(n_bins - 1):
-        for c in range(n_channels):
-            sums[running, c] += hist_f[b, c]
-        if sums[total, count] - sums[running, count] < min_count:  # (right only gets lighter)
+        reached = _reach(hist_f, b, min_count, sums, work, n)
+        if reached < 0:
             break
-        if sums[running, count] + sums[missing, count] < min_count:  # too light either way
+        if reached == 0:
             continue
-        if hist_f[b, count] == 0.0 and b > 0:  # no weight in the bin: the last split again
-            continue
-        for c in range(n_channels):
-            work[left + c, n] = sums[running, c]
-            work[right + c, n] = sums[total, c] - sums[running, c]
         candidates[n] = b
         n += 1
     if has_missing:
