@@ -20,8 +20,8 @@ import numpy as np
 from ..losses.rebel import STEP_EPS
 from ..parallel import threads_wake_quickly
 from .histograms.leaf import BIG_HISTOGRAM_CELLS
-from .splits import Split, _better, pick_index
-from .vector_leaf import _class_loss
+from .splits import Split, _better, feature_totals_into, pick_index
+from .vector_leaf import _class_loss, pair_loss
 
 _TINY = 2.2250738585072014e-308  # the least normal double, as in vector_leaf._class_loss
 # Candidates from which a feature's losses are computed in SIMD loops over the candidates;
@@ -68,38 +68,28 @@ def _side_losses(p_row, m_row, q, n, out):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _pair_losses(work, left, right, prior, k, n, side, out):
-    """``work[out, b]``: the summed class losses of the split ``work[left + c, b]`` |
-    ``work[right + c, b]`` (channel c of each side's rows), classes in order, left then right
-    within a class (the sum :func:`.vector_leaf.pair_loss` takes); ``work[side]`` is scratch."""
-    scores, side_losses = work[out], work[side]
-    scores[:n] = 0.0
+def _pair_losses(left, right, prior, k, n, side, out):
+    """``out[b]``: the summed class losses of the split ``left[:, b]`` | ``right[:, b]``,
+    classes in order, left then right within a class (the sum :func:`pair_loss` takes)."""
+    out[:n] = 0.0
     for c in range(k):
-        for first in (left, right):
-            p_row, m_row = work[first + c], work[first + k + c]
-            if _side_losses(p_row, m_row, prior[c], n, side_losses):
+        for rows in (left, right):
+            if _side_losses(rows[c], rows[k + c], prior[c], n, side):
                 for b in range(n):
-                    side_losses[b] = _class_loss(p_row[b], m_row[b], prior[c])
+                    side[b] = _class_loss(rows[c, b], rows[k + c, b], prior[c])
             for b in range(n):
-                scores[b] += side_losses[b]
+                out[b] += side[b]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _pair_losses_one_by_one(work, left, right, prior, k, n, out):
+def _pair_losses_one_by_one(left, right, prior, k, n, out):
     """:func:`_pair_losses` without SIMD loops, for few candidates."""
     for i in range(n):
-        work[out, i] = _columns_pair_loss(work, left, right, i, prior, k)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _columns_pair_loss(work, left, right, i, prior, k):
-    """:func:`.vector_leaf.pair_loss` of column i of ``work``'s rows from ``left`` |
-    ``right``, without the leaf limits."""
-    total = 0.0
-    for c in range(k):
-        total += _class_loss(work[left + c, i], work[left + k + c, i], prior[c])
-        total += _class_loss(work[right + c, i], work[right + k + c, i], prior[c])
-    return total
+        total = 0.0
+        for c in range(k):
+            total += _class_loss(left[c, i], left[k + c, i], prior[c])
+            total += _class_loss(right[c, i], right[k + c, i], prior[c])
+        out[i] = total
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -107,151 +97,68 @@ def scan_vector_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_cou
                         candidates, sums):
     """Best ``(score, bin, missing_left)`` of one feature under the vector-leaf loss: the
     result of :func:`.splits.scan_feature` with ``vector_leaf=True``. ``work``: scratch of
-    shape (4 * C + 3, n_bins); ``candidates``: of ``n_bins`` integers; ``sums``: (3, C).
-    Rows of the scratch are indexed, not sliced: a scan of a small feature costs about as
-    much as making a few array views."""
+    shape (4 * C + 3, n_bins); ``candidates``: of ``n_bins`` integers; ``sums``: (3, C)."""
     n_channels = hist_f.shape[1]
     k = (n_channels - 1) // 2
     count = n_channels - 1
-    total, missing, running = 0, 1, 2  # rows of sums
-    for c in range(n_channels):
-        sums[total, c] = 0.0
-        sums[running, c] = 0.0
-    for b in range(n_bins):
-        for c in range(n_channels):
-            sums[total, c] += hist_f[b, c]
-    for c in range(n_channels):
-        sums[missing, c] = hist_f[missing_bin, c]
-        sums[total, c] += sums[missing, c]
-    if n_bins - 1 < _SIMD_MIN_CANDIDATES:
-        fbest, fbin, fml = _scan_one_by_one(hist_f, n_bins, has_missing, prior, min_count,
-                                            work, sums)
-    else:
-        fbest, fbin, fml = _scan_in_lanes(hist_f, n_bins, has_missing, prior, min_count, work,
-                                          candidates, sums)
-    if has_missing and n_bins >= 1:
-        # every value left, missing values right: the sums' running and missing rows
-        for c in range(n_channels):
-            sums[running, c] = sums[total, c] - sums[missing, c]
-        if sums[running, count] >= min_count and sums[missing, count] >= min_count:
-            s = _sums_pair_loss(sums, running, missing, prior, k)
-            if _better(s, fbest):
-                fbest, fbin, fml = s, n_bins - 1, False
-    return fbest, fbin, fml
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _reach(hist_f, b, min_count, sums, work, column):
-    """Adds bin b to the running sums (row 2 of ``sums``; rows 0 and 1: the feature's total
-    and missing channels) and says whether the threshold after it is a candidate: 1, its
-    sides written to ``work``'s ``column`` (left: rows ``0..C-1``, right: ``C..2C-1``); 0,
-    skipped (a side too light either way, or no weight in the bin: the last split again);
-    -1, none from here on (the right side only gets lighter)."""
-    n_channels = hist_f.shape[1]
-    count = n_channels - 1
-    for c in range(n_channels):
-        sums[2, c] += hist_f[b, c]
-    if sums[0, count] - sums[2, count] < min_count:
-        return -1
-    if sums[2, count] + sums[1, count] < min_count or (hist_f[b, count] == 0.0 and b > 0):
-        return 0
-    for c in range(n_channels):
-        work[c, column] = sums[2, c]
-        work[n_channels + c, column] = sums[0, c] - sums[2, c]
-    return 1
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _scan_one_by_one(hist_f, n_bins, has_missing, prior, min_count, work, sums):
-    """:func:`scan_vector_feature`'s thresholds, each scored as it is reached (few bins)."""
-    n_channels = hist_f.shape[1]
-    k = (n_channels - 1) // 2
-    count = n_channels - 1
-    missing = 1  # the row of sums (:func:`_reach`)
-    left, right, left_m, right_m = 0, n_channels, 2 * n_channels, 3 * n_channels  # of work
-    fbest = np.inf
-    fbin = 0
-    fml = False
-    for b in range(n_bins - 1):
-        reached = _reach(hist_f, b, min_count, sums, work, 0)
-        if reached < 0:
-            break
-        if reached == 0:
-            continue
-        if work[left + count, 0] >= min_count and work[right + count, 0] >= min_count:
-            s = _columns_pair_loss(work, left, right, 0, prior, k)
-            if _better(s, fbest):
-                fbest, fbin, fml = s, b, False
-        if has_missing:
-            for c in range(n_channels):
-                work[left_m + c, 0] = work[left + c, 0] + sums[missing, c]
-                work[right_m + c, 0] = work[right + c, 0] - sums[missing, c]
-            if work[left_m + count, 0] >= min_count and work[right_m + count, 0] >= min_count:
-                s = _columns_pair_loss(work, left_m, right_m, 0, prior, k)
-                if _better(s, fbest):
-                    fbest, fbin, fml = s, b, True
-    return fbest, fbin, fml
-
-
-@numba.njit(cache=True, nogil=True)
-def _scan_in_lanes(hist_f, n_bins, has_missing, prior, min_count, work, candidates, sums):
-    """:func:`scan_vector_feature`'s thresholds, their sums laid out first and their losses
-    computed in SIMD lanes (many bins)."""
-    n_channels = hist_f.shape[1]
-    k = (n_channels - 1) // 2
-    count = n_channels - 1
-    missing = 1  # the row of sums (:func:`_reach`)
-    # rows of work: each side's channels, then the scores and scratch
-    left, right, left_m, right_m = 0, n_channels, 2 * n_channels, 3 * n_channels
-    scores, scores_m, side = 4 * n_channels, 4 * n_channels + 1, 4 * n_channels + 2
+    total, missing, running = sums[0], sums[1], sums[2]
+    feature_totals_into(hist_f, n_bins, missing_bin, total, missing)
+    left = work[:n_channels]
+    right = work[n_channels:2 * n_channels]
+    left_m = work[2 * n_channels:3 * n_channels]
+    right_m = work[3 * n_channels:4 * n_channels]
+    scores = work[4 * n_channels]
+    scores_m = work[4 * n_channels + 1]
+    side = work[4 * n_channels + 2]
     # the bins the scan scores (the rest it skips), their prefix sums channel by channel
     n = 0
+    running[:] = 0.0
     for b in range(n_bins - 1):
-        reached = _reach(hist_f, b, min_count, sums, work, n)
-        if reached < 0:
+        for c in range(n_channels):
+            running[c] += hist_f[b, c]
+        if total[count] - running[count] < min_count:  # (the right side only gets lighter)
             break
-        if reached == 0:
+        if running[count] + missing[count] < min_count:  # too light either way
             continue
+        if hist_f[b, count] == 0.0 and b > 0:  # no weight in the bin: the last split again
+            continue
+        for c in range(n_channels):
+            left[c, n] = running[c]
+            right[c, n] = total[c] - running[c]
         candidates[n] = b
         n += 1
     if has_missing:
         for c in range(n_channels):
             for i in range(n):
-                work[left_m + c, i] = work[left + c, i] + sums[missing, c]
-                work[right_m + c, i] = work[right + c, i] - sums[missing, c]
+                left_m[c, i] = left[c, i] + missing[c]
+                right_m[c, i] = right[c, i] - missing[c]
     if n >= _SIMD_MIN_CANDIDATES:
-        _pair_losses(work, left, right, prior, k, n, side, scores)
+        _pair_losses(left, right, prior, k, n, side, scores)
         if has_missing:
-            _pair_losses(work, left_m, right_m, prior, k, n, side, scores_m)
+            _pair_losses(left_m, right_m, prior, k, n, side, scores_m)
     else:
-        _pair_losses_one_by_one(work, left, right, prior, k, n, scores)
+        _pair_losses_one_by_one(left, right, prior, k, n, scores)
         if has_missing:
-            _pair_losses_one_by_one(work, left_m, right_m, prior, k, n, scores_m)
+            _pair_losses_one_by_one(left_m, right_m, prior, k, n, scores_m)
     fbest = np.inf
     fbin = 0
     fml = False
     for i in range(n):
-        s = (np.inf if work[left + count, i] < min_count or work[right + count, i] < min_count
-             else work[scores, i])
+        s = np.inf if left[count, i] < min_count or right[count, i] < min_count else scores[i]
         if _better(s, fbest):
             fbest, fbin, fml = s, candidates[i], False
         if has_missing:
-            s = (np.inf if work[left_m + count, i] < min_count
-                 or work[right_m + count, i] < min_count else work[scores_m, i])
+            s = (np.inf if left_m[count, i] < min_count or right_m[count, i] < min_count
+                 else scores_m[i])
             if _better(s, fbest):
                 fbest, fbin, fml = s, candidates[i], True
+    if has_missing and n_bins >= 1:
+        for c in range(n_channels):
+            running[c] = total[c] - missing[c]
+        s = pair_loss(running, missing, prior, k, min_count)
+        if _better(s, fbest):
+            fbest, fbin, fml = s, n_bins - 1, False
     return fbest, fbin, fml
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _sums_pair_loss(sums, left, right, prior, k):
-    """:func:`.vector_leaf.pair_loss` of rows ``left`` | ``right`` of ``sums``, without the
-    leaf limits."""
-    total = 0.0
-    for c in range(k):
-        total += _class_loss(sums[left, c], sums[left, k + c], prior[c])
-        total += _class_loss(sums[right, c], sums[right, k + c], prior[c])
-    return total
 
 
 @numba.njit(cache=True, nogil=True)
