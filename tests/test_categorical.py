@@ -13,7 +13,13 @@ import rebelboost
 from rebelboost import RebelClassifier, load_model
 from rebelboost.binning import BinLayout, Binner
 from rebelboost.categorical import CategoricalColumns
-from rebelboost.search.category_split import best_category_split, scan_category_feature
+from rebelboost.search.category_split import (
+    _order_by_step,
+    _scratch,
+    _weigh,
+    best_category_split,
+    scan_category_feature,
+)
 from rebelboost.search.scores import VECTOR_LEAF
 from rebelboost.search.splits import scan_feature
 from rebelboost.search.vector_leaf import pair_loss
@@ -195,6 +201,30 @@ def test_category_search_is_never_worse_than_thresholds_on_the_values():
             compared += 1
             assert score <= numeric * (1 + 1e-12), seed
     assert compared >= 250
+
+
+@pytest.mark.parametrize("levels", [1, 2, 5, 32, 33, 70])
+def test_a_class_order_is_the_stable_sort_of_its_steps(levels):
+    """The in-place sort of few categories (and numpy's above) gives the stable order of the
+    smoothed class steps, ties in bin order: the order a category split is read back in."""
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        k = 3
+        hist = np.zeros((levels + 1, 2 * k + 1))
+        hist[:, :2 * k] = rng.integers(0, 4, (levels + 1, 2 * k))  # (equal steps: ties)
+        hist[:, -1] = rng.integers(0, 8, levels + 1)
+        scratch = _scratch(levels, 2 * k + 1)
+        n_heavy, _ = _weigh(hist, levels, 3.0, scratch.heavy, scratch.light)
+        heavy = scratch.heavy[:n_heavy].copy()
+        for c in range(k):
+            _order_by_step(hist, levels, c, 5.0, scratch.heavy, n_heavy, scratch.stat,
+                           scratch.order)
+            total_w = hist[:levels, c].sum() + hist[:levels, k + c].sum()
+            total_n = hist[:levels, -1].sum()
+            s = max(5.0 * total_w / (2.0 * total_n) if total_n > 0 else 0.0, 1e-300)
+            steps = np.log(hist[heavy, k + c] + s) - np.log(hist[heavy, c] + s)
+            assert_array_equal(scratch.order[:n_heavy],
+                               heavy[np.argsort(steps, kind="mergesort")])
 
 
 FOUND_BEST: list[bool] = []
