@@ -165,3 +165,27 @@ def test_the_python_grower_keeps_what_the_compiled_one_does_not_take(monkeypatch
     assert not used
     RebelClassifier(5).fit(X, y)
     assert len(used) == 5
+
+
+@pytest.mark.parametrize("max_leaves", [2, 5, 31])
+def test_a_tree_holds_at_most_max_leaves_histograms(monkeypatch, max_leaves):
+    """The store the grower keeps (``max_leaves`` buffers) holds every histogram a tree
+    holds at once: no tree allocates more, on dense and sparse bins, with and without a
+    leaf minimum that stops some leaves from splitting."""
+    used = []
+    real = compiled_grower.grow_laid_out
+
+    def spy(*args):
+        out = real(*args)
+        used.append(out[9])  # (n_buffers)
+        return out
+
+    _tree_by_tree(monkeypatch)
+    monkeypatch.setattr(compiled_grower, "grow_laid_out", spy)
+    for seed in range(4):
+        X, y = _data(seed, 2000, 6, 2 + seed, missing=seed == 1, binary=seed == 3)
+        model = RebelClassifier(8, max_leaves=max_leaves, min_samples_leaf=1 + 20 * (seed % 2),
+                                random_state=seed).fit(X, y)
+        assert model.trees_.left.shape[1] == max_leaves - 1
+    assert len(used) == 32 and max(used) <= max_leaves
+    assert max(used) >= max_leaves // 2  # (the trees did grow)
