@@ -306,30 +306,21 @@ def left_bins_into(hist_f, n_bins, which, last, missing_left, n_classes, smooth,
     ``(which, last, missing_left)`` sends left, the missing bin's entry its missing side."""
     scratch = _scratch(max(n_bins, 1), hist_f.shape[1])
     heavy, light, order = scratch.heavy, scratch.light, scratch.order
-    out[:] = False
-    if which < 0:  # one category against the rest
-        n_order, n_light = _weigh(hist_f, n_bins, min_per_category, heavy, light)
-        _order_by_step(hist_f, n_bins, 0, smooth, heavy, n_order, scratch.stat, order)
-        out[order[-1 - which]] = True
-        if last >= 1:  # every category left (missing values right)
-            out[order[:n_order]] = True
-            out[light[:n_light]] = True
-        out[missing_bin] = missing_left
-        return
-    k, direction = which // 2, which % 2
-    if k == n_classes:  # the values' order
+    # one category against the rest: class 0's order; else a class's order or the values'
+    alone = -1 - which if which < 0 else -1
+    k, direction = (0, 0) if which < 0 else (which // 2, which % 2)
+    if k == n_classes:
         n_order, n_light = _value_order(hist_f, n_bins, order), 0
     else:
         n_order, n_light = _weigh(hist_f, n_bins, min_per_category, heavy, light)
         _order_by_step(hist_f, n_bins, k, smooth, heavy, n_order, scratch.stat, order)
-    cut = min(n_order, max_left)
+    cut = 1 if alone >= 0 else min(n_order, max_left)
+    out[:] = False
     for i in range(min(last + 1, cut)):
-        out[_head_bin(order, n_order, direction, i)] = True
+        out[order[alone] if alone >= 0 else _head_bin(order, n_order, direction, i)] = True
     if last >= cut:  # every category left (missing values right)
-        for i in range(cut, n_order):
-            out[_head_bin(order, n_order, direction, i)] = True
-        for i in range(n_light):
-            out[light[i]] = True
+        out[order[:n_order]] = True
+        out[light[:n_light]] = True
     out[missing_bin] = missing_left
 
 
