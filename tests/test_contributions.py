@@ -140,6 +140,31 @@ def test_covers_are_the_training_weight_per_leaf():
     np.testing.assert_allclose(blocked, model.model_.covers, rtol=1e-12)
 
 
+@pytest.mark.parametrize("params, callbacks", [
+    ({}, None),  # the one-call loop (small data)
+    ({"n_estimators": 6}, [lambda info: None]),  # the Python loop (a callback sees stages)
+    ({"n_estimators": 6, "subsample": 0.7}, None),  # rows outside the sample routed
+    ({"n_estimators": 6, "weak_learner": "tree"}, None),
+    ({"n_estimators": 6, "weak_learner": "stump"}, None),
+])
+def test_the_fits_covers_are_its_training_rows_routed_again(params, callbacks, monkeypatch):
+    """The booster sums each tree's covers from its training rows' leaves (the fit routes
+    no rows after training); they must be what routing those rows through the fitted trees
+    gives, bit for bit (NaN, rounded values and row weights included)."""
+    def no_routing(*args, **kwargs):
+        raise AssertionError("the fit routed its rows again for the covers")
+
+    monkeypatch.setattr("rebelboost.ensemble._base.leaf_covers", no_routing)
+    X, y = _data(n=400, seed=5, nan_every=4)
+    X = np.round(X, 1)
+    w = np.random.RandomState(1).uniform(0.5, 2.0, len(y))
+    model = RebelClassifier(random_state=0, **params).fit(X, y, sample_weight=w,
+                                                         callbacks=callbacks)
+    routed = leaf_covers(model.model_.learners, X, w)
+    assert model.model_.covers.shape == routed.shape
+    np.testing.assert_array_equal(model.model_.covers, routed)
+
+
 def test_models_without_exact_contributions_say_why():
     X, y = _data(nan_every=0)
     sim = RebelClassifier(5, weak_learner="similarity", random_state=0).fit(X, y)

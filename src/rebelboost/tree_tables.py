@@ -101,6 +101,15 @@ def leaf_covers(learners, X: np.ndarray, sample_weight: np.ndarray,
     return rounded(cover) if exact else cover
 
 
+def stage_covers(slot_of_row: np.ndarray, weight: np.ndarray, n_slots: int) -> np.ndarray:
+    """(1, n_slots): one tree's :func:`leaf_covers` from each training row's slot as
+    training routed it (the same sums, added in the same row order), without routing the
+    rows through the tree again."""
+    cover = np.zeros((1, n_slots))
+    _add_covers(slot_of_row.reshape(-1, 1), weight, cover)
+    return cover
+
+
 @numba.njit(cache=True, nogil=True)
 def _add_covers(leaves, weight, cover):
     for i in range(leaves.shape[0]):

@@ -30,6 +30,9 @@ class Stage:
     loss: float  # training loss after the stage
     gains: list[tuple[int, float]] = field(default_factory=list)  # (feature, importance)
     record: dict[str, Any] = field(default_factory=dict)  # per-iteration fitted values
+    # (len(learners), n_slots) training weight reaching each slot, where the booster knows
+    # it as prediction would route the rows (None: the estimator routes them after the fit)
+    covers: np.ndarray | None = None
 
 
 class Booster(Protocol):
@@ -66,6 +69,7 @@ class StageRun:
     gain_features: np.ndarray  # every split's feature, stage by stage (intp)
     gains: np.ndarray  # and its gain
     records: list[dict]  # per stage
+    covers: np.ndarray | None = None  # (n_stages, n_slots), as ``Stage.covers``
 
 
 @dataclass
@@ -88,6 +92,7 @@ class BoostResult:
     feature_importances: np.ndarray
     records: list[dict]  # every iteration run (the kept ones first)
     n_kept: int
+    covers: np.ndarray | None = None  # (kept learners, n_slots) where every stage had them
 
 
 def boost(booster: Booster, n_iterations: int, n_features: int, *,
@@ -145,6 +150,8 @@ def boost(booster: Booster, n_iterations: int, n_features: int, *,
     for s in kept:
         for f, gain in s.gains:
             importances[f] += gain
+    covers = (np.concatenate([s.covers for s in kept])
+              if kept and all(s.covers is not None for s in kept) else None)
     return BoostResult(
         model=AdditiveModel(learners, values, ends),
         init_loss=init_loss,
@@ -154,6 +161,7 @@ def boost(booster: Booster, n_iterations: int, n_features: int, *,
         feature_importances=_normalized(importances),
         records=[s.record for s in stages],
         n_kept=keep,
+        covers=covers,
     )
 
 
@@ -166,7 +174,7 @@ def _run_result(run: StageRun, init_loss: float, n_features: int) -> BoostResult
         model=AdditiveModel(run.learners, run.values, np.arange(1, n + 1, dtype=np.int64)),
         init_loss=init_loss, train_loss=np.asarray(run.losses), validation_loss=None,
         best_iteration=None, feature_importances=_normalized(importances),
-        records=run.records, n_kept=n)
+        records=run.records, n_kept=n, covers=run.covers)
 
 
 def _normalized(importances: np.ndarray) -> np.ndarray:

@@ -120,9 +120,10 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         self._set_result(result)
         training_scores = _training_scores(booster, result, self.model_, X)
         self._after_training(X, training_scores)
-        if covers:
-            self.model_.covers = leaf_covers(self.model_.learners, X, sample_weight,
-                                             exact=getattr(booster, "exact_sums", False))
+        if covers:  # (the booster's, where it summed them as routing the rows would)
+            self.model_.covers = (result.covers if result.covers is not None else leaf_covers(
+                self.model_.learners, X, sample_weight,
+                exact=getattr(booster, "exact_sums", False)))
         self._set_records(result.records, result.n_kept, booster)
         return training_scores
 

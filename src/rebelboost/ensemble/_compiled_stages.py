@@ -95,7 +95,7 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
         last = arrays[4][done - 1]
         if done < asked or last < stop_below or last == 0.0:
             break  # stopped at the target (or a zero loss)
-    nodes, threshold, missing_left, values, losses, gains, n_gains, work, tables = (
+    nodes, threshold, missing_left, values, losses, gains, n_gains, work, tables, covers = (
         np.concatenate(parts) for parts in zip(*chunks, strict=True))
     feature, left, right = (np.ascontiguousarray(nodes[:, i]) for i in range(3))
     split = np.arange(gains.shape[1]) < n_gains[:, None]  # each stage's splits, in order
@@ -107,7 +107,8 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
     return StageRun(LeafTreeArrays(feature, threshold, missing_left, left, right,
                                    category_words=words), values,
                     losses.tolist(), feature[split].astype(np.intp), gains[split],
-                    [{"vector": None, "work": w} for w in work.tolist()])
+                    [{"vector": None, "work": w} for w in work.tolist()],
+                    covers if booster.cover_weight is not None else None)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -119,11 +120,12 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
     """The stages: per tree its nodes (4, max_leaves - 1) (feature, left, right, split bin),
     thresholds, missing sides, shrunk leaf values, loss after it, its splits' gains (in the
     scale of the weights it was fitted to), histogram additions and the bins its nodes of
-    category sets send left (none without categorical features). ``packed`` holds the
-    current weights (its first 2K columns) and the row weights; ``scores`` and ``packed``
-    advance in place. ``categories``: the categorical and the numeric features and the
-    category search's options (:func:`.compiled_grower.category_options`); each tree takes
-    its category prior from its root, with ``cat_l2`` more pseudo-rows."""
+    category sets send left (none without categorical features), and the row weight reaching
+    each leaf (its cover). ``packed`` holds the current weights (its first 2K columns) and
+    the row weights; ``scores`` and ``packed`` advance in place. ``categories``: the
+    categorical and the numeric features and the category search's options
+    (:func:`.compiled_grower.category_options`); each tree takes its category prior from its
+    root, with ``cat_l2`` more pseudo-rows."""
     n, k = scores.shape
     m = max_leaves - 1
     (categorical, numeric, cat_smooth, min_per_category, max_left, max_onehot,
@@ -135,6 +137,7 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
     thresholds_out = np.empty((n_iterations, m))
     missing_out = np.empty((n_iterations, m), dtype=np.bool_)
     values = np.zeros((n_iterations, max_leaves, k))
+    covers = np.zeros((n_iterations, max_leaves))
     losses = np.empty(n_iterations)
     gains_out = np.zeros((n_iterations, m))
     n_gains = np.zeros(n_iterations, dtype=np.int64)
@@ -167,6 +170,7 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
                 leaf_values[i, c] = learning_rate * leaf_values[i, c]
         for r in range(n):
             s = leaf_of_row[r]
+            covers[it, s] += row_weight[r]  # (in row order, as tree_tables.leaf_covers)
             for c in range(k):
                 scores[r, c] += leaf_values[s, c]
         for j in range(gains.shape[0]):
@@ -180,4 +184,4 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
         if loss < stop_below or loss == 0.0:
             break
     return (done, scale, nodes, thresholds_out, missing_out, values, losses, gains_out,
-            n_gains, work, tables_out)
+            n_gains, work, tables_out, covers)

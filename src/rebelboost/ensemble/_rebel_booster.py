@@ -7,6 +7,7 @@ import numpy as np
 from ..engine import Stage, StageRun
 from ..learners.contract import LearnerFit
 from ..losses.rebel import RebelLoss
+from ..tree_tables import stage_covers
 from . import _compiled_stages
 
 
@@ -23,6 +24,11 @@ class RebelBooster:
         self.exact_sums = exact_sums
         self.loss = RebelLoss(None, family.codes, sample_weight, subcosts, cost_rows,
                               exact=exact_sums)
+        # each tree's leaf covers come from its training rows' slots where those are the
+        # slots prediction gives them (trees on bins; not exact sums, summed across blocks)
+        self.cover_weight = (np.ascontiguousarray(sample_weight, dtype=np.float64)
+                             if getattr(family, "scores_as_predicted", False) and not exact_sums
+                             else None)
         self.val_loss = (RebelLoss(None, validation.codes, validation.sample_weight, subcosts,
                                    validation.cost_rows) if validation is not None else None)
         # the scores and channels come with the initial loss, once the caller has let the
@@ -47,7 +53,10 @@ class RebelBooster:
         vector = None if fit.vector is None else self.learning_rate * fit.vector
         gains = [(f, gain * self.scale) for f, gain in fit.gains]
         self.channels, self.scale, loss = self.loss.weights_and_loss(self.scores, self.channels)
-        return Stage(fit.arrays, values[None], loss, gains, {"vector": vector, "work": fit.work})
+        covers = (stage_covers(fit.slot_of_row, self.cover_weight, len(fit.values))
+                  if self.cover_weight is not None and fit.weight_of_row is None else None)
+        return Stage(fit.arrays, values[None], loss, gains, {"vector": vector, "work": fit.work},
+                     covers)
 
     def fit_stages(self, n_iterations: int, target_loss: float | None) -> StageRun | None:
         """Up to ``n_iterations`` stages in one compiled call where :mod:`._compiled_stages`
