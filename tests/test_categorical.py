@@ -203,6 +203,74 @@ def test_category_search_is_never_worse_than_thresholds_on_the_values():
     assert compared >= 250
 
 
+def _every_order_scanned(hist, n_bins, has_missing, prior, min_count, smooth, mpc, max_left):
+    """The best loss over every prefix of every order the search reads (each class's
+    smoothed-step order from either end, light categories on the right; the values' order),
+    each order scanned by itself."""
+    k = len(prior)
+    count = hist[:n_bins, -1]
+    heavy = np.flatnonzero(count >= mpc)
+    light = np.flatnonzero((count > 0) & (count < mpc))
+    held = np.flatnonzero(count > 0)
+    missing = hist[n_bins] if has_missing else np.zeros(hist.shape[1])
+    total_w, total_n = hist[:n_bins, :2 * k].reshape(n_bins, 2, k).sum(axis=(0, 1)), count.sum()
+    s = np.maximum(smooth * total_w / (2.0 * total_n) if total_n > 0 else 0.0, 1e-300)
+    readings = []
+    for c in range(k):
+        steps = np.log(hist[heavy, k + c] + s[c]) - np.log(hist[heavy, c] + s[c])
+        order = heavy[np.argsort(steps, kind="mergesort")]
+        readings += [(order, light), (order[::-1], light)]
+    readings += [(held, held[:0]), (held[::-1], held[:0])]
+    best = np.inf
+    for order, rest in readings:
+        everything = hist[np.concatenate([order, rest]).astype(int)].sum(axis=0)
+        for i in range(1, min(len(order), max_left) + 1):
+            left = hist[order[:i]].sum(axis=0)
+            right = everything - left
+            for m_left in (False, True) if has_missing else (False,):
+                best = min(best, pair_loss(left + missing * m_left,
+                                           right + missing * (not m_left), prior, k, min_count))
+        if has_missing:  # every category left, missing values right
+            best = min(best, pair_loss(everything, missing, prior, k, min_count))
+    return best
+
+
+def test_the_category_search_scans_every_order_it_reads():
+    """The search's best equals the best over every order scanned one by one: skipping an
+    order read before (the classes often order categories alike, or in reverse) loses
+    none. Integer weights make such repeats common."""
+    repeated = 0
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        k = 2 + seed % 3
+        n_bins = int(rng.integers(2, 9))
+        hist = np.zeros((n_bins + 1, 2 * k + 1))
+        hist[:, :2 * k] = rng.integers(0, 3, (n_bins + 1, 2 * k)) * rng.integers(1, 4)
+        hist[:, -1] = rng.integers(1, 12, n_bins + 1)
+        has_missing = bool(seed % 2)
+        if not has_missing:
+            hist[n_bins] = 0.0
+        prior = np.full(k, 0.3)
+        min_count, smooth, mpc = float(rng.integers(1, 4)), float(rng.choice([0.5, 5.0])), 4.0
+        max_left = int(rng.choice([2, 32]))
+        if np.count_nonzero(hist[:n_bins, -1] > 0) < 2:
+            continue
+        score, *_ = scan_category_feature(hist, n_bins, has_missing, n_bins, prior, min_count,
+                                          smooth, mpc, max_left, 0)
+        reference = _every_order_scanned(hist, n_bins, has_missing, prior, min_count, smooth,
+                                         mpc, max_left)
+        assert score == pytest.approx(reference, rel=1e-12) or score == reference == np.inf
+        scratch = _scratch(n_bins, 2 * k + 1)
+        n_heavy, _ = _weigh(hist, n_bins, mpc, scratch.heavy, scratch.light)
+        orders = set()
+        for c in range(k):
+            _order_by_step(hist, n_bins, c, smooth, scratch.heavy, n_heavy, scratch.stat,
+                           scratch.order)
+            orders |= {tuple(scratch.order[:n_heavy]), tuple(scratch.order[:n_heavy][::-1])}
+        repeated += len(orders) < 2 * k
+    assert repeated >= 60  # (the draws do repeat orders)
+
+
 @pytest.mark.parametrize("levels", [1, 2, 5, 32, 33, 70])
 def test_a_class_order_is_the_stable_sort_of_its_steps(levels):
     """The in-place sort of few categories (and numpy's above) gives the stable order of the

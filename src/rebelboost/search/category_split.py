@@ -39,14 +39,18 @@ class _Scratch(NamedTuple):
     work: np.ndarray  # scratch of the split scan (vector_scan.scan_vector_feature)
     candidates: np.ndarray
     sums: np.ndarray
+    seen: np.ndarray  # the orders scanned so far, as read (a row each)
+    seen_shape: np.ndarray  # and their lengths, categories left at most, light bins summed
 
 
 @numba.njit(cache=True, nogil=True)
 def _scratch(levels, n_channels):
+    jobs = n_channels + 1  # (2K class orders and two readings of the values' order)
     return _Scratch(np.empty(levels, dtype=np.int64), np.empty(levels, dtype=np.int64),
                     np.empty(levels, dtype=np.int64), np.empty(levels),
                     np.empty((levels + 2, n_channels)), np.empty((4 * n_channels + 3, levels + 2)),
-                    np.empty(levels + 2, dtype=np.intp), np.empty((3, n_channels)))
+                    np.empty(levels + 2, dtype=np.intp), np.empty((3, n_channels)),
+                    np.empty((jobs, levels), dtype=np.int64), np.empty((jobs, 3), dtype=np.int64))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -129,6 +133,30 @@ def _head_bin(order, n_order, direction, i):
     return order[i] if direction == 0 else order[n_order - 1 - i]
 
 
+@numba.njit(cache=True, nogil=True)
+def _scanned_before(order, n_order, direction, cut, n_rest, seen, seen_shape, n_seen):
+    """Whether an order, read from ``direction``, was scanned before as read now (the same
+    bins in the same places, as many going left at most, the same light bins on the right):
+    its permuted histogram would be the same, so would its scan, which cannot beat the
+    first. Else it is recorded as scan ``n_seen``. Classes often order the categories
+    alike, or one the reverse of another (with few categories, most do)."""
+    for j in range(n_seen):
+        if (seen_shape[j, 0] != n_order or seen_shape[j, 1] != cut
+                or seen_shape[j, 2] != n_rest):
+            continue
+        same = True
+        for i in range(n_order):
+            if seen[j, i] != _head_bin(order, n_order, direction, i):
+                same = False
+                break
+        if same:
+            return True
+    for i in range(n_order):
+        seen[n_seen, i] = _head_bin(order, n_order, direction, i)
+    seen_shape[n_seen, 0], seen_shape[n_seen, 1], seen_shape[n_seen, 2] = n_order, cut, n_rest
+    return False
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _copy_row(hist_f, b, perm, row):
     for c in range(hist_f.shape[1]):
@@ -203,6 +231,7 @@ def _scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_
     last = 0
     missing_left = False
     n_order = n_heavy
+    n_seen = 0  # orders scanned (not one category against the rest: each is new)
     for job in range(class_jobs + value_jobs):
         if job < class_jobs and n_held <= max_onehot:
             if job == 0:
@@ -219,6 +248,11 @@ def _scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_
             if direction == 0:
                 n_order = _value_order(hist_f, n_bins, order)
             alone, n_rest, label = -1, 0, 2 * k_classes + direction
+        if alone < 0:
+            if _scanned_before(order, n_order, direction, min(n_order, max_left), n_rest,
+                               scratch.seen, scratch.seen_shape, n_seen):
+                continue
+            n_seen += 1
         n_value, rows = _permute(hist_f, order, n_order, direction, max_left, alone, light,
                                  n_rest, missing_bin, perm)
         score, b, ml = scan_vector_feature(perm, n_value, has_missing, rows - 1, prior,
