@@ -64,8 +64,7 @@ def tree_tables(model: AdditiveModel, need_cover: bool = True) -> TreeTables:
         raise ContributionsUnavailable(
             "this model holds no training covers (the weight of training rows reaching each "
             "leaf), which exact path-dependent contributions need: it was loaded from a model "
-            "file written before format 3 or fitted by a distributed (Dask) fit; refit it "
-            "with this version of rebelboost")
+            "file written before format 3; refit it with this version of rebelboost")
     feature, threshold, missing_left, left, right = explicit_trees(learners)
     passes = (feature < 0) | ((threshold == np.inf) & missing_left)
     eff_left, eff_right, root = _skip_passes(passes, left, right)
