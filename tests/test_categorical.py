@@ -302,7 +302,7 @@ def test_the_category_search_found_the_best_set_on_most_draws():
     assert len(FOUND_BEST) == 20 and sum(FOUND_BEST) >= 14, FOUND_BEST
 
 
-@pytest.mark.parametrize("n_bins", [3, 9])
+@pytest.mark.parametrize("n_bins", [2, 3, 9])
 def test_the_chosen_set_scores_what_the_scan_reported(n_bins):
     """The set handed back scores what the scan found; with at most 4 categories it is one
     category against the rest, the best of those."""
