@@ -14,8 +14,8 @@ import numpy as np
 
 from rebelboost.search.category_split import best_category_in_leaf
 
-SHAPES = [(180, 4, 3), (60, 6, 3), (42, 3, 3), (6, 8, 18), (6, 16, 18), (4, 4, 3), (20, 5, 5),
-          (1, 300, 4), (15, 10, 6)]  # (features, levels, classes)
+SHAPES = [(180, 2, 3), (180, 4, 3), (60, 6, 3), (42, 3, 3), (6, 8, 18), (6, 16, 18), (4, 4, 3),
+          (20, 5, 5), (1, 300, 4), (15, 10, 6)]  # (features, levels, classes)
 
 
 def bench(n_features: int, levels: int, k: int, rng, repeats: int = 200) -> None:

@@ -133,7 +133,7 @@ def _head_bin(order, n_order, direction, i):
     return order[i] if direction == 0 else order[n_order - 1 - i]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _scanned_before(order, n_order, direction, cut, n_rest, seen, seen_shape, n_seen):
     """Whether an order, read from ``direction``, was scanned before as read now (the same
     bins in the same places, as many going left at most, the same light bins on the right):
