@@ -18,15 +18,16 @@ from .walk import category_goes_left, tree_walk
 
 def category_bitsets(sets: list[np.ndarray | None], width: int | None = None) -> np.ndarray:
     """(len(sets), W) uint64 bitsets of code sets (None: an empty row)."""
-    top = max((int(c.max()) + 1 for c in sets if c is not None and len(c)), default=1)
+    sets = [np.asarray(c, dtype=np.int64) if c is not None else np.empty(0, np.int64)
+            for c in sets]
+    top = max((int(c.max()) + 1 for c in sets if len(c)), default=1)
     width = width or (top + 63) // 64
-    words = np.zeros((len(sets), width), np.uint64)
-    for i, codes in enumerate(sets):
-        if codes is not None and len(codes):
-            codes = np.asarray(codes, dtype=np.int64)
-            np.bitwise_or.at(words[i], codes >> 6,
-                             np.left_shift(np.uint64(1), (codes & 63).astype(np.uint64)))
-    return words
+    bits = np.zeros((len(sets), width * 64), dtype=bool)
+    bits[np.repeat(np.arange(len(sets)), [len(c) for c in sets]),
+         np.concatenate(sets) if sets else np.empty(0, np.int64)] = True
+    # (bit j of word w: code 64 w + j, as little-endian bytes of little-endian bits)
+    words = np.packbits(bits, axis=1, bitorder="little").view("<u8")
+    return words.astype(np.uint64, copy=False).reshape(len(sets), width)
 
 
 def set_codes(words: np.ndarray) -> np.ndarray:
