@@ -211,10 +211,9 @@ def _scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_
     n_held = n_heavy + n_light  # the value bins that hold weight
     # the class orders: none for fewer than two categories (one, with missing values), one
     # category against the rest for few (LightGBM's max_cat_to_onehot: class 0's order, so
-    # that the winner is found again; of two categories only the first, as the second
-    # against the first is the same split seen from its other side, whose loss differs by
-    # rounding only, which cannot beat the first: TIE_RTOL), else each class's order read
-    # from either end
+    # that the winner is found again; of two categories only the first: the second against
+    # the first is the same split from its other side, its sums differing by rounding only),
+    # else each class's order read from either end
     if n_held < 2 and not (has_missing and n_heavy == 1):
         class_jobs = 0
     elif n_held <= max_onehot:
