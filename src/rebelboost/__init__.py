@@ -6,12 +6,16 @@ does not pay for scikit-learn and numba.
 
 import os
 from importlib import import_module
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._kernel_cache import refresh
 from ._version import __version__
 
 # Idle OpenMP threads must not spin (rebelboost.parallel says why); read when libgomp loads.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Compiled kernels cached from other sources than these are dropped before any is loaded.
+refresh(Path(__file__).parent)
 
 if TYPE_CHECKING:
     from .ensemble import (
