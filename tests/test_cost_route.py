@@ -227,7 +227,8 @@ def test_smooth_data_take_the_smooth_shape_and_its_model(n_jobs):
     costs = shape["route_cost"]
     assert shape["chosen"] == "smooth" and costs["smooth"] < costs["defaults"]
     assert shape["mean_difference"] < -MARGIN_SE * shape["standard_error"]
-    assert model.resolved_params_ == SMOOTH_SHAPE and model.n_estimators_ == 100
+    assert model.resolved_params_ == {**SMOOTH_SHAPE, "max_bins": 127}
+    assert model.n_estimators_ == 100
     explicit = RebelClassifier(cost_matrix=_hedge(2), random_state=0, n_jobs=n_jobs,
                                **SMOOTH_SHAPE).fit(X, y)
     assert "shape" not in explicit.cost_evidence_  # (a shape the user chose is kept)

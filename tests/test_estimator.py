@@ -379,22 +379,22 @@ def test_small_data_defaults_depend_on_the_training_rows_only_where_left_at_none
     small = RebelClassifier(random_state=0).fit(X[:SMALL_DATA_ROWS], y[:SMALL_DATA_ROWS])
     assert small.resolved_params_ == {"n_estimators": 500, "max_depth": 2,
                                       "learning_rate": 1.0, "min_samples_leaf": 1,
-                                      "max_leaves": 31}
+                                      "max_leaves": 31, "max_bins": 127}
     depth_two = RebelClassifier(500, max_depth=2, learning_rate=1.0, min_samples_leaf=1,
                                 random_state=0).fit(X[:SMALL_DATA_ROWS], y[:SMALL_DATA_ROWS])
     np.testing.assert_array_equal(small.decision_function(X), depth_two.decision_function(X))
     large = RebelClassifier(random_state=0).fit(X, y)
     assert large.resolved_params_ == {"n_estimators": 100, "max_depth": -1,
                                       "learning_rate": 0.3, "min_samples_leaf": 10,
-                                      "max_leaves": 31}
+                                      "max_leaves": 31, "max_bins": 127}
     assert (large.trees_.feature >= 0).sum(axis=1).max() > 3  # deeper than depth 2
     mixed = RebelClassifier(50, max_depth=-1, random_state=0).fit(X[:200], y[:200])
     assert mixed.resolved_params_ == {"n_estimators": 50, "max_depth": -1,
                                       "learning_rate": 1.0, "min_samples_leaf": 1,
-                                      "max_leaves": 31}
+                                      "max_leaves": 31, "max_bins": 127}
     assert RebelClassifier(weak_learner="tree").fit(X[:200], y[:200]).resolved_params_ == {
         "n_estimators": 100, "max_depth": 2, "learning_rate": 1.0, "min_samples_leaf": 10,
-        "max_leaves": 31}
+        "max_leaves": 31, "max_bins": 255}
     with pytest.raises(ValueError, match="max_depth=-1"):
         RebelClassifier(weak_learner="tree", max_depth=-1).fit(X[:200], y[:200])
     # folds of 2/3 of 1,001 rows are small, but fit with the final model's parameters
@@ -413,9 +413,10 @@ def test_small_data_defaults_depend_on_the_training_rows_only_where_left_at_none
     assert all(p["max_depth"] == -1 and p["learning_rate"] == 0.3 for p in seen)
 
 
-def test_large_data_grows_63_leaves_unless_told():
+def test_large_data_grows_63_leaves_and_bins_unless_told():
     """Above 10,000 training rows 'vector_tree' grows trees of up to 63 leaves (the model of
-    an explicit ``max_leaves=63``); an explicit value stays, and at the threshold it is 31."""
+    an explicit ``max_leaves=63``) over 255 bins a feature; an explicit value stays, and at
+    the threshold it is 31 leaves over 127 bins (the model of an explicit ``max_bins=127``)."""
     from rebelboost.ensemble._size_defaults import LARGE_DATA_ROWS
 
     rng = np.random.default_rng(1)
@@ -429,5 +430,14 @@ def test_large_data_grows_63_leaves_unless_told():
                                   explicit.decision_function(X[:500]))
     at = RebelClassifier(3, random_state=0).fit(X[:LARGE_DATA_ROWS], y[:LARGE_DATA_ROWS])
     assert at.resolved_params_["max_leaves"] == 31
+    assert large.resolved_params_["max_bins"] == 255 and at.resolved_params_["max_bins"] == 127
+    explicit = RebelClassifier(3, max_bins=127, random_state=0).fit(X[:LARGE_DATA_ROWS],
+                                                                   y[:LARGE_DATA_ROWS])
+    np.testing.assert_array_equal(at.decision_function(X[:500]),
+                                  explicit.decision_function(X[:500]))
+    finer = RebelClassifier(3, max_bins=255, random_state=0).fit(X[:LARGE_DATA_ROWS],
+                                                                y[:LARGE_DATA_ROWS])
+    assert finer.resolved_params_["max_bins"] == 255
+    assert not np.array_equal(at.decision_function(X[:500]), finer.decision_function(X[:500]))
     assert RebelClassifier(3, max_leaves=7, random_state=0).fit(
         X, y).resolved_params_["max_leaves"] == 7

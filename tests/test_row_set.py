@@ -171,7 +171,7 @@ def _boost_on_blocks(X, y, params: dict, cuts: list, groups: list):
     raw = [tasks.check_partition(X[a:b], y[a:b], None, d, i)
            for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True))]
     draws = np.random.RandomState(seed)  # drawn from as the local fit draws
-    binner = BinnedData.fit(X, None, local.max_bins, draws.randint(2**31),
+    binner = BinnedData.fit(X, None, local.resolved_params_["max_bins"], draws.randint(2**31),
                             min_data_in_bin=local.min_data_in_bin).binner
     parts = [tasks.make_partition(tasks.bin_block(raw[g], binner, local.classes_), k,
                                   local.cost_matrix_, local.subcosts, float(n))

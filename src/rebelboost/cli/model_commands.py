@@ -110,8 +110,9 @@ TARGET_TO_DROP = click.option(
 @click.option("--learning-rate", type=click.FloatRange(0, min_open=True),
               help="Shrinkage of every step [default: 0.3 for vector_tree (1 on at most "
               "1,000 rows), else 1].")
-@click.option("--max-bins", type=click.IntRange(2, 255), default=255, show_default=True,
-              help="Value bins per feature for the split search (LightGBM's max_bin).")
+@click.option("--max-bins", type=click.IntRange(2, 255),
+              help="Value bins per feature for the split search (LightGBM's max_bin) "
+              "[default: 127 for vector_tree on at most 10,000 rows, else 255].")
 @click.option("--min-data-in-bin", type=click.IntRange(min=1), default=5, show_default=True,
               help="At most one value bin per this many training rows for a numeric feature "
                    "(LightGBM's min_data_in_bin); 1: a bin per distinct value.")
@@ -147,9 +148,9 @@ TARGET_TO_DROP = click.option(
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
 def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         n_estimators: int | None,
-        max_depth: int | None, max_leaves: int | None, learning_rate: float | None, max_bins: int,
-        min_data_in_bin: int, histogram_bits: int | None, cost_matrix: str | None,
-        cost_columns: bool,
+        max_depth: int | None, max_leaves: int | None, learning_rate: float | None,
+        max_bins: int | None, min_data_in_bin: int, histogram_bits: int | None,
+        cost_matrix: str | None, cost_columns: bool,
         validation_fraction: float | None, n_iter_no_change: int | None,
         categorical: str | None, random_state: int | None, n_jobs: int | None,
         scheduler: str | None, quiet: bool) -> None:

@@ -73,8 +73,9 @@ class DaskRebelClassifier(RebelClassifier):
     values are gathered from every partition first, so codes and bins are those of a local
     fit on all rows), and stops early on an ``eval_set`` (there is no validation split of
     the partitions): other settings raise ``NotImplementedError`` before any work is done. A
-    tree costs one round trip to the workers per level of splits, not one per split
-    (``round_trips_``, per tree; :class:`~rebelboost.blocks.training.BlockRows`), each a
+    tree costs about one round trip to the workers per level of splits (one more where a
+    leaf's histogram is asked on its own), not one per split (``round_trips_``, per tree;
+    :class:`~rebelboost.blocks.training.BlockRows`), each a
     direct call to every worker's actor (:data:`ROUNDS_ON_ACTORS`). While the
     trees grow, workers started by Dask's nannies take arrays up to 32 MiB from the heap
     (:mod:`rebelboost._malloc`; never where ``MALLOC_MMAP_THRESHOLD_`` is set).
@@ -190,7 +191,7 @@ class DaskRebelClassifier(RebelClassifier):
         trained_costs = (self.cost_matrix_ if self.cost_strategy_ == "loss"
                          else 1.0 - np.eye(k))  # the posterior route trains cost-neutrally
         n_positive = [f["n_positive"] for f in facts]
-        binner = _fit_binner(cluster, raw, facts, n_positive, self.max_bins,
+        binner = _fit_binner(cluster, raw, facts, n_positive, self.resolved_params_["max_bins"],
                              rng.randint(2**31), None if columns is None else columns.mask,
                              classes, self.min_data_in_bin)
         blocks = [cluster.submit(part_fn.bin_block, raw[a:b], binner, classes,

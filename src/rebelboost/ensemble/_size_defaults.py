@@ -18,6 +18,16 @@ SMALL_DATA_ROWS = 1000
 #: scikit-learn's for early stopping ('auto').
 LARGE_DATA_ROWS = 10_000
 
+#: Value bins per feature of 'vector_tree' fits of at most :data:`LARGE_DATA_ROWS` training
+#: rows (``max_bins`` left at None; 255 above, as LightGBM's ``max_bin``). Chosen on the
+#: suite's 13 sets of at most 10,000 training rows whose binning it changes, 3-5 seeds
+#: (benchmarks/max_bins_sweep.py; BENCHMARKS.md, "127 bins up to 10,000 rows"): 127 bins
+#: erred less on 8 and more on 5 (mean 11.81% against 11.78%), in 0.74x the fit CPU time
+#: (0.80x wall; geometric means), since a leaf's split scan scores every bin and is most of
+#: a fit there; 63 bins erred more on 11 of 18 (the thyroid sets' lab values need their fine
+#: thresholds). The larger sets were not measured, so they keep 255.
+MID_DATA_BINS = 127
+
 #: Sample weight from which a category of a categorical column is placed in the class orders
 #: of a category-set split (lighter ones stay together on one side): LightGBM's
 #: ``min_data_per_group`` scaled to small data, and never above a leaf's own minimum, so the
@@ -40,8 +50,9 @@ SMOOTH_SHAPE = {"n_estimators": 100, "max_depth": -1, "learning_rate": 0.1,
 
 
 def resolve_size_params(estimator, n_rows: int) -> dict:
-    """The sized parameters of a ``RebelClassifier`` in effect for ``n_rows`` training rows:
-    each left at None resolved (``max_depth`` -1: no limit), each set explicitly kept."""
+    """The sized parameters of a ``RebelClassifier`` in effect for ``n_rows`` training rows
+    (:data:`SIZED` and ``max_bins``): each left at None resolved (``max_depth`` -1: no
+    limit), each set explicitly kept."""
     vector = estimator.weak_learner == "vector_tree"
     small = vector and n_rows <= SMALL_DATA_ROWS
     chosen = {"n_estimators": 500 if small else 100,
@@ -51,6 +62,8 @@ def resolve_size_params(estimator, n_rows: int) -> dict:
               "max_leaves": 63 if vector and n_rows > LARGE_DATA_ROWS else 31}
     resolved = {name: chosen[name] if getattr(estimator, name) is None
                 else getattr(estimator, name) for name in SIZED}
+    resolved["max_bins"] = (estimator.max_bins if estimator.max_bins is not None
+                            else MID_DATA_BINS if vector and n_rows <= LARGE_DATA_ROWS else 255)
     if resolved["max_depth"] == -1 and estimator.weak_learner == "tree":
         raise ValueError("max_depth=-1 (no limit) is for 'vector_tree'; the paper's trees "
                          "grow layer by layer to a finite depth")
