@@ -36,40 +36,50 @@ def affected(name: str, m: int) -> bool:
     return False
 
 
+def sweep(sets: list[str], param: str, values: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Fit ``RebelClassifier(param=v)`` for each value on every set's seeds and splits of
+    ``bench_suite`` (2 threads); print each set's mean test error % and fit CPU time per
+    value, then the mean error, the mean rank among the values and the wins / losses against
+    the first; returns the (set, value) mean errors and fit CPU times."""
+    print("| set | rows | " + " | ".join(f"{param} = {v}" for v in values) + " |")
+    print("|---|---|" + "---|" * len(values))
+    errors, times = [], []
+    for name in sets:
+        X, y = load(name)
+        row, cpu_row, cells = [], [], []
+        for value in values:
+            err, cpu = [], []
+            for seed in range(seeds_for(len(y))):
+                X_tr, X_te, y_tr, y_te = split(X, y, seed)
+                start = time.process_time()
+                model = RebelClassifier(**{param: value}, n_jobs=2, random_state=seed)
+                model.fit(X_tr, y_tr)
+                cpu.append(time.process_time() - start)
+                err.append(100 * np.mean(model.predict(X_te) != y_te))
+            row.append(np.mean(err))
+            cpu_row.append(np.mean(cpu))
+            cells.append(f"{np.mean(err):.2f} ({np.mean(cpu):.2f}s)")
+        errors.append(row)
+        times.append(cpu_row)
+        print(f"| {name} | {len(y)} | " + " | ".join(cells) + " |", flush=True)
+    errors, times = np.array(errors), np.array(times)
+    ranks = np.array([rankdata(r) for r in errors])
+    print(f"\n{len(sets)} sets. {param}: {values}")
+    print("mean error %:", np.round(errors.mean(axis=0), 2).tolist())
+    print("mean rank:", np.round(ranks.mean(axis=0), 2).tolist())
+    print(f"wins / losses against {param} = {values[0]}:",
+          [(int((errors[:, j] < errors[:, 0]).sum()), int((errors[:, j] > errors[:, 0]).sum()))
+           for j in range(len(values))])
+    return errors, times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--values", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     args = parser.parse_args()
     sets = [s for s in set_names() if n_rows(s) < 255 * max(args.values) / 0.75
             and affected(s, max(args.values))]
-    print("| set | rows | " + " | ".join(f"m = {m}" for m in args.values) + " |")
-    print("|---|---|" + "---|" * len(args.values))
-    errors = []
-    for name in sets:
-        X, y = load(name)
-        row, cells = [], []
-        for m in args.values:
-            err, cpu = [], []
-            for seed in range(seeds_for(len(y))):
-                X_tr, X_te, y_tr, y_te = split(X, y, seed)
-                start = time.process_time()
-                model = RebelClassifier(min_data_in_bin=m, n_jobs=2, random_state=seed)
-                model.fit(X_tr, y_tr)
-                cpu.append(time.process_time() - start)
-                err.append(100 * np.mean(model.predict(X_te) != y_te))
-            row.append(np.mean(err))
-            cells.append(f"{np.mean(err):.2f} ({np.mean(cpu):.2f}s)")
-        errors.append(row)
-        print(f"| {name} | {len(y)} | " + " | ".join(cells) + " |", flush=True)
-    errors = np.array(errors)
-    ranks = np.array([rankdata(r) for r in errors])
-    print(f"\n{len(sets)} sets. m: {args.values}")
-    print("mean error %:", np.round(errors.mean(axis=0), 2).tolist())
-    print("mean rank:", np.round(ranks.mean(axis=0), 2).tolist())
-    print(f"wins / losses against m = {args.values[0]}:",
-          [(int((errors[:, j] < errors[:, 0]).sum()), int((errors[:, j] > errors[:, 0]).sum()))
-           for j in range(len(args.values))])
-
+    sweep(sets, "min_data_in_bin", args.values)
 
 if __name__ == "__main__":
     main()

@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 from bench_suite import load, seeds_for, set_names, split
-from scipy.stats import rankdata
+from bin_rows_sweep import sweep
 
 from rebelboost import RebelClassifier
 from rebelboost.binning import Binner
@@ -90,35 +90,7 @@ def main() -> None:
     if args.timing:
         timing(sets, args.values, args.repeats)
         return
-    print("| set | rows | " + " | ".join(f"{b} bins" for b in args.values) + " |")
-    print("|---|---|" + "---|" * len(args.values))
-    errors, times = [], []
-    for name in sets:
-        X, y = load(name)
-        row, cpu_row, cells = [], [], []
-        for bins in args.values:
-            err, cpu = [], []
-            for seed in range(seeds_for(len(y))):
-                X_tr, X_te, y_tr, y_te = split(X, y, seed)
-                start = time.process_time()
-                model = RebelClassifier(max_bins=bins, n_jobs=2, random_state=seed)
-                model.fit(X_tr, y_tr)
-                cpu.append(time.process_time() - start)
-                err.append(100 * np.mean(model.predict(X_te) != y_te))
-            row.append(np.mean(err))
-            cpu_row.append(np.mean(cpu))
-            cells.append(f"{np.mean(err):.2f} ({np.mean(cpu):.2f}s)")
-        errors.append(row)
-        times.append(cpu_row)
-        print(f"| {name} | {len(y)} | " + " | ".join(cells) + " |", flush=True)
-    errors, times = np.array(errors), np.array(times)
-    ranks = np.array([rankdata(r) for r in errors])
-    print(f"\n{len(sets)} sets. max_bins: {args.values}")
-    print("mean error %:", np.round(errors.mean(axis=0), 2).tolist())
-    print("mean rank:", np.round(ranks.mean(axis=0), 2).tolist())
-    print(f"wins / losses against {args.values[0]} bins:",
-          [(int((errors[:, j] < errors[:, 0]).sum()), int((errors[:, j] > errors[:, 0]).sum()))
-           for j in range(len(args.values))])
+    _, times = sweep(sets, "max_bins", args.values)
     print(f"fit CPU time / {args.values[0]} bins' (geometric mean):",
           np.round(np.exp(np.log(times / times[:, :1]).mean(axis=0)), 2).tolist())
 
