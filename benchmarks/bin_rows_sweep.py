@@ -24,12 +24,15 @@ from rebelboost import RebelClassifier
 from rebelboost.binning import Binner
 
 
-def affected(name: str, m: int) -> bool:
-    """Whether ``min_data_in_bin=m`` bins any seed's training split differently from 1."""
+def binning_changes(name: str, base: dict, other: dict, max_train: int | None = None) -> bool:
+    """Whether ``Binner(**other)`` bins any seed's training split of set ``name`` differently
+    from ``Binner(**base)`` (False where a split has more than ``max_train`` rows)."""
     X, y = load(name)
-    for seed in range(seeds_for(n_rows(name))):
+    for seed in range(seeds_for(len(y))):
         X_tr = split(X, y, seed)[0]
-        a, b = Binner(255).fit(X_tr), Binner(255, min_data_in_bin=m).fit(X_tr)
+        if max_train is not None and len(X_tr) > max_train:
+            return False
+        a, b = Binner(**base).fit(X_tr), Binner(**other).fit(X_tr)
         if any(len(s) != len(t) or (s != t).any()
                for s, t in zip(a.thresholds_, b.thresholds_, strict=True)):
             return True
@@ -78,7 +81,8 @@ def main() -> None:
     parser.add_argument("--values", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     args = parser.parse_args()
     sets = [s for s in set_names() if n_rows(s) < 255 * max(args.values) / 0.75
-            and affected(s, max(args.values))]
+            and binning_changes(s, {"max_bins": 255},
+                                {"max_bins": 255, "min_data_in_bin": max(args.values)})]
     sweep(sets, "min_data_in_bin", args.values)
 
 if __name__ == "__main__":

@@ -26,26 +26,10 @@ import argparse
 import time
 
 import numpy as np
-from bench_suite import load, seeds_for, set_names, split
-from bin_rows_sweep import sweep
+from bench_suite import load, set_names, split
+from bin_rows_sweep import binning_changes, sweep
 
 from rebelboost import RebelClassifier
-from rebelboost.binning import Binner
-
-
-def affected(name: str, bins: int, max_train: int) -> bool:
-    """Whether ``max_bins=bins`` bins any seed's training split (of at most ``max_train``
-    rows) differently from 255, under the defaults' ``min_data_in_bin``."""
-    X, y = load(name)
-    for seed in range(seeds_for(len(y))):
-        X_tr = split(X, y, seed)[0]
-        if len(X_tr) > max_train:
-            return False
-        a, b = Binner(255, min_data_in_bin=5).fit(X_tr), Binner(bins, min_data_in_bin=5).fit(X_tr)
-        if any(len(s) != len(t) or (s != t).any()
-               for s, t in zip(a.thresholds_, b.thresholds_, strict=True)):
-            return True
-    return False
 
 
 def timing(sets: list[str], values: list[int], repeats: int) -> None:
@@ -86,7 +70,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     names = args.sets.split(",") if args.sets else set_names()
-    sets = [s for s in names if affected(s, min(args.values), args.max_train)]
+    sets = [s for s in names if binning_changes(  # (under the defaults' min_data_in_bin)
+        s, {"max_bins": 255, "min_data_in_bin": 5},
+        {"max_bins": min(args.values), "min_data_in_bin": 5}, args.max_train)]
     if args.timing:
         timing(sets, args.values, args.repeats)
         return
