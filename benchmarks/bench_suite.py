@@ -116,6 +116,9 @@ METHODS["rebel-defaults-v5"] = ("rebelboost", {})
 # bins (as LightGBM's min_data_in_bin), with 3 and 5 (run there as rebel-defaults-v6 and
 # rebel-mdib5, renamed since); that rule is gone, so they are not methods here.
 METHODS["rebel-defaults-v6"] = ("rebelboost", {})
+# With 127 value bins for vector trees on at most 10,000 training rows (stop 43, 48a2921; 255
+# before), every set fitted again at one commit.
+METHODS["rebel-defaults-v7"] = ("rebelboost", {})
 # An internal choice on small data (issue 28, part 2): up to CV_ROWS training rows, 3-fold
 # stratified cross-validation picks the defaults or the paper's trees (refit on all rows);
 # above it, the defaults.
