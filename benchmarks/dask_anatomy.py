@@ -354,7 +354,7 @@ def _plus_one(x):
 def latency(args) -> None:
     """Empty rounds: two tasks and a gather; a chain of three tasks; an actor call each."""
     cluster, client = _cluster()
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(client.nthreads())
     actors = [client.submit(_Box, actor=True, workers=[w]).result() for w in workers]
 
     def timed(body, rounds: int) -> float:

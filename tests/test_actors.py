@@ -23,7 +23,7 @@ from rebelboost.dask._cluster import Cluster
 
 def _blocks(client, n=5):
     """``n`` arrays, the first three on one worker, the others on the other."""
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(client.nthreads())
     return [client.submit(np.arange, 4 * i, 4 * i + 4, dtype=float, pure=False,
                           workers=[workers[i >= 3]]) for i in range(n)]
 

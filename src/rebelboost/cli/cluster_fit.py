@@ -65,7 +65,7 @@ def fit_on_cluster(address: str, data: str, target: str | None, n_estimators: in
             error = float(wrong.sum().compute()) / n_rows
             click.echo(f"fitted {model.n_estimators_} iterations on {n_rows} rows x "
                        f"{model.n_features_in_} features, {len(model.classes_)} classes, on "
-                       f"{len(client.scheduler_info()['workers'])} workers in {seconds:.2f} s "
+                       f"{len(client.nthreads())} workers in {seconds:.2f} s "
                        f"({model.round_trips_.mean():.1f} round trips a tree)")
             click.echo(f"  training loss    {model.train_loss_[-1]:.6g}")
             click.echo(f"  training error   {error:.4f}  (all rows of DATA)")

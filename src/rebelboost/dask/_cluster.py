@@ -49,6 +49,12 @@ class Cluster(TreeReductions):
         self._homes[future] = worker
         return future
 
+    def workers(self) -> list[str]:
+        """The workers' addresses in address order, asked of the scheduler. (Not the client's
+        ``scheduler_info()``: a periodic refresh of its cache lists no workers, and where it
+        landed between the fetch and the read, a fit saw none: issue 32.)"""
+        return sorted(self.client.nthreads())
+
     def training_allocation(self, on: bool) -> None:
         """glibc's mmap threshold and NumPy's hugepage advice on every worker for the rounds
         of splits (``on``) and back after them (:func:`~rebelboost._malloc.training_allocation`:

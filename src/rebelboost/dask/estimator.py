@@ -435,8 +435,8 @@ def _blocks_per_worker(cluster: Cluster, n_parts: int, per_worker: int | None
     """Blocks of consecutive partitions, ``per_worker`` per worker: each block's partitions
     ``[a, b)`` and the worker it is placed on while that worker lives (block i on worker i,
     in address order; None: anywhere, one partition a block)."""
-    workers = sorted(cluster.client.scheduler_info()["workers"])
-    if per_worker is None or n_parts <= per_worker * len(workers):
+    workers = cluster.workers()
+    if per_worker is None or not workers or n_parts <= per_worker * len(workers):
         return [(i, i + 1) for i in range(n_parts)], [None] * n_parts
     n_blocks = per_worker * len(workers)
     edges = np.linspace(0, n_parts, n_blocks + 1).round().astype(int)
