@@ -7,6 +7,8 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_array_equal
 
 import rebelboost
@@ -19,6 +21,7 @@ from rebelboost.search.category_split import (
     _weigh,
     best_category_split,
     scan_category_feature,
+    split_floor,
 )
 from rebelboost.search.scores import VECTOR_LEAF
 from rebelboost.search.splits import scan_feature
@@ -325,6 +328,60 @@ def test_the_chosen_set_scores_what_the_scan_reported(n_bins):
         singles = [pair_loss(hist[b], hist.sum(axis=0) - hist[b], prior, k, 1.0)
                    for b in range(n_bins)]
         assert split.score == pytest.approx(min(singles), rel=1e-12)
+
+
+def _random_histogram(rng, n_bins, k, n_features=1):
+    """Compact histograms of ``n_features`` features of ``n_bins`` value bins and a missing
+    bin: gamma weights spread over decades, some classes and bins pure or empty."""
+    hist = rng.gamma(0.3, 1.0, ((n_bins + 1) * n_features, 2 * k + 1))
+    hist[:, :2 * k] *= 10.0 ** rng.integers(-3, 3, hist.shape[0])[:, None]
+    hist[:, :2 * k][rng.random((hist.shape[0], 2 * k)) < 0.2] = 0.0
+    hist[:, -1] = rng.integers(0, 30, hist.shape[0])
+    return hist
+
+
+@given(seed=st.integers(0, 2**31), n_bins=st.integers(1, 7), k=st.integers(1, 4),
+       prior=st.sampled_from([0.0, 1e-3, 0.5, 20.0]))
+@settings(max_examples=150, deadline=None)
+def test_no_split_of_the_bins_scores_below_their_floor(seed, n_bins, k, prior):
+    """split_floor is at most the score of every split of a feature's bins that the search
+    places (value bins of positive count, the missing bin) into two sides, all checked."""
+    rng = np.random.default_rng(seed)
+    hist = _random_histogram(rng, n_bins, k)
+    placed = hist[(hist[:, -1] > 0) | (np.arange(n_bins + 1) == n_bins)]
+    priors = np.full(k, prior)
+    floor = split_floor(hist, n_bins, priors)
+    total = placed.sum(axis=0)
+    for mask in itertools.product([False, True], repeat=len(placed)):
+        left = placed[np.array(mask)].sum(axis=0)
+        assert pair_loss(left, total - left, priors, k, 0.0) >= floor * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_features_that_cannot_win_are_passed_over_with_the_same_split(seed):
+    """The category search given the score to beat (a numeric split's, the leaf's loss)
+    returns the split it returns without one wherever that split beats it, and none that
+    beats it otherwise: the features it passes over (split_floor) could not have won."""
+    rng = np.random.default_rng(seed)
+    k, n_bins, n_features = 3, 6, 12
+    hist = _random_histogram(rng, n_bins, k, n_features)
+    hist[:(n_bins + 1), :2 * k] *= 3.0  # one feature with a clear split
+    layout = BinLayout(np.full(n_features, n_bins, np.int32), np.ones(n_features, bool), 255,
+                       256)
+    features = np.arange(n_features)
+    args = (hist, features, layout, layout.cell_offsets(), np.full(k, 0.3), 1.0, 1.0, 1.0, 32,
+            4)
+    split, left_bins = best_category_split(*args)
+    passed = 0
+    for incumbent in split.score * np.array([0.5, 0.999, 1.0 + 1e-9, 1.001, 1.5, 3.0, 1e9]):
+        found = best_category_split(*args, incumbent)
+        if split.score < incumbent * (1 - 1e-12):
+            assert found[0] == split
+            assert_array_equal(found[1], left_bins)
+        else:
+            assert found is None or not found[0].score < incumbent * (1 - 1e-12)
+            passed += found is None
+    assert passed >= 1  # (some features were passed over)
 
 
 # ------------------------------------------------------------------ models

@@ -235,7 +235,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 index, score, split_bin, missing_left = best_category_in_leaf(
                     pool[slot], categorical, n_value_bins, has_missing, offsets,
                     category_prior, float(min_samples_leaf), cat_smooth, min_per_category,
-                    max_left, max_onehot, missing_bin, category_blocks, tables[j])
+                    max_left, max_onehot, missing_bin, best, category_blocks, tables[j])
                 if index >= 0 and score < best * (1.0 - TIE_RTOL):
                     leaf[j, _FEATURE], leaf[j, _BIN] = categorical[index], split_bin
                     leaf[j, _MISSING], leaf[j, _SET], best = 1 if missing_left else 0, 1, score

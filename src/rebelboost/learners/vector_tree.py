@@ -383,13 +383,13 @@ class VectorTreeGrower:
         leaf.split = None
         if best is not None and is_better(best[1], leaf.loss):
             leaf.split = (best[1], best[0], best[2], best[3], None)
+        incumbent = leaf.loss if leaf.split is None else leaf.split[0]
         found = best_category_split(hist, categorical, self.layout, self.offsets,
                                     self.category_prior, float(opt.min_samples_leaf),
                                     opt.cat_smooth, opt.min_data_per_category,
-                                    opt.max_cat_threshold, opt.max_cat_to_onehot)
+                                    opt.max_cat_threshold, opt.max_cat_to_onehot, incumbent)
         if found is not None:
             split, left_bins = found
-            incumbent = leaf.loss if leaf.split is None else leaf.split[0]
             if is_better(split.score, incumbent):
                 leaf.split = (split.score, int(categorical[split.feature]), split.bin,
                               split.missing_left, left_bins)

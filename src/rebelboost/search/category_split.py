@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from ..binning import BinLayout
+from ..losses.rebel import STEP_EPS
 from .splits import Split, _better, pick_index
 from .vector_scan import scan_vector_feature
 
@@ -282,53 +283,116 @@ def scan_category_feature(hist_f: np.ndarray, n_bins: int, has_missing: bool,
                                   _scratch(max(n_bins, 1), hist_f.shape[1]))
 
 
+# Relative margin by which a feature's floor must exceed the score to beat before the feature
+# is passed over: far above the rounding of the floor's and the scores' sums (a few ulps).
+_FLOOR_MARGIN = 1e-9
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _scanned_bin(hist_f, n_bins, b):
+    """Whether the search places bin ``b``: a value bin that holds weight (:func:`_weigh`),
+    or the missing bin (``n_bins``)."""
+    return b == n_bins or hist_f[b, hist_f.shape[1] - 1] > 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def split_floor(hist_f, n_bins, prior):
+    """A lower bound on the score of every split the search can make of a feature's bins
+    (those :func:`_scanned_bin`) into two sides: each bin at its own best step within the
+    steps a side can take, summed over bins and classes. A side's class-k loss is
+    ``W+ e^-a + W- e^a`` at one smoothed step ``a`` for all its bins
+    (:func:`.vector_leaf._class_loss`), so it is never below the sum of its bins' least
+    values over the steps such a side can take: ``|a| <= 1/2 ln(1 + W_k / prior_k)``
+    (``W_k``: the bins' class-k weight), ``2 sqrt(W+ W-)`` where a bin's own best step lies
+    within. A feature whose floor is above the best score found so far cannot win, and the
+    search passes it over (QuickBoost's argument: the same split without its orders'
+    scans)."""
+    k = prior.shape[0]
+    total = 0.0
+    for c in range(k):
+        weight = 0.0
+        for b in range(n_bins + 1):
+            if _scanned_bin(hist_f, n_bins, b):
+                weight += max(hist_f[b, c], 0.0) + max(hist_f[b, k + c], 0.0)
+        # e^|a| at most (the step's eps as vector_leaf's, generously)
+        reach = (math.sqrt((weight * (1.0 + 2.0 * STEP_EPS) + prior[c]) / prior[c])
+                 if prior[c] > 0.0 else np.inf)
+        for b in range(n_bins + 1):
+            if not _scanned_bin(hist_f, n_bins, b):
+                continue
+            p, m = max(hist_f[b, c], 0.0), max(hist_f[b, k + c], 0.0)
+            if m * reach * reach < p:  # its own best step lies beyond reach
+                total += p / reach + m * reach
+            elif p * reach * reach < m:
+                total += p * reach + m / reach
+            else:
+                total += 2.0 * math.sqrt(p * m)
+    return total
+
+
 @numba.njit(cache=True, nogil=True)
 def _scan_category_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count,
-                         smooth, min_per_category, max_left, max_onehot, j0, j1, score, which,
-                         last, missing_left):
-    """:func:`scan_category_feature` of ``features[j0:j1]`` into the arrays' entries."""
+                         smooth, min_per_category, max_left, max_onehot, incumbent, j0, j1,
+                         score, which, last, missing_left):
+    """:func:`scan_category_feature` of ``features[j0:j1]`` into the arrays' entries, the
+    features in order of their :func:`split_floor`; those whose floor is above ``incumbent``
+    and every score found here are passed over (their scores stay inf): they could neither
+    be picked (:func:`.splits.pick_index`) nor beat the incumbent."""
     most = 1
     for j in range(j0, j1):
         most = max(most, n_value_bins[features[j]])
     scratch = _scratch(most, hist.shape[1])
+    floors = np.empty(j1 - j0)
     for j in range(j0, j1):
+        f = features[j]
+        floors[j - j0] = split_floor(hist[offsets[f]:offsets[f + 1]], n_value_bins[f], prior)
+    to_beat = incumbent
+    for i in np.argsort(floors, kind="mergesort"):
+        if floors[i] * (1.0 - _FLOOR_MARGIN) > to_beat:
+            break  # (and every feature after it)
+        j = j0 + i
         f = features[j]
         score[j], which[j], last[j], missing_left[j] = _scan_category_feature(
             hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f], n_value_bins[f],
             prior, min_count, smooth, min_per_category, max_left, max_onehot, scratch)
+        to_beat = min(to_beat, score[j])
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _scan_category_parallel(hist, features, n_value_bins, has_missing, offsets, prior,
-                            min_count, smooth, min_per_category, max_left, max_onehot, n_tasks,
-                            score, which, last, missing_left):
+                            min_count, smooth, min_per_category, max_left, max_onehot,
+                            incumbent, n_tasks, score, which, last, missing_left):
     """:func:`_scan_category_range` of every feature in ``n_tasks`` blocks on every thread."""
     n = features.shape[0]
     n_tasks = max(1, min(n, n_tasks))
     for t in numba.prange(n_tasks):
         _scan_category_range(hist, features, n_value_bins, has_missing, offsets, prior,
                              min_count, smooth, min_per_category, max_left, max_onehot,
-                             t * n // n_tasks, (t + 1) * n // n_tasks, score, which, last,
-                             missing_left)
+                             incumbent, t * n // n_tasks, (t + 1) * n // n_tasks, score, which,
+                             last, missing_left)
 
 
 def best_category_split(hist: np.ndarray, features: np.ndarray, layout: BinLayout,
                         offsets: np.ndarray, prior: np.ndarray, min_count: float,
                         smooth: float, min_per_category: float, max_left: int,
-                        max_onehot: int) -> tuple[Split, np.ndarray] | None:
+                        max_onehot: int, incumbent: float = np.inf
+                        ) -> tuple[Split, np.ndarray] | None:
     """The best category-set split of a compact leaf histogram (``offsets``:
     :meth:`~rebelboost.binning.BinLayout.cell_offsets`) over the categorical ``features``
     (``Split.feature`` indexes ``features``) and its table of bins going left
     (``layout.n_bins_total``; the missing bin's entry: the missing side), or None. At most
     ``max_left`` categories go left (LightGBM's ``max_cat_threshold``), taken from either end
     of an order; a feature with at most ``max_onehot`` categories splits one of them from the
-    rest (``max_cat_to_onehot``). The features are scanned on every thread."""
+    rest (``max_cat_to_onehot``). The features are scanned on every thread. ``incumbent``:
+    the score a split must beat to be taken (the leaf's best numeric split or its loss); a
+    feature that cannot beat it is passed over (:func:`split_floor`), so the split returned
+    may differ where none beats it."""
     if len(features) == 0:
         return None
     left_bins = np.zeros(layout.n_bins_total, dtype=bool)
     j, score, last, missing_left = best_category_in_leaf(
         hist, features, layout.n_value_bins, layout.has_missing, offsets, prior, min_count,
-        smooth, min_per_category, max_left, max_onehot, layout.missing_bin,
+        smooth, min_per_category, max_left, max_onehot, layout.missing_bin, incumbent,
         4 * numba.get_num_threads(), left_bins)
     if j < 0:
         return None
@@ -384,12 +448,13 @@ def category_tasks(n_cells: int, n_channels: int, n_features: int) -> int:
 @numba.njit(cache=True, nogil=True)
 def best_category_in_leaf(hist, features, n_value_bins, has_missing, offsets, prior,
                           min_count, smooth, min_per_category, max_left, max_onehot,
-                          missing_bin, n_tasks, out):
+                          missing_bin, incumbent, n_tasks, out):
     """The best category-set split of a leaf (:func:`best_category_split`, which the Python
     grower calls; the compiled grower calls this), on the calling thread or, for ``n_tasks``
     above 1, in that many blocks of features on every thread (the same split): ``(index into
     features, score, bin, missing_left)`` (index -1: none), the bins going left written to
-    ``out``."""
+    ``out``. Features that cannot beat ``incumbent`` are passed over (as
+    :func:`best_category_split`)."""
     n = features.shape[0]
     score = np.full(n, np.inf)
     which = np.zeros(n, dtype=np.int64)
@@ -398,11 +463,11 @@ def best_category_in_leaf(hist, features, n_value_bins, has_missing, offsets, pr
     if n_tasks > 1:
         _scan_category_parallel(hist, features, n_value_bins, has_missing, offsets, prior,
                                 min_count, smooth, min_per_category, max_left, max_onehot,
-                                n_tasks, score, which, last, missing_left)
+                                incumbent, n_tasks, score, which, last, missing_left)
     else:
         _scan_category_range(hist, features, n_value_bins, has_missing, offsets, prior,
-                             min_count, smooth, min_per_category, max_left, max_onehot, 0, n,
-                             score, which, last, missing_left)
+                             min_count, smooth, min_per_category, max_left, max_onehot,
+                             incumbent, 0, n, score, which, last, missing_left)
     j = pick_index(score)
     if j < 0:
         return -1, np.inf, 0, False
