@@ -11,7 +11,9 @@ best split: Fisher 1958, as LightGBM's search; with K outputs the K orders are a
 checked against exhaustive search in the tests). Categories lighter than
 ``min_per_category`` (sample weight) are not ordered: they stay together on the right of every
 prefix (unless every category goes left, missing values right). A prefix is a set of bins;
-:meth:`~rebelboost.binning.Binner.left_codes` turns it into category codes.
+:meth:`~rebelboost.binning.Binner.left_codes` turns it into category codes. A feature whose
+:func:`split_floor` (no split of its bins scores less) is above the best split found so far
+is not scanned: the same split, in less time.
 """
 
 from __future__ import annotations
