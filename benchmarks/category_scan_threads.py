@@ -1,6 +1,7 @@
 """One leaf's category search on the calling thread against every thread (the compiled
 grower's ``best_category_in_leaf``, serial or parallel), on random histograms of the shapes
-of the categorical benchmark's sets: the measurement behind ``PARALLEL_CATEGORY_CELLS``.
+of the categorical benchmark's sets: the measurement behind ``PARALLEL_CATEGORY_CELLS`` and
+``PARALLEL_CATEGORY_CELLS_A_FEATURE``.
 
     python benchmarks/category_scan_threads.py
 """

@@ -426,25 +426,36 @@ def left_bins_into(hist_f, n_bins, which, last, missing_left, n_classes, smooth,
     out[missing_bin] = missing_left
 
 
-# Cells x channels of a leaf's categorical features from which their search runs on every
-# thread (with two features at least). Each feature costs several orders' sorts and scans (a
-# few microseconds for four levels at K = 3), far more per cell than a numeric scan. One
-# leaf's search on one thread against two, rebelboost's sleeping threads woken each time
-# (`python benchmarks/category_scan_threads.py`, two runs): 180 features of 4 levels at
-# K = 3 (6,300 cells x channels) 827-967 -> 535-557 us, 6 of 8 levels at K = 18 (1,998)
-# 632-703 -> 345-378 us, 42 of 3 (1,176) 144-159 -> 99-120 us, but 4 of 4 (140) 24-26 -> 47-55
-# us, and one feature of 300 levels (2,709) 239-249 -> 288-302 us.
+# Cells x channels of a leaf's categorical features from which their search may run on every
+# thread (with two features at least): below, waking the threads costs more than the search
+# (stop 42: 4 features of 4 levels at K = 3, 140 cells x channels, 24-26 us on one thread
+# against 47-55 on two).
 PARALLEL_CATEGORY_CELLS = 1024
+# And cells x channels per feature, on average. The search passes over the features that
+# cannot beat the best split so far (split_floor), one block of features at a time, so one
+# thread prunes more than several and most searches are short: only features of many levels
+# or classes pay for waking the threads. One leaf's search on one thread against two,
+# rebelboost's sleeping threads woken each time (`python benchmarks/category_scan_threads.py`,
+# random histograms, stop 44): 180 features of 2 levels at K = 3 (21 cells x channels a
+# feature) 26 -> 45 us, 180 of 4 (35) 53 -> 62 us, 60 of 6 (49) 68 -> 129 us, 42 of 3 (28)
+# 12 -> 40 us, 15 of 10 at K = 6 (143) 138 -> 184 us, 6 of 16 at K = 18 (629) 810 -> 484 us.
+# Real leaves prune less than random ones: whole fits of the categorical benchmark's sets
+# (`categorical_ab.py`, BENCHMARKS.md, stop 44) on one thread took 0.77-0.89x the wall time
+# for dna (21), splice (40) and connect4 (28), but 1.21x for calendarDOW (81); krkopt (284)
+# moved within noise. The threshold lies between them.
+PARALLEL_CATEGORY_CELLS_A_FEATURE = 64
 
 
 def category_tasks(n_cells: int, n_channels: int, n_features: int) -> int:
     """The blocks of features the compiled grower's category search
     (:func:`best_category_in_leaf`) over ``n_features`` categorical features of ``n_cells``
     histogram cells runs in: four a thread from :data:`PARALLEL_CATEGORY_CELLS` cells x
-    channels and two features, else one on the calling thread."""
+    channels and :data:`PARALLEL_CATEGORY_CELLS_A_FEATURE` a feature, with two features at
+    least; else one on the calling thread."""
     threads = numba.get_num_threads()
-    return (4 * threads if threads > 1 and n_features >= 2
-            and n_cells * n_channels >= PARALLEL_CATEGORY_CELLS else 1)
+    work = n_cells * n_channels
+    return (4 * threads if threads > 1 and n_features >= 2 and work >= PARALLEL_CATEGORY_CELLS
+            and work >= PARALLEL_CATEGORY_CELLS_A_FEATURE * n_features else 1)
 
 
 @numba.njit(cache=True, nogil=True)
