@@ -56,6 +56,13 @@ def _scratch(levels, n_channels):
                     np.empty((jobs, levels), dtype=np.int64), np.empty((jobs, 3), dtype=np.int64))
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _scanned_bin(hist_f, n_bins, b):
+    """Whether the search places bin ``b``: a value bin that holds weight (:func:`_weigh`),
+    or the missing bin (``n_bins``)."""
+    return b == n_bins or hist_f[b, hist_f.shape[1] - 1] > 0.0
+
+
 @numba.njit(cache=True, nogil=True)
 def _weigh(hist_f, n_bins, min_per_category, heavy, light):
     """``(n_heavy, n_light)``: the value bins with at least ``min_per_category`` weight
@@ -121,10 +128,9 @@ def _value_order(hist_f, n_bins, held):
     """How many value bins hold weight, written to ``held`` in bin order: the categories by
     value (codes are the sorted values, and bins keep their order), whose prefixes are
     thresholds."""
-    count = hist_f.shape[1] - 1
     n = 0
     for b in range(n_bins):
-        if hist_f[b, count] > 0.0:
+        if _scanned_bin(hist_f, n_bins, b):
             held[n] = b
             n += 1
     return n
@@ -288,13 +294,6 @@ def scan_category_feature(hist_f: np.ndarray, n_bins: int, has_missing: bool,
 # Relative margin by which a feature's floor must exceed the score to beat before the feature
 # is passed over: far above the rounding of the floor's and the scores' sums (a few ulps).
 _FLOOR_MARGIN = 1e-9
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _scanned_bin(hist_f, n_bins, b):
-    """Whether the search places bin ``b``: a value bin that holds weight (:func:`_weigh`),
-    or the missing bin (``n_bins``)."""
-    return b == n_bins or hist_f[b, hist_f.shape[1] - 1] > 0.0
 
 
 @numba.njit(cache=True, nogil=True)
