@@ -42,6 +42,11 @@ CASES = [
 @pytest.mark.parametrize("params, extra", [
     *CASES, ({}, {"blocks": 3}), ({"subsample": 0.6, "sampling": "goss"}, {"blocks": 1}),
     ({"colsample_bytree": 0.7}, {"scan_tasks": 3}),
+    # every split's children in one region on two threads, or none; children gathered in
+    # blocks (built first, then subtracted and scanned on the threads)
+    ({"n_jobs": 2}, {"children_work": 0}),
+    ({"n_jobs": 2, "subsample": 0.7}, {"children_work": 0, "blocks": 3}),
+    ({"n_jobs": 2}, {"children_work": 1 << 62}),
     # category sets: few levels (one against the rest), many (the class and value orders,
     # capped), missing categories; light categories, rows outside a sample routed through
     # the sets, trees without a set node, and the category search on every thread
@@ -57,8 +62,9 @@ def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra)
     leaf values, training losses and histogram additions, on dense and sparse bins, missing
     values, categorical columns, row and feature sampling, depth and leaf limits, and weights
     of zero; with children's channels gathered ``blocks`` rows at a time (in full on these
-    sizes otherwise), and with leaves scanned in ``scan_tasks`` feature blocks on every
-    thread (one otherwise)."""
+    sizes otherwise), with leaves scanned in ``scan_tasks`` feature blocks on every
+    thread (one otherwise), and with every split's children (or none) built and scanned in
+    one region on two threads (``children_work``)."""
     n = (60, 400, 1500, 3000)[seed]
     if extra.get("categorical"):
         X, y = _categorical_data(seed, n, 2 + seed % 4, missing=seed % 2 == 1)
@@ -90,6 +96,9 @@ def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra)
                                     lambda n_cells, n_channels: extra["scan_tasks"])
             if "category_tasks" in extra:
                 monkeypatch.setattr(compiled_grower, "category_tasks", lambda *args: 4)
+            if "children_work" in extra:
+                monkeypatch.setattr(compiled_grower, "PARALLEL_CHILDREN_WORK",
+                                    extra["children_work"])
         else:
             monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
         model = RebelClassifier(15, random_state=seed, **params).fit(X, y, sample_weight=weight)
@@ -136,7 +145,7 @@ def test_compiled_trees_are_those_of_the_python_growers_threads(monkeypatch):
 
     X, y = _data(7, 6000, 60, 4, missing=True)
     threaded, used = [], []
-    real, grow = vector_children._children_parallel, compiled_grower.grow_tree
+    real, grow = vector_children.children_claimed, compiled_grower.grow_tree
     fits = []
     for compiled in (False, True):
         _tree_by_tree(monkeypatch)
@@ -145,7 +154,7 @@ def test_compiled_trees_are_those_of_the_python_growers_threads(monkeypatch):
                                 lambda *args: used.append(True) or grow(*args))
         else:
             monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
-            monkeypatch.setattr(vector_children, "_children_parallel",
+            monkeypatch.setattr(vector_children, "children_claimed",
                                 lambda *args: threaded.append(True) or real(*args))
         fits.append(RebelClassifier(8, random_state=0, colsample_bytree=0.8).fit(X, y))
         monkeypatch.undo()

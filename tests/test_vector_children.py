@@ -11,7 +11,7 @@ from rebelboost import RebelClassifier
 from rebelboost.ensemble import _compiled_stages
 from rebelboost.learners import compiled_grower, vector_tree
 from rebelboost.search.histograms.dense import add_rows
-from rebelboost.search.vector_children import search_children
+from rebelboost.search.vector_children import children_claimed, search_children
 from rebelboost.search.vector_scan import best_vector_split
 
 
@@ -63,6 +63,42 @@ def test_one_pass_gives_the_separate_kernels_histograms_and_splits(seed, paralle
         j, score, split_bin, missing_left = got
         assert features[j] == numeric[want.feature]
         assert (score, split_bin, missing_left) == (want.score, want.bin, want.missing_left)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_claimed_tiles_subtract_and_scan_a_built_child(seed):
+    """The small child's histogram built beforehand (sparse bins, blocks of rows): the
+    claimed tiles only subtract and scan, on two threads and on one, with the one-pass
+    search's results."""
+    rng = np.random.default_rng(seed)
+    n, d, k = 300, 12, 3
+    caps = rng.integers(1, 30, size=d).astype(np.int32)
+    bins = (rng.random((n, d)) * caps).astype(np.uint8)
+    channels = np.ascontiguousarray(np.c_[rng.exponential(size=(n, 2 * k)), np.ones(n)])
+    offsets = np.r_[0, np.cumsum(caps.astype(np.intp) + 1)]
+    features = np.arange(d)
+    scanned = np.ones(d, dtype=np.int8)
+    prior = np.full(k, 0.1)
+    rows = np.sort(rng.choice(n, size=100, replace=False))
+    parent = np.zeros((offsets[-1], 2 * k + 1))
+    add_rows(bins, channels, np.arange(n), features, parent, caps, offsets, False)
+    want_small, want_big = np.zeros_like(parent), parent.copy()
+    want = search_children(bins, channels[rows], rows, features, scanned, want_small,
+                           want_big, caps, offsets, prior, 1.0, (True, True), False)
+    tiles = np.r_[np.arange(0, d, 2), d].astype(np.intp)
+    for threads in (1, 2):
+        small, big = want_small.copy(), parent.copy()
+        scores = np.full((2, d), np.inf)
+        split_bins = np.zeros((2, d), dtype=np.int32)
+        missing_left = np.zeros((2, d), dtype=bool)
+        children_claimed(bins, channels[rows], rows, features, tiles, small, big, caps,
+                         offsets, (), scanned, prior, 1.0, False, True, True, scores,
+                         split_bins, missing_left, np.zeros(1, dtype=np.int64), threads)
+        np.testing.assert_array_equal(big, want_big)
+        for side in range(2):
+            j = want[side][0]
+            assert (j, scores[side, j], split_bins[side, j], missing_left[side, j]) == want[side]
+            assert scores[side].min() == scores[side, j]
 
 
 CASES = [

@@ -21,6 +21,7 @@ from ..engine import StageRun
 from ..learners.compiled_grower import (
     category_options,
     category_words,
+    children_together,
     fits_in_call,
     gather_rows,
     grow_laid_out,
@@ -89,7 +90,8 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
             -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
             tile, *sparse, grower.thresholds, gather_rows(n_channels),
             scan_tasks(numeric_cells, n_channels), float(opt.cat_l2),
-            (categorical, numeric, *category_options(grower, categorical)))
+            (categorical, numeric, *category_options(grower, categorical)),
+            children_together())
         chunks.append([a[:done] for a in arrays])
         n_done += done
         last = arrays[4][done - 1]
@@ -116,7 +118,7 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
            scores, packed, row_weight, store, bins, features, n_value_bins, has_missing,
            offsets, missing_bin, n_bins_total, smoothing, min_samples_leaf, max_leaves,
            max_depth, starts, tile, sparse, indptr, entries, thresholds, gather_rows,
-           scan_tasks, cat_l2, categories):
+           scan_tasks, cat_l2, categories, together):
     """The stages: per tree its nodes (4, max_leaves - 1) (feature, left, right, split bin),
     thresholds, missing sides, shrunk leaf values, loss after it, its splits' gains (in the
     scale of the weights it was fitted to), histogram additions and the bins its nodes of
@@ -157,7 +159,7 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
             min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
             thresholds, n, gather_rows, scan_tasks,
             (categorical, numeric, category_prior, cat_smooth, min_per_category, max_left,
-             max_onehot, category_blocks))
+             max_onehot, category_blocks), together)
         nodes[it] = table
         if categorical.shape[0]:
             tables_out[it] = node_tables

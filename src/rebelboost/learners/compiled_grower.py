@@ -37,7 +37,8 @@ from ..search.histograms.sparse import (
     _sparse_serial,
     entry_share,
 )
-from ..search.splits import TIE_RTOL
+from ..search.splits import TIE_RTOL, pick_index
+from ..search.vector_children import children_claimed
 from ..search.vector_leaf import leaf_loss
 from ..search.vector_scan import best_in_tasks
 from .category_sets import category_bitsets
@@ -58,6 +59,13 @@ _MAX_ROWS = 1 << 18  # rows of the trees grown here (above, the Python grower's 
 # Bytes of a child's channels gathered at once for its histogram: a tree's largest gathered
 # copy was up to half the rows' channels (2.6 MB of shuttle's fit, whose peak memory it set).
 GATHER_BYTES = 1 << 19
+# A split's work (the smaller child's additions, the cells subtracted and scanned, times the
+# channels) from which its children are built and scanned in one region on every thread
+# (:func:`.vector_children.children_claimed`). On one thread each kernel below ran alone and
+# the threads stayed asleep (waking them costs ~100 us a region); claimed tiles pay from a
+# few thousand: chosen on suite sets and the synthetic stand-ins
+# (``benchmarks/children_threads.py``; BENCHMARKS.md, "Children on every thread").
+PARALLEL_CHILDREN_WORK = 1 << 13
 
 
 def gather_rows(n_channels: int) -> int:
@@ -163,7 +171,7 @@ def _can_split(leaf, sums, losses, j, min_weight, max_depth, n_features):
 def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, order, scratch,
                  bins, features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total,
                  prior, min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr,
-                 entries, gather_rows, scan_tasks, categories):
+                 entries, gather_rows, scan_tasks, categories, together):
     """Grow one tree over the rows ``order`` (partitioned in place, as the row set does).
 
     ``store``: (S >= 1, n_cells, C) histogram buffers kept from tree to tree (fresh memory costs
@@ -173,14 +181,19 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     needed (returned: how many the tree used at most). ``max_depth`` -1: none; ``gather_rows``:
     rows of a child's channels gathered at a time (:func:`gather_rows`). A histogram whose
     additions pay for threads (:func:`.dense.threads_pay`) runs on numba's threads (``starts``:
-    the features' tasks; one task keeps it on the calling thread), and so does a leaf's scan
-    in ``scan_tasks`` > 1 feature blocks (:func:`.vector_scan.scan_tasks`); every other kernel
-    on the calling thread. Returns ``(leaves, sums, losses, nodes, gains, updates, searched,
+    the features' tasks; one task keeps it on the calling thread), and so does a leaf's scan in
+    ``scan_tasks`` > 1 feature blocks (:func:`.vector_scan.scan_tasks`). ``together``
+    (:func:`children_together`): where there are threads, the root (its dense histogram built
+    here) and each split whose larger child can be split are searched in one region whose
+    threads claim tiles of features (:func:`.vector_children.children_claimed`), from that much
+    work: the smaller child's histogram built there where its bins are dense and its channels
+    gathered whole, the larger one's subtracted, both scanned. Every other kernel runs on the
+    calling thread. Returns ``(leaves, sums, losses, nodes, gains, updates, searched,
     n_buffers)``: ``leaves`` (L, 9) the int fields of every leaf made (the root, then each
     split's children, left and right), ``sums`` (L, C) and ``losses`` (L,) theirs, ``nodes`` the
     leaves split, in split order, with their loss reductions ``gains``; the histogram additions
-    made here and the leaves searched; ``tables`` (L, n_bins_total) the bins each leaf's
-    split sends left where it splits a set of categories (``leaves[:, _SET]``).
+    made here and the leaves searched; ``tables`` (L, n_bins_total) the bins each leaf's split
+    sends left where it splits a set of categories (``leaves[:, _SET]``).
 
     ``categories`` (:func:`category_search`): the tree's categorical features, scanned for
     category-set splits as :meth:`.vector_tree.VectorTreeGrower._choose` does, and what
@@ -207,11 +220,42 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     sums[0] = root_sums
     leaf[0, _START], leaf[0, _STOP], leaf[0, _DEPTH], leaf[0, _SIDE] = 0, order.shape[0], 0, 0
     losses[0] = leaf_loss(sums[0], prior, k)
+    # the root, and a split's children, in one claimed region (2 threads or more): what each
+    # feature of ``features`` scans (0: nothing, a categorical one; 1: its value bins; 2:
+    # also its missing bin), the tiles threads claim, and the per-feature bests (rows: the
+    # root or the smaller child, the larger child)
+    n_threads, least_work = together
+    together = n_threads > 1 and n_features > 1
+    scanned = np.ones(n_features, dtype=np.int8)
+    for j in range(n_features):
+        scanned[j] += 1 if has_missing[features[j]] else 0
+    for f in categorical:
+        for j in range(n_features):
+            if features[j] == f:
+                scanned[j] = 0
+    step = max(1, min(tile, -(-n_features // (4 * n_threads))))
+    tiles = np.append(np.arange(0, n_features, step), n_features).astype(np.intp)
+    counter = np.zeros(1, dtype=np.int64)
+    child_scores = np.full((2, n_features), np.inf)
+    child_bins = np.zeros((2, n_features), dtype=np.int32)
+    child_missing = np.zeros((2, n_features), dtype=np.bool_)
+    found = np.full(cap, -2, dtype=np.int64)  # a made leaf's scan (-2: not yet; -1: none)
+    found_row = np.zeros(cap, dtype=np.int64)  # and its row of the bests
     if root_rows.shape[0] > 0 and _can_split(leaf, sums, losses, 0, min_weight, max_depth,
                                              n_features):
-        _build(store[0], root_rows, order, 0, order.shape[0], root_sums, bins, features,
-               n_value_bins, caps, offsets, starts, tile, sparse, indptr, entries)
-        updates += order.shape[0] * n_features
+        n_rows = order.shape[0]
+        if (together and sparse.shape[0] == 0
+                and (n_rows * n_features + n_cells) * n_channels >= least_work):
+            child_scores[:] = np.inf
+            children_claimed(bins, root_rows, order, features, tiles, store[0], store[0],
+                             n_value_bins, offsets, (), scanned, prior, float(min_samples_leaf),
+                             True, True, False, child_scores, child_bins, child_missing,
+                             counter, n_threads)
+            found[0] = pick_index(child_scores[0])
+        else:
+            _build(store[0], root_rows, order, 0, n_rows, root_sums, bins, features,
+                   n_value_bins, caps, offsets, starts, tile, sparse, indptr, entries)
+        updates += n_rows * n_features
     heap = [(0.0, 0, 0)]
     heap.pop()
     to_search = [0]
@@ -224,12 +268,19 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 slot = free.pop()
                 leaf[j, _SLOT] = slot
             searched += 1
-            index, score, split_bin, missing_left = best_in_tasks(
-                pool[slot], numeric, n_value_bins, has_missing, offsets, prior,
-                float(min_samples_leaf), scan_tasks)
+            if found[j] == -2:
+                index, score, split_bin, missing_left = best_in_tasks(
+                    pool[slot], numeric, n_value_bins, has_missing, offsets, prior,
+                    float(min_samples_leaf), scan_tasks)
+                feature = numeric[index] if index >= 0 else -1
+            else:  # scanned in a claimed region
+                side, index = found_row[j], found[j]
+                score = child_scores[side, index] if index >= 0 else np.inf
+                split_bin, missing_left = child_bins[side, index], child_missing[side, index]
+                feature = features[index] if index >= 0 else -1
             best = losses[j]
             if index >= 0 and score < best * (1.0 - TIE_RTOL):
-                leaf[j, _FEATURE], leaf[j, _BIN] = numeric[index], split_bin
+                leaf[j, _FEATURE], leaf[j, _BIN] = feature, split_bin
                 leaf[j, _MISSING], leaf[j, _SET], best = 1 if missing_left else 0, 0, score
             if categorical.shape[0]:  # a set of categories, where better still
                 index, score, split_bin, missing_left = best_category_in_leaf(
@@ -287,17 +338,36 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 pool.append(np.empty((n_cells, n_channels)))
                 free.append(len(pool) - 1)
             slot = free.pop()
-            if whole:
-                _build(pool[slot], gathered, order, s0, s1, sums[small], bins, features,
-                       n_value_bins, caps, offsets, starts, tile, sparse, indptr, entries)
-            else:
-                _build_in_blocks(pool[slot], buffer, channels, amplify, row_weight, order, s0,
-                                 s1, sums[small], bins, features, n_value_bins, caps, offsets,
-                                 starts, tile, sparse, indptr, entries)
-            updates += (leaf[small, _STOP] - leaf[small, _START]) * n_features
+            updates += (s1 - s0) * n_features
+            # both children in one region on every thread where the work pays: the larger
+            # child can be split, and the smaller one's histogram is built there too where
+            # its bins are dense and its channels gathered whole
+            built = not (together and whole and sparse.shape[0] == 0)
+            work = n_cells * (1 + want_small + want_big) * n_channels
+            if not built:
+                work += (s1 - s0) * n_features * n_channels
+            claimed = together and want_big and work >= least_work
+            if built or not claimed:
+                if whole:
+                    _build(pool[slot], gathered, order, s0, s1, sums[small], bins, features,
+                           n_value_bins, caps, offsets, starts, tile, sparse, indptr, entries)
+                else:
+                    _build_in_blocks(pool[slot], buffer, channels, amplify, row_weight, order,
+                                     s0, s1, sums[small], bins, features, n_value_bins, caps,
+                                     offsets, starts, tile, sparse, indptr, entries)
+            if claimed:
+                child_scores[:] = np.inf
+                children_claimed(bins, gathered, order[s0:s1], features, tiles, pool[slot],
+                                 pool[parent_slot], n_value_bins, offsets, (), scanned, prior,
+                                 float(min_samples_leaf), not built, want_small, True,
+                                 child_scores, child_bins, child_missing, counter, n_threads)
+                found[big], found_row[big] = pick_index(child_scores[1]), 1
+                if want_small:
+                    found[small] = pick_index(child_scores[0])
+            elif want_big:
+                _subtract_serial(pool[parent_slot], pool[slot])
             if want_big:
                 leaf[big, _SLOT] = parent_slot
-                _subtract_serial(pool[parent_slot], pool[slot])
             else:
                 free.append(parent_slot)
             if want_small:
@@ -315,6 +385,12 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
 _NO_ROWS = np.empty((0, 0))
 _NO_SPARSE = (np.empty(0, dtype=np.intp), np.empty((0, 0), dtype=np.int64),
               np.empty(0, dtype=np.uint32))
+
+
+def children_together() -> tuple[int, int]:
+    """:func:`grow_numeric`'s ``together``: numba's threads now and
+    :data:`PARALLEL_CHILDREN_WORK` (read at each call, so that tests can lower it)."""
+    return numba.get_num_threads(), PARALLEL_CHILDREN_WORK
 
 
 def sparse_arrays(data) -> tuple:
@@ -356,7 +432,7 @@ def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, or
                   bins, features, n_value_bins, has_missing, offsets, missing_bin,
                   n_bins_total, prior, min_samples_leaf, max_leaves, max_depth, starts, tile,
                   sparse, indptr, entries, thresholds, n_samples, gather_rows, scan_tasks,
-                  categories):
+                  categories, together):
     """:func:`grow_numeric` and :func:`_lay_out` in one call (each array a call returns
     costs a microsecond or so): ``(nodes, threshold, missing_left, leaf sums, loss, leaf of
     every row, gains, updates, searched, n_buffers, set tables)``, ``nodes`` (4,
@@ -366,7 +442,7 @@ def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, or
         store, root_rows, root_sums, channels, row_weight, amplify, order, scratch, bins,
         features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
         min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
-        gather_rows, scan_tasks, categories)
+        gather_rows, scan_tasks, categories, together)
     leaf_of_row = np.zeros(n_samples, dtype=np.intp)
     nodes, threshold, missing_left, ordered, loss, node_tables = _lay_out(
         leaves, sums, losses, split, has_missing, thresholds, order, leaf_of_row, max_leaves,
@@ -465,7 +541,7 @@ def grow_tree(grower, rows, root) -> tuple:
         _task_starts(len(features), numba.get_num_threads()),
         feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels), *sparse,
         grower.thresholds, data.n_samples, gather_rows(n_channels), grower.scan_tasks,
-        category_search(grower))
+        category_search(grower), children_together())
     feature, left, right, split_bin = nodes
     words = category_words(grower.binner, feature, threshold, node_tables)
     arrays = feature, threshold, missing_left, left, right, words

@@ -11,6 +11,10 @@ now; BENCHMARKS.md, issue 28, stop 30). Here one parallel region does all of it,
 tile. Every cell adds the same rows in the same order, subtracts the same
 cells, and every feature is scanned by the same function, so the children's histograms and
 best splits are those of the separate kernels, bit for bit (``tests/test_vector_children.py``).
+
+The threads claim the tiles one at a time (:func:`children_claimed`), so the compiled grower
+(:mod:`rebelboost.learners.compiled_grower`) runs every split of a few thousand rows this way
+too: the calling thread starts at once, and a thread that wakes late only takes what is left.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .histograms._intrinsics import fetch_add
 from .histograms.dense import _task, feature_tile, simd_width
 from .splits import pick_index
 from .vector_scan import scan_vector_feature
@@ -25,18 +30,22 @@ from .vector_scan import scan_vector_feature
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _tile(bins, row_channels, rows, features, j0, j1, small, big, caps, offsets, width,
-          scanned, prior, min_count, scan_small, scan_big, scores, split_bins, missing_left):
-    """Features ``j0:j1``: the small child's cells built, the big child's subtracted, and the
-    numeric ones (``scanned[j]``) scanned for each child wanted (row 0: small, 1: big)."""
-    _task(bins, row_channels, rows, 0, rows.shape[0], features, j0, j1, small, caps, offsets,
-          j1 - j0, True, None, width)
+          scanned, prior, min_count, build, scan_small, scan_big, scores, split_bins,
+          missing_left):
+    """Features ``j0:j1``: the small child's cells built (``build``; else they are), the big
+    child's subtracted where it is scanned, and the numeric ones (``scanned[j]``) scanned for
+    each child wanted (row 0: small, 1: big)."""
+    if build:
+        _task(bins, row_channels, rows, 0, rows.shape[0], features, j0, j1, small, caps,
+              offsets, j1 - j0, True, None, width)
     n_channels = small.shape[1]
     most = 1
     for j in range(j0, j1):
         f = features[j]
-        for cell in range(offsets[f], offsets[f + 1]):
-            for c in range(n_channels):
-                big[cell, c] -= small[cell, c]
+        if scan_big:
+            for cell in range(offsets[f], offsets[f + 1]):
+                for c in range(n_channels):
+                    big[cell, c] -= small[cell, c]
         most = max(most, np.intp(caps[f]))
     work = np.empty((4 * n_channels + 3, most))
     candidates = np.empty(most, dtype=np.intp)
@@ -58,13 +67,25 @@ def _tile(bins, row_channels, rows, features, j0, j1, small, big, caps, offsets,
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _children_parallel(bins, row_channels, rows, features, tiles, small, big, caps, offsets,
-                       width, scanned, prior, min_count, scan_small, scan_big, scores,
-                       split_bins, missing_left):
-    for t in numba.prange(tiles.shape[0] - 1):
-        _tile(bins, row_channels, rows, features, tiles[t], tiles[t + 1], small, big, caps,
-              offsets, width, scanned, prior, min_count, scan_small, scan_big, scores,
-              split_bins, missing_left)
+def children_claimed(bins, row_channels, rows, features, tiles, small, big, caps, offsets,
+                     width, scanned, prior, min_count, build, scan_small, scan_big, scores,
+                     split_bins, missing_left, counter, n_threads):
+    """:func:`_children_serial` on ``n_threads`` threads, each claiming the next tile from
+    ``counter`` (an int64 array of one) until none is left: the calling thread starts at
+    once and a thread that wakes late takes only what is left, so a region of a few hundred
+    microseconds pays even where sleeping threads take ~100 us to wake
+    (:mod:`rebelboost.parallel`). The same cells and scans as on one thread. ``build``: the
+    small child's cells are built here (else they are, and only subtracted and scanned)."""
+    n_tiles = tiles.shape[0] - 1
+    counter[0] = 0
+    for _ in numba.prange(n_threads):
+        while True:
+            t = fetch_add(counter, 1)
+            if t >= n_tiles:
+                break
+            _tile(bins, row_channels, rows, features, tiles[t], tiles[t + 1], small, big, caps,
+                  offsets, width, scanned, prior, min_count, build, scan_small, scan_big,
+                  scores, split_bins, missing_left)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -73,7 +94,7 @@ def _children_serial(bins, row_channels, rows, features, tiles, small, big, caps
                      split_bins, missing_left):
     for t in range(tiles.shape[0] - 1):
         _tile(bins, row_channels, rows, features, tiles[t], tiles[t + 1], small, big, caps,
-              offsets, width, scanned, prior, min_count, scan_small, scan_big, scores,
+              offsets, width, scanned, prior, min_count, True, scan_small, scan_big, scores,
               split_bins, missing_left)
 
 
@@ -99,10 +120,10 @@ def search_children(bins: np.ndarray, row_channels: np.ndarray, rows: np.ndarray
     split_bins = np.zeros((2, len(features)), dtype=np.int32)
     missing_left = np.zeros((2, len(features)), dtype=np.bool_)
     if parallel:
-        with numba.parallel_chunksize(1):  # tiles dealt as threads come free
-            _children_parallel(bins, row_channels, rows, features, tiles, small, big, caps,
-                               offsets, width, scanned, prior, min_count, scan[0], scan[1],
-                               scores, split_bins, missing_left)
+        children_claimed(bins, row_channels, rows, features, tiles, small, big, caps, offsets,
+                         width, scanned, prior, min_count, True, scan[0], scan[1], scores,
+                         split_bins, missing_left, np.zeros(1, dtype=np.int64),
+                         numba.get_num_threads())
     else:
         _children_serial(bins, row_channels, rows, features, tiles, small, big, caps, offsets,
                          width, scanned, prior, min_count, scan[0], scan[1], scores,

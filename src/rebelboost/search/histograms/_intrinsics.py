@@ -75,3 +75,18 @@ def prefetch_ahead(array, rows, i, stop, column):
     if i + AHEAD_ROWS < stop and array.size * array.itemsize >= AHEAD_MIN_BYTES:
         prefetch(array, np.intp(rows[i + AHEAD_ROWS]) * (array.strides[0] // array.itemsize)
                  + column)
+
+
+@intrinsic
+def fetch_add(typingctx, counter, value):
+    """Atomically ``counter[0] += value``; returns the value before (threads claiming work
+    from one shared count: each claim is a distinct number)."""
+    if not (isinstance(counter, types.Array) and counter.dtype == types.int64):
+        raise errors.TypingError("counter must be an int64 array")
+    sig = types.int64(counter, types.int64)
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        return builder.atomic_rmw("add", data, args[1], "monotonic")
+
+    return sig, codegen
