@@ -174,10 +174,9 @@ def _fit_beside(worker: _Worker, n_busy: int, limit: float) -> dict:
             p.wait()
 
 
-def _jobs(dataset: str) -> list[tuple[str, str, str, str]]:
+def _jobs(dataset: str, variants: list[str]) -> list[tuple[str, str, str, str]]:
     jobs = [(dataset, c, m, "default") for c in CONDITIONS for m in MODELS]
-    jobs += [(dataset, c, "rebel", v) for c in ("idle", "+1 busy") for v in VARIANTS
-             if v != "default"]
+    jobs += [(dataset, c, "rebel", v) for c in ("idle", "+1 busy") for v in variants]
     return jobs
 
 
@@ -192,7 +191,7 @@ def run(args) -> dict:
     rng = random.Random(0)
     start = time.perf_counter()
     for dataset in args.datasets:
-        jobs = _jobs(dataset)
+        jobs = _jobs(dataset, args.variants)
         workers = {}
         for _, c, m, v in jobs:
             key = (m, v, c == "1 core")
@@ -227,7 +226,8 @@ def _median(times, key) -> float | None:
 def _cell(t, idle) -> str:
     if t is None:
         return "-"
-    return f"{t:.1f} ({t / idle:.2f}x)" if idle else f"{t:.1f}"
+    text = f"{t:.2f}" if t < 10 else f"{t:.1f}"
+    return f"{text} ({t / idle:.2f}x)" if idle else text
 
 
 def render(result: dict, datasets: list[str]) -> str:
@@ -239,7 +239,8 @@ def render(result: dict, datasets: list[str]) -> str:
         depth, rebel_rounds, peer_rounds = DATASETS[d]
         rows = [(MODELS[m], [(d, c, m, "default") for c in CONDITIONS]) for m in MODELS]
         rows += [(f"REBEL, default n_jobs, {VARIANTS[v]}",
-                  [(d, c, "rebel", v) for c in CONDITIONS]) for v in VARIANTS if v != "default"]
+                  [(d, c, "rebel", v) for c in CONDITIONS]) for v in VARIANTS
+                 if v != "default" and (d, "idle", "rebel", v) in times]
         for label, keys in rows:
             idle = _median(times, keys[0])
             cells = [_cell(_median(times, k), idle) for k in keys]
@@ -278,6 +279,9 @@ def main(argv=None) -> None:
     p.add_argument("--output", default="BENCHMARKS.md")
     p.add_argument("--results", help="JSON file for the raw fit times (written as they come)")
     p.add_argument("--render", action="store_true", help="only show --results, run nothing")
+    p.add_argument("--variants", nargs="*", default=[v for v in VARIANTS if v != "default"],
+                   choices=[v for v in VARIANTS if v != "default"],
+                   help="the other settings of REBEL's threads to time (tbb needs pip's tbb)")
     args = p.parse_args(argv)
     if args.worker:
         worker(*args.worker, args.quick)
