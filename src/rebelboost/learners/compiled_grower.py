@@ -61,10 +61,11 @@ _MAX_ROWS = 1 << 18  # rows of the trees grown here (above, the Python grower's 
 GATHER_BYTES = 1 << 19
 # A split's work (the smaller child's additions, the cells subtracted and scanned, times the
 # channels) from which its children are built and scanned in one region on every thread
-# (:func:`.vector_children.children_claimed`). On one thread each kernel below ran alone and
-# the threads stayed asleep (waking them costs ~100 us a region); claimed tiles pay from a
-# few thousand: chosen on suite sets and the synthetic stand-ins
-# (``benchmarks/children_threads.py``; BENCHMARKS.md, "Children on every thread").
+# (:func:`.vector_children.children_claimed`). Waking the sleeping threads costs ~100 us a
+# region, but the calling thread claims tiles meanwhile, so regions pay from a few thousand
+# units: 0.88x the fit's wall time on 44 sets against none on the threads, chosen among
+# 0-65,536 (``benchmarks/children_threads.py``; BENCHMARKS.md, "A split's children on every
+# thread").
 PARALLEL_CHILDREN_WORK = 1 << 13
 
 
@@ -225,7 +226,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     # also its missing bin), the tiles threads claim, and the per-feature bests (rows: the
     # root or the smaller child, the larger child)
     n_threads, least_work = together
-    together = n_threads > 1 and n_features > 1
+    threaded = n_threads > 1 and n_features > 1
     scanned = np.ones(n_features, dtype=np.int8)
     for j in range(n_features):
         scanned[j] += 1 if has_missing[features[j]] else 0
@@ -244,7 +245,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     if root_rows.shape[0] > 0 and _can_split(leaf, sums, losses, 0, min_weight, max_depth,
                                              n_features):
         n_rows = order.shape[0]
-        if (together and sparse.shape[0] == 0
+        if (threaded and sparse.shape[0] == 0
                 and (n_rows * n_features + n_cells) * n_channels >= least_work):
             child_scores[:] = np.inf
             children_claimed(bins, root_rows, order, features, tiles, store[0], store[0],
@@ -342,11 +343,11 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             # both children in one region on every thread where the work pays: the larger
             # child can be split, and the smaller one's histogram is built there too where
             # its bins are dense and its channels gathered whole
-            built = not (together and whole and sparse.shape[0] == 0)
+            built = not (threaded and whole and sparse.shape[0] == 0)
             work = n_cells * (1 + want_small + want_big) * n_channels
             if not built:
                 work += (s1 - s0) * n_features * n_channels
-            claimed = together and want_big and work >= least_work
+            claimed = threaded and want_big and work >= least_work
             if built or not claimed:
                 if whole:
                     _build(pool[slot], gathered, order, s0, s1, sums[small], bins, features,
