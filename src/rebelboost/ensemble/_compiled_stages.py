@@ -32,6 +32,7 @@ from ..learners.rebel_learners import VectorTreeFamily
 from ..losses.rebel import PARALLEL_CELLS, _weights_serial, pairwise_sum, scale_and_loss
 from ..search.histograms.dense import _task_starts, feature_tile, threads_pay
 from ..search.histograms.sparse import _column_sums
+from ..search.vector_children import scan_kinds
 from ..search.vector_leaf import leaf_vectors, root_priors
 from ..search.vector_scan import scan_tasks
 
@@ -91,7 +92,7 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
             tile, *sparse, grower.thresholds, gather_rows(n_channels),
             scan_tasks(numeric_cells, n_channels), float(opt.cat_l2),
             (categorical, numeric, *category_options(grower, categorical)),
-            children_together())
+            children_together(scan_kinds(grower.categorical, grower.has_missing), tile))
         chunks.append([a[:done] for a in arrays])
         n_done += done
         last = arrays[4][done - 1]

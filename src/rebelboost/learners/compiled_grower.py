@@ -222,20 +222,10 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     leaf[0, _START], leaf[0, _STOP], leaf[0, _DEPTH], leaf[0, _SIDE] = 0, order.shape[0], 0, 0
     losses[0] = leaf_loss(sums[0], prior, k)
     # the root, and a split's children, in one claimed region (2 threads or more): what each
-    # feature of ``features`` scans (0: nothing, a categorical one; 1: its value bins; 2:
-    # also its missing bin), the tiles threads claim, and the per-feature bests (rows: the
-    # root or the smaller child, the larger child)
-    n_threads, least_work = together
+    # feature scans, the tiles threads claim, and the per-feature bests (rows: the root or the
+    # smaller child, the larger child)
+    n_threads, least_work, scanned, tiles = together
     threaded = n_threads > 1 and n_features > 1
-    scanned = np.ones(n_features, dtype=np.int8)
-    for j in range(n_features):
-        scanned[j] += 1 if has_missing[features[j]] else 0
-    for f in categorical:
-        for j in range(n_features):
-            if features[j] == f:
-                scanned[j] = 0
-    step = max(1, min(tile, -(-n_features // (4 * n_threads))))
-    tiles = np.append(np.arange(0, n_features, step), n_features).astype(np.intp)
     counter = np.zeros(1, dtype=np.int64)
     child_scores = np.full((2, n_features), np.inf)
     child_bins = np.zeros((2, n_features), dtype=np.int32)
@@ -388,10 +378,15 @@ _NO_SPARSE = (np.empty(0, dtype=np.intp), np.empty((0, 0), dtype=np.int64),
               np.empty(0, dtype=np.uint32))
 
 
-def children_together() -> tuple[int, int]:
-    """:func:`grow_numeric`'s ``together``: numba's threads now and
-    :data:`PARALLEL_CHILDREN_WORK` (read at each call, so that tests can lower it)."""
-    return numba.get_num_threads(), PARALLEL_CHILDREN_WORK
+def children_together(scanned: np.ndarray, tile: int) -> tuple:
+    """:func:`grow_numeric`'s ``together`` for a tree's features: numba's threads now,
+    :data:`PARALLEL_CHILDREN_WORK` (read at each call, so that tests can lower it), what each
+    feature scans (:func:`.vector_children.scan_kinds`) and the tiles of at most ``tile``
+    features, four a thread, that the threads claim."""
+    n_threads, n_features = numba.get_num_threads(), len(scanned)
+    step = max(1, min(tile, -(-n_features // (4 * n_threads))))
+    tiles = np.append(np.arange(0, n_features, step), n_features).astype(np.intp)
+    return n_threads, PARALLEL_CHILDREN_WORK, np.ascontiguousarray(scanned), tiles
 
 
 def sparse_arrays(data) -> tuple:
@@ -532,6 +527,7 @@ def grow_tree(grower, rows, root) -> tuple:
         if grower._can_split(root):
             root_updates = root.n_rows * len(features)
             rows.histogram(root.rows, root.sums, features, store[0])
+    tile = feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels)
     (nodes, threshold, missing_left, leaf_sums, loss, leaf_of_row, gains, updates, searched,
      _, node_tables) = grow_laid_out(
         store, root_rows, root.sums, rows.channels, rows.row_weight, rows.amplify, rows.order,
@@ -539,10 +535,9 @@ def grow_tree(grower, rows, root) -> tuple:
         grower.offsets, grower.missing_bin, grower.layout.n_bins_total, grower.prior,
         float(opt.min_samples_leaf), opt.max_leaves,
         -1 if opt.max_depth is None else opt.max_depth,
-        _task_starts(len(features), numba.get_num_threads()),
-        feature_tile(n_cells / max(1, len(grower.n_value_bins)), n_channels), *sparse,
+        _task_starts(len(features), numba.get_num_threads()), tile, *sparse,
         grower.thresholds, data.n_samples, gather_rows(n_channels), grower.scan_tasks,
-        category_search(grower), children_together())
+        category_search(grower), children_together(grower._scanned, tile))
     feature, left, right, split_bin = nodes
     words = category_words(grower.binner, feature, threshold, node_tables)
     arrays = feature, threshold, missing_left, left, right, words

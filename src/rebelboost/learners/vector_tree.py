@@ -43,7 +43,7 @@ from ..search.category_split import best_category_split
 from ..search.histograms import big_histograms, subtract_histogram
 from ..search.histograms.dense import threads_pay
 from ..search.splits import is_better
-from ..search.vector_children import search_children
+from ..search.vector_children import scan_kinds, search_children
 from ..search.vector_leaf import leaf_loss, leaf_vectors, root_priors
 from ..search.vector_scan import best_vector_split, scan_tasks
 from . import compiled_grower
@@ -145,9 +145,7 @@ class VectorTreeGrower:
         self.features = self._sample_features()
         is_cat = self.categorical[self.features]
         self.numeric, self.categories = self.features[~is_cat], self.features[is_cat]
-        # what the one-pass children search scans per feature: 0 nothing (categorical), 1 the
-        # value bins, 2 also the missing bin
-        self._scanned = np.where(is_cat, 0, 1 + self.has_missing[self.features]).astype(np.int8)
+        self._scanned = scan_kinds(is_cat, self.has_missing[self.features])
         # a leaf's scan: in feature blocks on every thread where that pays
         self.scan_tasks = scan_tasks(int(np.sum(self.n_value_bins[self.numeric]))
                                      + len(self.numeric), self.hist_shape[1])

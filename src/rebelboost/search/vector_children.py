@@ -28,6 +28,13 @@ from .splits import pick_index
 from .vector_scan import scan_vector_feature
 
 
+def scan_kinds(is_categorical: np.ndarray, has_missing: np.ndarray) -> np.ndarray:
+    """What the children's search scans per feature (``scanned``): 0 nothing (a categorical
+    feature: built and subtracted only), 1 its value bins, 2 also its missing bin."""
+    return np.where(is_categorical, 0, 1 + np.asarray(has_missing, dtype=np.int8)).astype(
+        np.int8)
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _tile(bins, row_channels, rows, features, j0, j1, small, big, caps, offsets, width,
           scanned, prior, min_count, build, scan_small, scan_big, scores, split_bins,
