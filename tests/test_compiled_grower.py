@@ -47,6 +47,11 @@ CASES = [
     ({"n_jobs": 2}, {"children_work": 0}),
     ({"n_jobs": 2, "subsample": 0.7}, {"children_work": 0, "blocks": 3}),
     ({"n_jobs": 2}, {"children_work": 1 << 62}),
+    # the same over sparse bins: their entries' feature blocks claimed (the smaller child's
+    # entries added, its default bins filled, the larger child subtracted, both scanned)
+    ({"n_jobs": 2}, {"children_work": 0, "binary": True}),
+    ({"n_jobs": 2, "colsample_bytree": 0.6}, {"children_work": 0, "binary": True}),
+    ({"n_jobs": 2, "subsample": 0.7}, {"children_work": 0, "blocks": 3, "binary": True}),
     # category sets: few levels (one against the rest), many (the class and value orders,
     # capped), missing categories; light categories, rows outside a sample routed through
     # the sets, trees without a set node, and the category search on every thread
@@ -70,7 +75,7 @@ def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra)
         X, y = _categorical_data(seed, n, 2 + seed % 4, missing=seed % 2 == 1)
     else:
         X, y = _data(seed, n, 4 + 3 * seed, 2 + seed % 4, missing=seed % 2 == 1,
-                     binary=seed == 3)
+                     binary=seed == 3 or extra.get("binary", False))
     weight = None
     if extra.get("zero_weights"):
         weight = np.random.default_rng(seed).uniform(0.0, 2.0, n)

@@ -11,7 +11,14 @@ from rebelboost import RebelClassifier
 from rebelboost.ensemble import _compiled_stages
 from rebelboost.learners import compiled_grower, vector_tree
 from rebelboost.search.histograms.dense import add_rows
-from rebelboost.search.vector_children import children_claimed, search_children
+from rebelboost.search.histograms.leaf import _fill_defaults_serial
+from rebelboost.search.histograms.sparse import add_entries, row_totals, sparse_bins
+from rebelboost.search.vector_children import (
+    children_claimed,
+    search_children,
+    sparse_blocks,
+    sparse_children_claimed,
+)
 from rebelboost.search.vector_scan import best_vector_split
 
 
@@ -100,6 +107,59 @@ def test_claimed_tiles_subtract_and_scan_a_built_child(seed):
             assert (j, scores[side, j], split_bins[side, j], missing_left[side, j]) == want[side]
             assert scores[side].min() == scores[side, j]
 
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_claimed_sparse_blocks_give_the_serial_kernels_children(seed):
+    """Sparse bins (1-4 feature blocks, missing bins, a feature subset, both children or
+    the larger only): the claimed blocks' smaller child (entries added, default bins
+    filled), larger child (subtracted) and scans are those of the serial kernels, bit for
+    bit, on one thread and on two."""
+    rng = np.random.default_rng(seed)
+    n, d, k = int(rng.integers(30, 400)), int(rng.integers(2, 30)), int(rng.integers(2, 6))
+    caps = rng.integers(1, 40, size=d).astype(np.int32)  # value bins; code caps: missing
+    busy = rng.random((n, d)) < rng.uniform(0.05, 0.4)
+    bins = np.where(busy, rng.random((n, d)) * (caps + 1), 0).astype(np.uint8)
+    sparse = sparse_bins(bins, n_blocks=int(rng.integers(1, 5)))
+    assert sparse is not None
+    channels = np.ascontiguousarray(np.c_[rng.exponential(size=(n, 2 * k)) ** 3,
+                                          rng.integers(0, 3, size=n)], dtype=np.float64)
+    offsets = np.r_[0, np.cumsum(caps.astype(np.intp) + 1)]
+    caps_p = caps.astype(np.intp)
+    features = np.sort(rng.choice(d, size=int(rng.integers(1, d + 1)), replace=False))
+    scanned = (rng.integers(0, 3, size=len(features))).astype(np.int8)
+    prior = np.full(k, 0.1)
+
+    def histogram(rows):  # the serial kernels: entries added, default bins filled
+        hist = np.zeros((offsets[-1], 2 * k + 1))
+        add_entries(sparse, channels[rows], rows, hist, offsets, caps_p, parallel=False)
+        _fill_defaults_serial(hist, offsets, sparse.default_bin, row_totals(channels[rows]))
+        return hist
+
+    parent = histogram(np.arange(n))
+    rows = np.sort(rng.choice(n, size=int(rng.integers(1, n)), replace=False))
+    want_small = histogram(rows)
+    want_big = parent - want_small
+    blocks = sparse_blocks(sparse.edges, features)
+    tiles = np.r_[np.arange(0, len(features), 3), len(features)].astype(np.intp)
+    for scan_small in (True, False):
+        want = [np.full((2, len(features)), np.inf), np.zeros((2, len(features)), np.int32),
+                np.zeros((2, len(features)), bool)]
+        children_claimed(bins, channels[rows], rows, features, tiles, want_small.copy(),
+                         parent.copy(), caps, offsets, (), scanned, prior, 1.0, False,
+                         scan_small, True, *want, np.zeros(1, dtype=np.int64), 1)
+        for threads in (1, 2):
+            small, big = np.full_like(parent, np.nan), parent.copy()
+            got = [np.full((2, len(features)), np.inf), np.zeros((2, len(features)), np.int32),
+                   np.zeros((2, len(features)), bool)]
+            sparse_children_claimed(sparse.indptr, sparse.entries, sparse.default_bin,
+                                    channels[rows], rows, row_totals(channels[rows]), features,
+                                    blocks, small, big, caps_p, offsets, scanned, prior, 1.0,
+                                    scan_small, True, *got, np.zeros(1, dtype=np.int64), threads)
+            np.testing.assert_array_equal(small, want_small)
+            np.testing.assert_array_equal(big, want_big)
+            for a, b in zip(got, want, strict=True):
+                np.testing.assert_array_equal(a, b)
 
 CASES = [
     {},

@@ -92,7 +92,8 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
             tile, *sparse, grower.thresholds, gather_rows(n_channels),
             scan_tasks(numeric_cells, n_channels), float(opt.cat_l2),
             (categorical, numeric, *category_options(grower, categorical)),
-            children_together(scan_kinds(grower.categorical, grower.has_missing), tile))
+            children_together(scan_kinds(grower.categorical, grower.has_missing), tile, features,
+                              data))
         chunks.append([a[:done] for a in arrays])
         n_done += done
         last = arrays[4][done - 1]

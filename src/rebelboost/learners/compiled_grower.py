@@ -38,7 +38,7 @@ from ..search.histograms.sparse import (
     entry_share,
 )
 from ..search.splits import TIE_RTOL, pick_index
-from ..search.vector_children import children_claimed
+from ..search.vector_children import children_claimed, sparse_blocks, sparse_children_claimed
 from ..search.vector_leaf import leaf_loss
 from ..search.vector_scan import best_in_tasks
 from .category_sets import category_bitsets
@@ -184,12 +184,13 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     additions pay for threads (:func:`.dense.threads_pay`) runs on numba's threads (``starts``:
     the features' tasks; one task keeps it on the calling thread), and so does a leaf's scan in
     ``scan_tasks`` > 1 feature blocks (:func:`.vector_scan.scan_tasks`). ``together``
-    (:func:`children_together`): where there are threads, the root (its dense histogram built
-    here) and each split whose larger child can be split are searched in one region whose
-    threads claim tiles of features (:func:`.vector_children.children_claimed`), from that much
-    work: the smaller child's histogram built there where its bins are dense and its channels
-    gathered whole, the larger one's subtracted, both scanned. Every other kernel runs on the
-    calling thread. Returns ``(leaves, sums, losses, nodes, gains, updates, searched,
+    (:func:`children_together`): where there are threads, the root (its histogram built here)
+    and each split whose larger child can be split are searched in one region whose threads
+    claim tiles of features (:func:`.vector_children.children_claimed`; over sparse bins the
+    entries' feature blocks, :func:`.vector_children.sparse_children_claimed`), from that much
+    work: the smaller child's histogram built there where its channels are gathered whole,
+    the larger one's subtracted, both scanned. Every other kernel runs on the calling
+    thread. Returns ``(leaves, sums, losses, nodes, gains, updates, searched,
     n_buffers)``: ``leaves`` (L, 9) the int fields of every leaf made (the root, then each
     split's children, left and right), ``sums`` (L, C) and ``losses`` (L,) theirs, ``nodes`` the
     leaves split, in split order, with their loss reductions ``gains``; the histogram additions
@@ -224,8 +225,13 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     # the root, and a split's children, in one claimed region (2 threads or more): what each
     # feature scans, the tiles threads claim, and the per-feature bests (rows: the root or the
     # smaller child, the larger child)
-    n_threads, least_work, scanned, tiles = together
+    n_threads, least_work, scanned, tiles, blocks = together
     threaded = n_threads > 1 and n_features > 1
+    # sparse bins: a leaf's additions are its rows' entries (the claimed tiles are their
+    # feature blocks)
+    is_sparse = sparse.shape[0] > 0
+    entry_features = bins.shape[1] * entry_share(entries.shape[0], bins.shape[0],
+                                                 bins.shape[1]) if is_sparse else n_features
     counter = np.zeros(1, dtype=np.int64)
     child_scores = np.full((2, n_features), np.inf)
     child_bins = np.zeros((2, n_features), dtype=np.int32)
@@ -235,13 +241,19 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     if root_rows.shape[0] > 0 and _can_split(leaf, sums, losses, 0, min_weight, max_depth,
                                              n_features):
         n_rows = order.shape[0]
-        if (threaded and sparse.shape[0] == 0
-                and (n_rows * n_features + n_cells) * n_channels >= least_work):
+        if threaded and (n_rows * entry_features + n_cells) * n_channels >= least_work:
             child_scores[:] = np.inf
-            children_claimed(bins, root_rows, order, features, tiles, store[0], store[0],
-                             n_value_bins, offsets, (), scanned, prior, float(min_samples_leaf),
-                             True, True, False, child_scores, child_bins, child_missing,
-                             counter, n_threads)
+            if is_sparse:
+                sparse_children_claimed(indptr, entries, sparse, root_rows, order, root_sums,
+                                        features, blocks, store[0], store[0], caps, offsets,
+                                        scanned, prior, float(min_samples_leaf), True, False,
+                                        child_scores, child_bins, child_missing, counter,
+                                        n_threads)
+            else:
+                children_claimed(bins, root_rows, order, features, tiles, store[0], store[0],
+                                 n_value_bins, offsets, (), scanned, prior,
+                                 float(min_samples_leaf), True, True, False, child_scores,
+                                 child_bins, child_missing, counter, n_threads)
             found[0] = pick_index(child_scores[0])
         else:
             _build(store[0], root_rows, order, 0, n_rows, root_sums, bins, features,
@@ -332,11 +344,11 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             updates += (s1 - s0) * n_features
             # both children in one region on every thread where the work pays: the larger
             # child can be split, and the smaller one's histogram is built there too where
-            # its bins are dense and its channels gathered whole
-            built = not (threaded and whole and sparse.shape[0] == 0)
-            work = n_cells * (1 + want_small + want_big) * n_channels
+            # its channels are gathered whole
+            built = not (threaded and whole)
+            work = float(n_cells * (1 + want_small + want_big) * n_channels)
             if not built:
-                work += (s1 - s0) * n_features * n_channels
+                work += (s1 - s0) * entry_features * n_channels
             claimed = threaded and want_big and work >= least_work
             if built or not claimed:
                 if whole:
@@ -348,10 +360,18 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                                      offsets, starts, tile, sparse, indptr, entries)
             if claimed:
                 child_scores[:] = np.inf
-                children_claimed(bins, gathered, order[s0:s1], features, tiles, pool[slot],
-                                 pool[parent_slot], n_value_bins, offsets, (), scanned, prior,
-                                 float(min_samples_leaf), not built, want_small, True,
-                                 child_scores, child_bins, child_missing, counter, n_threads)
+                if is_sparse and not built:
+                    sparse_children_claimed(
+                        indptr, entries, sparse, gathered, order[s0:s1], sums[small],
+                        features, blocks, pool[slot], pool[parent_slot], caps, offsets,
+                        scanned, prior, float(min_samples_leaf), want_small, True,
+                        child_scores, child_bins, child_missing, counter, n_threads)
+                else:
+                    children_claimed(bins, gathered, order[s0:s1], features, tiles, pool[slot],
+                                     pool[parent_slot], n_value_bins, offsets, (), scanned,
+                                     prior, float(min_samples_leaf), not built, want_small,
+                                     True, child_scores, child_bins, child_missing, counter,
+                                     n_threads)
                 found[big], found_row[big] = pick_index(child_scores[1]), 1
                 if want_small:
                     found[small] = pick_index(child_scores[0])
@@ -378,15 +398,18 @@ _NO_SPARSE = (np.empty(0, dtype=np.intp), np.empty((0, 0), dtype=np.int64),
               np.empty(0, dtype=np.uint32))
 
 
-def children_together(scanned: np.ndarray, tile: int) -> tuple:
-    """:func:`grow_numeric`'s ``together`` for a tree's features: numba's threads now,
-    :data:`PARALLEL_CHILDREN_WORK` (read at each call, so that tests can lower it), what each
-    feature scans (:func:`.vector_children.scan_kinds`) and the tiles of at most ``tile``
-    features, four a thread, that the threads claim."""
+def children_together(scanned: np.ndarray, tile: int, features: np.ndarray, data) -> tuple:
+    """:func:`grow_numeric`'s ``together`` for a tree's ``features`` over binned ``data``:
+    numba's threads now, :data:`PARALLEL_CHILDREN_WORK` (read at each call, so that tests
+    can lower it), what each feature scans (:func:`.vector_children.scan_kinds`), the tiles
+    of at most ``tile`` features, four a thread, that the threads claim over dense bins, and
+    over sparse bins their entries' feature blocks (:func:`.vector_children.sparse_blocks`)."""
     n_threads, n_features = numba.get_num_threads(), len(scanned)
     step = max(1, min(tile, -(-n_features // (4 * n_threads))))
     tiles = np.append(np.arange(0, n_features, step), n_features).astype(np.intp)
-    return n_threads, PARALLEL_CHILDREN_WORK, np.ascontiguousarray(scanned), tiles
+    blocks = (np.empty((2, 0), dtype=np.intp) if data.sparse is None
+              else sparse_blocks(data.sparse.edges, features))
+    return n_threads, PARALLEL_CHILDREN_WORK, np.ascontiguousarray(scanned), tiles, blocks
 
 
 def sparse_arrays(data) -> tuple:
@@ -537,7 +560,7 @@ def grow_tree(grower, rows, root) -> tuple:
         -1 if opt.max_depth is None else opt.max_depth,
         _task_starts(len(features), numba.get_num_threads()), tile, *sparse,
         grower.thresholds, data.n_samples, gather_rows(n_channels), grower.scan_tasks,
-        category_search(grower), children_together(grower._scanned, tile))
+        category_search(grower), children_together(grower._scanned, tile, features, data))
     feature, left, right, split_bin = nodes
     words = category_words(grower.binner, feature, threshold, node_tables)
     arrays = feature, threshold, missing_left, left, right, words

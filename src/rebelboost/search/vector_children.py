@@ -24,6 +24,8 @@ import numpy as np
 
 from .histograms._intrinsics import fetch_add
 from .histograms.dense import _task, feature_tile, simd_width
+from .histograms.leaf import _fill_default
+from .histograms.sparse import _sparse_block
 from .splits import pick_index
 from .vector_scan import scan_vector_feature
 
@@ -45,15 +47,31 @@ def _tile(bins, row_channels, rows, features, j0, j1, small, big, caps, offsets,
     if build:
         _task(bins, row_channels, rows, 0, rows.shape[0], features, j0, j1, small, caps,
               offsets, j1 - j0, True, None, width)
+    if scan_big:
+        for j in range(j0, j1):
+            f = features[j]
+            _subtract_cells(big, small, offsets[f], offsets[f + 1])
+    _scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_count,
+               scan_small, scan_big, scores, split_bins, missing_left)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _subtract_cells(big, small, start, stop):
+    """``big[start:stop] -= small[start:stop]``, cell by cell (a slice would allocate)."""
+    for cell in range(start, stop):
+        for c in range(small.shape[1]):
+            big[cell, c] -= small[cell, c]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_count,
+               scan_small, scan_big, scores, split_bins, missing_left):
+    """The numeric features among ``j0:j1`` (``scanned[j]``) scanned in each child wanted
+    (row 0 of the bests: small, 1: big)."""
     n_channels = small.shape[1]
     most = 1
     for j in range(j0, j1):
-        f = features[j]
-        if scan_big:
-            for cell in range(offsets[f], offsets[f + 1]):
-                for c in range(n_channels):
-                    big[cell, c] -= small[cell, c]
-        most = max(most, np.intp(caps[f]))
+        most = max(most, np.intp(caps[features[j]]))
     work = np.empty((4 * n_channels + 3, most))
     candidates = np.empty(most, dtype=np.intp)
     sums = np.empty((3, n_channels))
@@ -93,6 +111,47 @@ def children_claimed(bins, row_channels, rows, features, tiles, small, big, caps
             _tile(bins, row_channels, rows, features, tiles[t], tiles[t + 1], small, big, caps,
                   offsets, width, scanned, prior, min_count, build, scan_small, scan_big,
                   scores, split_bins, missing_left)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def sparse_children_claimed(indptr, entries, default_bin, row_channels, rows, totals, features,
+                            blocks, small, big, caps, offsets, scanned, prior, min_count,
+                            scan_small, scan_big, scores, split_bins, missing_left, counter,
+                            n_threads):
+    """:func:`children_claimed` for sparse bins (:class:`.histograms.sparse.SparseBins`):
+    the tiles are the entries' feature blocks (``blocks[0]``: their first features and the
+    end; ``blocks[1]``: where each block's features start in ``features``). A block's cells
+    of the small child are cleared, its entries of ``rows`` added and its default bins set
+    from ``totals`` (the rows' channel sums), the big child's cells subtracted (every cell of
+    the block: ``scan_big``) and the features scanned: the cells, sums and scans of the
+    serial kernels (:func:`.histograms.sparse._sparse_serial`, the leaf histograms' default
+    fill), bit for bit."""
+    n_tiles = blocks.shape[1] - 1
+    n_channels = small.shape[1]
+    flat = row_channels.reshape(-1)
+    counter[0] = 0
+    for _ in numba.prange(n_threads):
+        while True:
+            b = fetch_add(counter, 1)
+            if b >= n_tiles:
+                break
+            f0, f1 = blocks[0, b], blocks[0, b + 1]
+            small[offsets[f0]:offsets[f1]] = 0.0
+            _sparse_block(indptr, entries, flat, n_channels, rows, 0, rows.shape[0], b, small,
+                          offsets, caps, ())
+            for f in range(f0, f1):
+                _fill_default(small, f, offsets, default_bin, totals)
+            if scan_big:
+                _subtract_cells(big, small, offsets[f0], offsets[f1])
+            _scan_tile(features, blocks[1, b], blocks[1, b + 1], small, big, caps, offsets,
+                       scanned, prior, min_count, scan_small, scan_big, scores, split_bins,
+                       missing_left)
+
+
+def sparse_blocks(edges: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """:func:`sparse_children_claimed`'s ``blocks`` for sparse bins cut at feature ``edges``
+    and a tree's (increasing) ``features``."""
+    return np.stack([edges, np.searchsorted(features, edges)]).astype(np.intp)
 
 
 @numba.njit(cache=True, nogil=True)

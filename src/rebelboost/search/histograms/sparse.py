@@ -45,6 +45,7 @@ class SparseBins(NamedTuple):
     indptr: np.ndarray  # (n_blocks, n_samples + 1) int64
     entries: np.ndarray  # (n_entries,) uint32: feature << 8 | bin
     max_bin: int  # the largest bin code among the entries (checked against each histogram)
+    edges: np.ndarray  # (n_blocks + 1,) intp: each block's first feature, then n_features
 
     @property
     def entry_feature(self) -> np.ndarray:
@@ -84,7 +85,8 @@ def sparse_bins(
     indptr = np.zeros((len(edges) - 1, n + 1), dtype=np.int64)
     entries = np.empty(int(off_default.sum()), dtype=np.uint32)
     _fill_entries(bins, default_bin, edges, indptr, entries)
-    return SparseBins(default_bin, indptr, entries, int((entries & 0xFF).max(initial=0)))
+    return SparseBins(default_bin, indptr, entries, int((entries & 0xFF).max(initial=0)),
+                      edges.astype(np.intp))
 
 
 @numba.njit(cache=True, nogil=True)
