@@ -5,7 +5,8 @@ Each version is a source tree (``git worktree add --detach /tmp/before REV``, th
 3-tree warm-up that compiles the kernels), on a set's seed-0 training split: the best fit
 CPU and wall times of 3, and a hash of the training set's ``predict_proba``, so a change
 meant to keep the models shows that it did. Versions alternate round by round; the table
-gives medians.
+gives medians, and the median (and range) of each round's wall-time ratio: the machine's
+load drifts between rounds, the ratio within a round less.
 
     python benchmarks/ab_fit_time.py analcatdata_happiness,vehicle,satimage /tmp/before/src src
 """
@@ -51,13 +52,15 @@ def main() -> None:
                                      capture_output=True, text=True).stdout.split()
                 runs[name][tag].append((float(out[0]), float(out[1]), out[2]))
     print("| set | CPU before (s) | CPU after (s) | after / before | wall after / before "
-          "| same model |")
-    print("|---|---|---|---|---|---|")
+          "| wall, each round's after / before: median (range) | same model |")
+    print("|---|---|---|---|---|---|---|")
     for name, got in runs.items():
         b, bw = np.median([t[:2] for t in got["before"]], axis=0)
         a, aw = np.median([t[:2] for t in got["after"]], axis=0)
+        ratios = [t[1] / u[1] for t, u in zip(got["after"], got["before"], strict=True)]
         same = {t[2] for t in got["before"]} == {t[2] for t in got["after"]}
-        print(f"| {name} | {b:.3f} | {a:.3f} | {a / b:.2f} | {aw / bw:.2f} | {same} |")
+        print(f"| {name} | {b:.3f} | {a:.3f} | {a / b:.2f} | {aw / bw:.2f} | "
+              f"{np.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}) | {same} |")
 
 
 if __name__ == "__main__":

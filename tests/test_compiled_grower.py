@@ -52,6 +52,7 @@ CASES = [
     ({"n_jobs": 2}, {"children_work": 0, "binary": True}),
     ({"n_jobs": 2, "colsample_bytree": 0.6}, {"children_work": 0, "binary": True}),
     ({"n_jobs": 2, "subsample": 0.7}, {"children_work": 0, "blocks": 3, "binary": True}),
+    ({"n_jobs": 2}, {"children_work": 0, "binary": True, "no_sparse_blocks": True}),
     # category sets: few levels (one against the rest), many (the class and value orders,
     # capped), missing categories; light categories, rows outside a sample routed through
     # the sets, trees without a set node, and the category search on every thread
@@ -104,6 +105,12 @@ def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra)
             if "children_work" in extra:
                 monkeypatch.setattr(compiled_grower, "PARALLEL_CHILDREN_WORK",
                                     extra["children_work"])
+            if extra.get("no_sparse_blocks"):  # (built on the calling thread, then claimed)
+                def without_blocks(*args, together=compiled_grower.children_together):
+                    *rest, blocks = together(*args)
+                    return (*rest, blocks[:, :0])
+
+                monkeypatch.setattr(compiled_grower, "children_together", without_blocks)
         else:
             monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
         model = RebelClassifier(15, random_state=seed, **params).fit(X, y, sample_weight=weight)

@@ -14,8 +14,9 @@ so this only takes effect if no OpenMP-using library (LightGBM, numba's pool) ha
 parallel region in this process yet. Threads that sleep at once take about 100 us to wake for
 each parallel region, so small kernels stay on one thread, and a split's children are searched
 in a region whose threads claim tiles as they come free (a late thread takes what is left:
-:func:`~rebelboost.search.vector_children.children_claimed`); where the user lets idle threads
-spin (:func:`threads_spin`: on a machine of their own), leaves' split scans from a few
+:func:`~rebelboost.search.vector_children.children_claimed`, and over sparse bins
+:func:`~rebelboost.search.vector_children.sparse_children_claimed`); where the user lets
+idle threads spin (:func:`threads_spin`: on a machine of their own), leaves' split scans from a few
 thousand cells run on every thread too (:func:`~rebelboost.search.vector_scan.scan_tasks`),
 and so they do under numba's TBB layer (:func:`threads_wake_quickly`).
 BLAS threads get no work beside numba kernels: :func:`numba_threads` limits BLAS to one thread

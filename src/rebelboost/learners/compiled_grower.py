@@ -228,8 +228,9 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     n_threads, least_work, scanned, tiles, blocks = together
     threaded = n_threads > 1 and n_features > 1
     # sparse bins: a leaf's additions are its rows' entries (the claimed tiles are their
-    # feature blocks)
+    # feature blocks; none given: built on the calling thread)
     is_sparse = sparse.shape[0] > 0
+    claims_all = not is_sparse or blocks.shape[1] > 1
     entry_features = bins.shape[1] * entry_share(entries.shape[0], bins.shape[0],
                                                  bins.shape[1]) if is_sparse else n_features
     counter = np.zeros(1, dtype=np.int64)
@@ -241,7 +242,8 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     if root_rows.shape[0] > 0 and _can_split(leaf, sums, losses, 0, min_weight, max_depth,
                                              n_features):
         n_rows = order.shape[0]
-        if threaded and (n_rows * entry_features + n_cells) * n_channels >= least_work:
+        if (threaded and claims_all
+                and (n_rows * entry_features + n_cells) * n_channels >= least_work):
             child_scores[:] = np.inf
             if is_sparse:
                 sparse_children_claimed(indptr, entries, sparse, root_rows, order, root_sums,
@@ -345,7 +347,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             # both children in one region on every thread where the work pays: the larger
             # child can be split, and the smaller one's histogram is built there too where
             # its channels are gathered whole
-            built = not (threaded and whole)
+            built = not (threaded and whole and claims_all)
             work = float(n_cells * (1 + want_small + want_big) * n_channels)
             if not built:
                 work += (s1 - s0) * entry_features * n_channels
