@@ -15,6 +15,8 @@ best splits are those of the separate kernels, bit for bit (``tests/test_vector_
 The threads claim the tiles one at a time (:func:`children_claimed`), so the compiled grower
 (:mod:`rebelboost.learners.compiled_grower`) runs every split of a few thousand rows this way
 too: the calling thread starts at once, and a thread that wakes late only takes what is left.
+Over sparse bins the tiles are the entries' feature blocks (:func:`sparse_children_claimed`):
+each block's entries added, its default bins filled, subtracted and scanned by one thread.
 """
 
 from __future__ import annotations
