@@ -234,6 +234,9 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     entry_features = bins.shape[1] * entry_share(entries.shape[0], bins.shape[0],
                                                  bins.shape[1]) if is_sparse else n_features
     counter = np.zeros(1, dtype=np.int64)
+    # the claimed kernels' flags, typed bool: a literal True or False types another signature
+    # of the kernels, compiled again (~10 s each)
+    yes, no = np.bool_(True), np.bool_(False)
     child_scores = np.full((2, n_features), np.inf)
     child_bins = np.zeros((2, n_features), dtype=np.int32)
     child_missing = np.zeros((2, n_features), dtype=np.bool_)
@@ -248,14 +251,14 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             if is_sparse:
                 sparse_children_claimed(indptr, entries, sparse, root_rows, order, root_sums,
                                         features, blocks, store[0], store[0], caps, offsets,
-                                        scanned, prior, float(min_samples_leaf), True, False,
+                                        scanned, prior, float(min_samples_leaf), yes, no,
                                         child_scores, child_bins, child_missing, counter,
                                         n_threads)
             else:
                 children_claimed(bins, root_rows, order, features, tiles, store[0], store[0],
-                                 n_value_bins, offsets, (), scanned, prior,
-                                 float(min_samples_leaf), True, True, False, child_scores,
-                                 child_bins, child_missing, counter, n_threads)
+                                 caps, offsets, (), scanned, prior, float(min_samples_leaf),
+                                 yes, yes, no, child_scores, child_bins, child_missing,
+                                 counter, n_threads)
             found[0] = pick_index(child_scores[0])
         else:
             _build(store[0], root_rows, order, 0, n_rows, root_sums, bins, features,
@@ -366,13 +369,13 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                     sparse_children_claimed(
                         indptr, entries, sparse, gathered, order[s0:s1], sums[small],
                         features, blocks, pool[slot], pool[parent_slot], caps, offsets,
-                        scanned, prior, float(min_samples_leaf), want_small, True,
+                        scanned, prior, float(min_samples_leaf), want_small, yes,
                         child_scores, child_bins, child_missing, counter, n_threads)
                 else:
                     children_claimed(bins, gathered, order[s0:s1], features, tiles, pool[slot],
-                                     pool[parent_slot], n_value_bins, offsets, (), scanned,
+                                     pool[parent_slot], caps, offsets, (), scanned,
                                      prior, float(min_samples_leaf), not built, want_small,
-                                     True, child_scores, child_bins, child_missing, counter,
+                                     yes, child_scores, child_bins, child_missing, counter,
                                      n_threads)
                 found[big], found_row[big] = pick_index(child_scores[1]), 1
                 if want_small:

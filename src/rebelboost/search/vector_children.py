@@ -65,7 +65,10 @@ def _subtract_cells(big, small, start, stop):
             big[cell, c] -= small[cell, c]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+# (called, not inlined by numba: inlined, its two scans made each claimed kernel's parallel
+# region compile for ~45 s; whole fits with the call stayed within noise: BENCHMARKS.md,
+# issue 27, stop 47)
+@numba.njit(cache=True, nogil=True)
 def _scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_count,
                scan_small, scan_big, scores, split_bins, missing_left):
     """The numeric features among ``j0:j1`` (``scanned[j]``) scanned in each child wanted
