@@ -235,7 +235,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                                                  bins.shape[1]) if is_sparse else n_features
     counter = np.zeros(1, dtype=np.int64)
     # the claimed kernels' flags, typed bool: a literal True or False types another signature
-    # of the kernels, compiled again (~10 s each)
+    # of the kernels, compiled again (8-19 s each on a fresh cache: BENCHMARKS.md, stop 47)
     yes, no = np.bool_(True), np.bool_(False)
     child_scores = np.full((2, n_features), np.inf)
     child_bins = np.zeros((2, n_features), dtype=np.int32)
