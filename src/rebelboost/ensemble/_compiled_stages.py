@@ -91,7 +91,8 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
             -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
             tile, *sparse, grower.thresholds, gather_rows(n_channels),
             scan_tasks(numeric_cells, n_channels), float(opt.cat_l2),
-            (categorical, numeric, *category_options(grower, categorical)),
+            (categorical, numeric, *category_options(grower, categorical))
+            if len(categorical) else None,
             children_together(scan_kinds(grower.categorical, grower.has_missing), tile, features,
                               data))
         chunks.append([a[:done] for a in arrays])
@@ -129,13 +130,12 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
     the row weights; ``scores`` and ``packed`` advance in place. ``categories``: the
     categorical and the numeric features and the category search's options
     (:func:`.compiled_grower.category_options`); each tree takes its category prior from its
-    root, with ``cat_l2`` more pseudo-rows."""
+    root, with ``cat_l2`` more pseudo-rows. None: no categorical feature, and no category
+    search compiled (:func:`.compiled_grower.grow_numeric`)."""
     n, k = scores.shape
     m = max_leaves - 1
-    (categorical, numeric, cat_smooth, min_per_category, max_left, max_onehot,
-     category_blocks) = categories
-    tables_out = np.zeros((n_iterations if categorical.shape[0] else 0, m, n_bins_total),
-                          dtype=np.bool_)
+    n_tables = 0 if categories is None else n_iterations
+    tables_out = np.zeros((n_tables, m, n_bins_total), dtype=np.bool_)
     channels = packed[:, :2 * k]
     nodes = np.empty((n_iterations, 4, m), dtype=np.int32)
     thresholds_out = np.empty((n_iterations, m))
@@ -159,11 +159,9 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
             store, packed, root_sums, channels, row_weight, None, order, scratch, bins,
             features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
             min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
-            thresholds, n, gather_rows, scan_tasks,
-            (categorical, numeric, category_prior, cat_smooth, min_per_category, max_left,
-             max_onehot, category_blocks), together)
+            thresholds, n, gather_rows, scan_tasks, category_prior, categories, together)
         nodes[it] = table
-        if categorical.shape[0]:
+        if categories is not None:
             tables_out[it] = node_tables
         thresholds_out[it] = threshold
         missing_out[it] = missing_left

@@ -172,7 +172,7 @@ def _can_split(leaf, sums, losses, j, min_weight, max_depth, n_features):
 def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, order, scratch,
                  bins, features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total,
                  prior, min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr,
-                 entries, gather_rows, scan_tasks, categories, together):
+                 entries, gather_rows, scan_tasks, category_prior, categories, together):
     """Grow one tree over the rows ``order`` (partitioned in place, as the row set does).
 
     ``store``: (S >= 1, n_cells, C) histogram buffers kept from tree to tree (fresh memory costs
@@ -198,17 +198,23 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     sends left where it splits a set of categories (``leaves[:, _SET]``).
 
     ``categories`` (:func:`category_search`): the tree's categorical features, scanned for
-    category-set splits as :meth:`.vector_tree.VectorTreeGrower._choose` does, and what
-    that search reads; the numeric features are the rest of ``features``."""
-    (categorical, numeric, category_prior, cat_smooth, min_per_category, max_left,
-     max_onehot, category_blocks) = categories
+    category-set splits with ``category_prior`` as :meth:`.vector_tree.VectorTreeGrower._choose`
+    does, and what that search reads; the numeric features are the rest of ``features``.
+    None: every feature is numeric, and numba prunes the category search from this compile
+    (its branches test the argument itself), the first fit's longest kernel (BENCHMARKS.md,
+    stop 48)."""
     k = prior.shape[0]
     n_channels = channels.shape[1] + 1
     n_cells = offsets[-1]
     n_features = features.shape[0]
     cap = 2 * max_leaves + 1
     leaf = np.full((cap, 10), -1, dtype=np.int64)
-    tables = np.zeros((cap if categorical.shape[0] else 0, n_bins_total), dtype=np.bool_)
+    if categories is None:
+        numeric, n_tables = features, 0
+    else:
+        numeric = categories[1]
+        n_tables = cap if categories[0].shape[0] else 0
+    tables = np.zeros((n_tables, n_bins_total), dtype=np.bool_)
     sums = np.zeros((cap, n_channels))
     losses = np.zeros(cap)
     nodes = np.empty(max_leaves, dtype=np.int64)
@@ -290,14 +296,19 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             if index >= 0 and score < best * (1.0 - TIE_RTOL):
                 leaf[j, _FEATURE], leaf[j, _BIN] = feature, split_bin
                 leaf[j, _MISSING], leaf[j, _SET], best = 1 if missing_left else 0, 0, score
-            if categorical.shape[0]:  # a set of categories, where better still
-                index, score, split_bin, missing_left = best_category_in_leaf(
-                    pool[slot], categorical, n_value_bins, has_missing, offsets,
-                    category_prior, float(min_samples_leaf), cat_smooth, min_per_category,
-                    max_left, max_onehot, missing_bin, best, category_blocks, tables[j])
-                if index >= 0 and score < best * (1.0 - TIE_RTOL):
-                    leaf[j, _FEATURE], leaf[j, _BIN] = categorical[index], split_bin
-                    leaf[j, _MISSING], leaf[j, _SET], best = 1 if missing_left else 0, 1, score
+            if categories is not None:  # a set of categories, where better still
+                (categorical, _, cat_smooth, min_per_category, max_left, max_onehot,
+                 category_blocks) = categories
+                if categorical.shape[0]:
+                    index, score, split_bin, missing_left = best_category_in_leaf(
+                        pool[slot], categorical, n_value_bins, has_missing, offsets,
+                        category_prior, float(min_samples_leaf), cat_smooth,
+                        min_per_category, max_left, max_onehot, missing_bin, best,
+                        category_blocks, tables[j])
+                    if index >= 0 and score < best * (1.0 - TIE_RTOL):
+                        leaf[j, _FEATURE], leaf[j, _BIN] = categorical[index], split_bin
+                        leaf[j, _MISSING], leaf[j, _SET] = 1 if missing_left else 0, 1
+                        best = score
             if best < losses[j]:
                 heapq.heappush(heap, (-(losses[j] - best), 0 if j == 0 else ticket, j))
                 ticket += 0 if j == 0 else 1
@@ -456,7 +467,7 @@ def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, or
                   bins, features, n_value_bins, has_missing, offsets, missing_bin,
                   n_bins_total, prior, min_samples_leaf, max_leaves, max_depth, starts, tile,
                   sparse, indptr, entries, thresholds, n_samples, gather_rows, scan_tasks,
-                  categories, together):
+                  category_prior, categories, together):
     """:func:`grow_numeric` and :func:`_lay_out` in one call (each array a call returns
     costs a microsecond or so): ``(nodes, threshold, missing_left, leaf sums, loss, leaf of
     every row, gains, updates, searched, n_buffers, set tables)``, ``nodes`` (4,
@@ -466,7 +477,7 @@ def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, or
         store, root_rows, root_sums, channels, row_weight, amplify, order, scratch, bins,
         features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
         min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
-        gather_rows, scan_tasks, categories, together)
+        gather_rows, scan_tasks, category_prior, categories, together)
     leaf_of_row = np.zeros(n_samples, dtype=np.intp)
     nodes, threshold, missing_left, ordered, loss, node_tables = _lay_out(
         leaves, sums, losses, split, has_missing, thresholds, order, leaf_of_row, max_leaves,
@@ -565,7 +576,8 @@ def grow_tree(grower, rows, root) -> tuple:
         -1 if opt.max_depth is None else opt.max_depth,
         _task_starts(len(features), numba.get_num_threads()), tile, *sparse,
         grower.thresholds, data.n_samples, gather_rows(n_channels), grower.scan_tasks,
-        category_search(grower), children_together(grower._scanned, tile, features, data))
+        grower.category_prior, category_search(grower),
+        children_together(grower._scanned, tile, features, data))
     feature, left, right, split_bin = nodes
     words = category_words(grower.binner, feature, threshold, node_tables)
     arrays = feature, threshold, missing_left, left, right, words
@@ -579,13 +591,15 @@ def grow_tree(grower, rows, root) -> tuple:
     return arrays, leaf_sums, loss, leaf_of_row, gains, root_updates + int(updates), int(searched)
 
 
-def category_search(grower) -> tuple:
-    """:func:`grow_numeric`'s ``categories`` for ``grower``'s tree (its features, prior and
-    category prior set, :meth:`.vector_tree.VectorTreeGrower.grow`): the categorical
-    features, the numeric ones, the category prior and :func:`category_options`."""
+def category_search(grower) -> tuple | None:
+    """:func:`grow_numeric`'s ``categories`` for ``grower``'s tree (its features set,
+    :meth:`.vector_tree.VectorTreeGrower.grow`): the categorical features, the numeric ones
+    and :func:`category_options`; None where the tree has no categorical feature."""
+    if len(grower.categories) == 0:
+        return None
     categorical = np.ascontiguousarray(grower.categories, dtype=np.intp)
     return (categorical, np.ascontiguousarray(grower.numeric, dtype=np.intp),
-            grower.category_prior, *category_options(grower, categorical))
+            *category_options(grower, categorical))
 
 
 def category_options(grower, categorical: np.ndarray) -> tuple:
