@@ -89,7 +89,7 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
             grower.layout.n_bins_total, float(opt.leaf_smoothing),
             float(opt.min_samples_leaf), opt.max_leaves,
             -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
-            tile, *sparse, grower.thresholds, gather_rows(n_channels),
+            tile, sparse, grower.thresholds, gather_rows(n_channels),
             scan_tasks(numeric_cells, n_channels), float(opt.cat_l2),
             (categorical, numeric, *category_options(grower, categorical))
             if len(categorical) else None,
@@ -120,7 +120,7 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
 def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, row_of, log_w,
            scores, packed, row_weight, store, bins, features, n_value_bins, has_missing,
            offsets, missing_bin, n_bins_total, smoothing, min_samples_leaf, max_leaves,
-           max_depth, starts, tile, sparse, indptr, entries, thresholds, gather_rows,
+           max_depth, starts, tile, sparse, thresholds, gather_rows,
            scan_tasks, cat_l2, categories, together):
     """The stages: per tree its nodes (4, max_leaves - 1) (feature, left, right, split bin),
     thresholds, missing sides, shrunk leaf values, loss after it, its splits' gains (in the
@@ -158,8 +158,8 @@ def _boost(n_iterations, stop_below, learning_rate, scale, log_plus, log_minus, 
          _, node_tables) = grow_laid_out(
             store, packed, root_sums, channels, row_weight, None, order, scratch, bins,
             features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
-            min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
-            thresholds, n, gather_rows, scan_tasks, category_prior, categories, together)
+            min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, thresholds, n,
+            gather_rows, scan_tasks, category_prior, categories, together)
         nodes[it] = table
         if categories is not None:
             tables_out[it] = node_tables

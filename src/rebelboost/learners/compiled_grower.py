@@ -75,26 +75,26 @@ def gather_rows(n_channels: int) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def _threads_pay(n_rows, bins, features, n_channels, starts, sparse, entries):
+def _threads_pay(n_rows, bins, features, n_channels, starts, sparse):
     """Whether a histogram of ``n_rows`` rows runs on numba's threads: its additions pay
     for them (:func:`~..search.histograms.dense.threads_pay`; sparse bins count their
     entries, as :attr:`.BinnedData.entry_fraction`) and ``starts`` deals the features to
     several tasks."""
     fraction = 1.0
-    if sparse.shape[0] > 0:
-        fraction = entry_share(entries.shape[0], bins.shape[0], bins.shape[1])
+    if sparse is not None:
+        fraction = entry_share(sparse[2].shape[0], bins.shape[0], bins.shape[1])
     return starts.shape[0] > 2 and threads_pay_compiled(n_rows, features.shape[0], n_channels,
                                                         fraction)
 
 
 @numba.njit(cache=True, nogil=True)
 def _add_block(hist, block, rows, bins, features, n_value_bins, caps, offsets, starts, tile,
-               sparse, indptr, entries, parallel, fresh):
+               sparse, parallel, fresh):
     """Adds ``rows`` (``block[i]`` row ``rows[i]``'s channels) to ``hist``; ``fresh``: the
     features' cells cleared first (sparse bins: the whole histogram, whose default bins the
     caller fills once every row is in)."""
     n_rows, n_channels = block.shape
-    if sparse.shape[0] == 0:
+    if sparse is None:
         if parallel:
             _add_rows_parallel(bins, block, rows, 0, n_rows, features, starts, hist,
                                n_value_bins, offsets, tile, fresh, None, ())
@@ -102,6 +102,7 @@ def _add_block(hist, block, rows, bins, features, n_value_bins, caps, offsets, s
             _add_rows_serial(bins, block, rows, 0, n_rows, features, starts, hist,
                              n_value_bins, offsets, tile, fresh, None, ())
         return
+    _, indptr, entries = sparse
     if fresh:
         hist[:] = 0.0
     if parallel:
@@ -115,48 +116,47 @@ def _add_block(hist, block, rows, bins, features, n_value_bins, caps, offsets, s
 @numba.njit(cache=True, nogil=True)
 def _fill_sparse_defaults(hist, sparse, offsets, sums, parallel):
     """Sparse bins: each feature's default bin is the rest of the leaf's ``sums``."""
-    if sparse.shape[0] == 0:
+    if sparse is None:
         return
     if parallel:
-        _fill_defaults(hist, offsets, sparse, sums)
+        _fill_defaults(hist, offsets, sparse[0], sums)
     else:
-        _fill_defaults_serial(hist, offsets, sparse, sums)
+        _fill_defaults_serial(hist, offsets, sparse[0], sums)
 
 
 @numba.njit(cache=True, nogil=True)
 def _build(hist, gathered, order, start, stop, sums, bins, features, n_value_bins, caps,
-           offsets, starts, tile, sparse, indptr, entries):
+           offsets, starts, tile, sparse):
     """A leaf's histogram into ``hist`` (:func:`~..search.histograms.leaf.
     build_leaf_histogram`) from its rows' channels ``gathered`` (row ``order[start + i]``'s
-    in ``gathered[i]``); ``caps``: ``n_value_bins`` as intp; ``sparse``: the sparse bins'
-    default bin per feature (empty: dense bins), with their ``indptr`` and ``entries``. Where
+    in ``gathered[i]``); ``caps``: ``n_value_bins`` as intp; ``sparse``
+    (:func:`sparse_arrays`): the sparse bins' default bin per feature, with their ``indptr``
+    and ``entries`` (None: dense bins, and numba compiles no sparse kernel in). Where
     :func:`_threads_pay`, the features' tasks run on numba's threads (each feature's cells
     add the same rows in the same order: the same histogram)."""
     rows = order[start:stop]
-    parallel = _threads_pay(stop - start, bins, features, gathered.shape[1], starts, sparse,
-                            entries)
+    parallel = _threads_pay(stop - start, bins, features, gathered.shape[1], starts, sparse)
     _add_block(hist, gathered, rows, bins, features, n_value_bins, caps, offsets, starts, tile,
-               sparse, indptr, entries, parallel, True)
+               sparse, parallel, True)
     _fill_sparse_defaults(hist, sparse, offsets, sums, parallel)
 
 
 @numba.njit(cache=True, nogil=True)
 def _build_in_blocks(hist, buffer, channels, amplify, row_weight, order, start, stop, sums,
-                     bins, features, n_value_bins, caps, offsets, starts, tile, sparse, indptr,
-                     entries):
+                     bins, features, n_value_bins, caps, offsets, starts, tile, sparse):
     """:func:`_build` for a leaf of more rows than ``buffer`` holds: its rows' channels are
     gathered a buffer at a time (each cell still adds its rows in row order: the same
     histogram as from one gathered copy of them all, which cost up to half the rows'
     channels in memory)."""
     rows = order[start:stop]
     n_rows, size = stop - start, buffer.shape[0]
-    parallel = _threads_pay(n_rows, bins, features, buffer.shape[1], starts, sparse, entries)
+    parallel = _threads_pay(n_rows, bins, features, buffer.shape[1], starts, sparse)
     for b0 in range(0, n_rows, size):
         b1 = min(n_rows, b0 + size)
         block = buffer[:b1 - b0]
         _gather_into(block, channels, rows[b0:b1], amplify, row_weight, 0, b1 - b0)
         _add_block(hist, block, rows[b0:b1], bins, features, n_value_bins, caps, offsets,
-                   starts, tile, sparse, indptr, entries, parallel, b0 == 0)
+                   starts, tile, sparse, parallel, b0 == 0)
     _fill_sparse_defaults(hist, sparse, offsets, sums, parallel)
 
 
@@ -171,8 +171,8 @@ def _can_split(leaf, sums, losses, j, min_weight, max_depth, n_features):
 @numba.njit(cache=True, nogil=True)
 def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, order, scratch,
                  bins, features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total,
-                 prior, min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr,
-                 entries, gather_rows, scan_tasks, category_prior, categories, together):
+                 prior, min_samples_leaf, max_leaves, max_depth, starts, tile, sparse,
+                 gather_rows, scan_tasks, category_prior, categories, together):
     """Grow one tree over the rows ``order`` (partitioned in place, as the row set does).
 
     ``store``: (S >= 1, n_cells, C) histogram buffers kept from tree to tree (fresh memory costs
@@ -235,10 +235,12 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     threaded = n_threads > 1 and n_features > 1
     # sparse bins: a leaf's additions are its rows' entries (the claimed tiles are their
     # feature blocks; none given: built on the calling thread)
-    is_sparse = sparse.shape[0] > 0
-    claims_all = not is_sparse or blocks.shape[1] > 1
-    entry_features = bins.shape[1] * entry_share(entries.shape[0], bins.shape[0],
-                                                 bins.shape[1]) if is_sparse else n_features
+    if sparse is None:
+        claims_all, entry_features = True, float(n_features)
+    else:
+        claims_all = blocks.shape[1] > 1
+        entry_features = bins.shape[1] * entry_share(sparse[2].shape[0], bins.shape[0],
+                                                     bins.shape[1])
     counter = np.zeros(1, dtype=np.int64)
     # the claimed kernels' flags, typed bool: a literal True or False types another signature
     # of the kernels, compiled again (8-19 s each on a fresh cache: BENCHMARKS.md, stop 47)
@@ -254,8 +256,10 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
         if (threaded and claims_all
                 and (n_rows * entry_features + n_cells) * n_channels >= least_work):
             child_scores[:] = np.inf
-            if is_sparse:
-                sparse_children_claimed(indptr, entries, sparse, root_rows, order, root_sums,
+            if sparse is not None:
+                default_bin, indptr, entries = sparse
+                sparse_children_claimed(indptr, entries, default_bin, root_rows, order,
+                                        root_sums,
                                         features, blocks, store[0], store[0], caps, offsets,
                                         scanned, prior, float(min_samples_leaf), yes, no,
                                         child_scores, child_bins, child_missing, counter,
@@ -268,7 +272,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             found[0] = pick_index(child_scores[0])
         else:
             _build(store[0], root_rows, order, 0, n_rows, root_sums, bins, features,
-                   n_value_bins, caps, offsets, starts, tile, sparse, indptr, entries)
+                   n_value_bins, caps, offsets, starts, tile, sparse)
         updates += n_rows * n_features
     heap = [(0.0, 0, 0)]
     heap.pop()
@@ -369,16 +373,17 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             if built or not claimed:
                 if whole:
                     _build(pool[slot], gathered, order, s0, s1, sums[small], bins, features,
-                           n_value_bins, caps, offsets, starts, tile, sparse, indptr, entries)
+                           n_value_bins, caps, offsets, starts, tile, sparse)
                 else:
                     _build_in_blocks(pool[slot], buffer, channels, amplify, row_weight, order,
                                      s0, s1, sums[small], bins, features, n_value_bins, caps,
-                                     offsets, starts, tile, sparse, indptr, entries)
+                                     offsets, starts, tile, sparse)
             if claimed:
                 child_scores[:] = np.inf
-                if is_sparse and not built:
+                if sparse is not None and not built:
+                    default_bin, indptr, entries = sparse
                     sparse_children_claimed(
-                        indptr, entries, sparse, gathered, order[s0:s1], sums[small],
+                        indptr, entries, default_bin, gathered, order[s0:s1], sums[small],
                         features, blocks, pool[slot], pool[parent_slot], caps, offsets,
                         scanned, prior, float(min_samples_leaf), want_small, yes,
                         child_scores, child_bins, child_missing, counter, n_threads)
@@ -410,8 +415,6 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
 
 
 _NO_ROWS = np.empty((0, 0))
-_NO_SPARSE = (np.empty(0, dtype=np.intp), np.empty((0, 0), dtype=np.int64),
-              np.empty(0, dtype=np.uint32))
 
 
 def children_together(scanned: np.ndarray, tile: int, features: np.ndarray, data) -> tuple:
@@ -428,11 +431,12 @@ def children_together(scanned: np.ndarray, tile: int, features: np.ndarray, data
     return n_threads, PARALLEL_CHILDREN_WORK, np.ascontiguousarray(scanned), tiles, blocks
 
 
-def sparse_arrays(data) -> tuple:
-    """The ``sparse, indptr, entries`` arguments of :func:`grow_numeric` for binned ``data``
-    (empty arrays: dense bins)."""
+def sparse_arrays(data) -> tuple | None:
+    """:func:`grow_numeric`'s ``sparse`` for binned ``data``: its sparse bins' default bin
+    per feature, ``indptr`` and ``entries``; None for dense bins (numba then prunes the
+    sparse kernels from the compile: BENCHMARKS.md, stop 48)."""
     if data.sparse is None:
-        return _NO_SPARSE
+        return None
     return (np.ascontiguousarray(data.sparse.default_bin, dtype=np.intp), data.sparse.indptr,
             data.sparse.entries)
 
@@ -466,7 +470,7 @@ def fits_in_call(grower, n_rows: int) -> bool:
 def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, order, scratch,
                   bins, features, n_value_bins, has_missing, offsets, missing_bin,
                   n_bins_total, prior, min_samples_leaf, max_leaves, max_depth, starts, tile,
-                  sparse, indptr, entries, thresholds, n_samples, gather_rows, scan_tasks,
+                  sparse, thresholds, n_samples, gather_rows, scan_tasks,
                   category_prior, categories, together):
     """:func:`grow_numeric` and :func:`_lay_out` in one call (each array a call returns
     costs a microsecond or so): ``(nodes, threshold, missing_left, leaf sums, loss, leaf of
@@ -476,8 +480,8 @@ def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, or
     leaves, sums, losses, split, gains, updates, searched, n_buffers, tables = grow_numeric(
         store, root_rows, root_sums, channels, row_weight, amplify, order, scratch, bins,
         features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
-        min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, indptr, entries,
-        gather_rows, scan_tasks, category_prior, categories, together)
+        min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, gather_rows,
+        scan_tasks, category_prior, categories, together)
     leaf_of_row = np.zeros(n_samples, dtype=np.intp)
     nodes, threshold, missing_left, ordered, loss, node_tables = _lay_out(
         leaves, sums, losses, split, has_missing, thresholds, order, leaf_of_row, max_leaves,
@@ -574,7 +578,7 @@ def grow_tree(grower, rows, root) -> tuple:
         grower.offsets, grower.missing_bin, grower.layout.n_bins_total, grower.prior,
         float(opt.min_samples_leaf), opt.max_leaves,
         -1 if opt.max_depth is None else opt.max_depth,
-        _task_starts(len(features), numba.get_num_threads()), tile, *sparse,
+        _task_starts(len(features), numba.get_num_threads()), tile, sparse,
         grower.thresholds, data.n_samples, gather_rows(n_channels), grower.scan_tasks,
         grower.category_prior, category_search(grower),
         children_together(grower._scanned, tile, features, data))
