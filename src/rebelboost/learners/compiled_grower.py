@@ -179,7 +179,9 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     a page fault a page), ``store[0]`` the root's histogram if it can be split: built here from
     ``root_rows`` (its rows' channels, gathered; its additions counted), or (no rows) by the
     caller on every thread; ``root_sums`` its sums; buffers beyond ``store`` are allocated as
-    needed (returned: how many the tree used at most). ``max_depth`` -1: none; ``gather_rows``:
+    needed (returned: how many the tree used at most). ``sparse`` (:func:`sparse_arrays`): the
+    sparse bins' arrays, None for dense bins (the sparse kernels, behind branches on the
+    argument itself, are then not compiled). ``max_depth`` -1: none; ``gather_rows``:
     rows of a child's channels gathered at a time (:func:`gather_rows`). A histogram whose
     additions pay for threads (:func:`.dense.threads_pay`) runs on numba's threads (``starts``:
     the features' tasks; one task keeps it on the calling thread), and so does a leaf's scan in
