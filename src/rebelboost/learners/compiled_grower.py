@@ -61,12 +61,15 @@ _MAX_ROWS = 1 << 18  # rows of the trees grown here (above, the Python grower's 
 GATHER_BYTES = 1 << 19
 # A split's work (the smaller child's additions, the cells subtracted and scanned, times the
 # channels) from which its children are built and scanned in one region on every thread
-# (:func:`.vector_children.children_claimed`). Waking the sleeping threads costs ~100 us a
-# region, but the calling thread claims tiles meanwhile, so regions pay from a few thousand
-# units: 0.88x the fit's wall time on 44 sets against none on the threads, chosen among
-# 0-65,536 (``benchmarks/children_threads.py``; BENCHMARKS.md, "A split's children on every
-# thread").
-PARALLEL_CHILDREN_WORK = 1 << 13
+# (:func:`.vector_children.children_claimed`). A region costs the threads' wake-up and the
+# claims' bookkeeping whatever its work, so small splits stay on the calling thread: chosen
+# among 8,192, 32,768 and 131,072 on 45 sets (the suite's 44 of stop 45 and connect4),
+# 0.93x the fit's wall time against none on the threads at 131,072, never above 1.18x;
+# 8,192 (stop 45's choice, 0.88x then) measured 1.08x at stop 48, 19 sets above 1.1x (the
+# cause not isolated: stops 46-47 changed the claimed kernels, and the serial fits ran
+# 1.2-1.4x faster than at stop 45) (``benchmarks/children_threads.py``; BENCHMARKS.md, "A
+# split's children on every thread" and stop 48).
+PARALLEL_CHILDREN_WORK = 1 << 17
 
 
 def gather_rows(n_channels: int) -> int:
