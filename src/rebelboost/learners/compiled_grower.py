@@ -63,7 +63,7 @@ GATHER_BYTES = 1 << 19
 # channels) from which its children are built and scanned in one region on every thread
 # (:func:`.vector_children.children_claimed`). A region costs the threads' wake-up and the
 # claims' bookkeeping whatever its work, so small splits stay on the calling thread: chosen
-# among 8,192, 32,768 and 131,072 on 45 sets (the suite's 44 of stop 45 and connect4),
+# among 8,192, 32,768 and 131,072 on 45 sets (43 of the suite's and two synthetic ones),
 # 0.93x the fit's wall time against none on the threads at 131,072, never above 1.18x;
 # 8,192 (stop 45's choice, 0.88x then) measured 1.08x at stop 48, 19 sets above 1.1x (the
 # cause not isolated: stops 46-47 changed the claimed kernels, and the serial fits ran
