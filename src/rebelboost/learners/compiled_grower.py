@@ -202,12 +202,12 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     made here and the leaves searched; ``tables`` (L, n_bins_total) the bins each leaf's split
     sends left where it splits a set of categories (``leaves[:, _SET]``).
 
-    ``categories`` (:func:`category_search`): the tree's categorical features, scanned for
-    category-set splits with ``category_prior`` as :meth:`.vector_tree.VectorTreeGrower._choose`
-    does, and what that search reads; the numeric features are the rest of ``features``.
-    None: every feature is numeric, and numba prunes the category search from this compile
-    (its branches test the argument itself), the first fit's longest kernel (BENCHMARKS.md,
-    stop 48)."""
+    ``categories`` (:func:`category_search`): the tree's categorical features (at least
+    one), scanned for category-set splits with ``category_prior`` as
+    :meth:`.vector_tree.VectorTreeGrower._choose` does, and what that search reads; the
+    numeric features are the rest of ``features``. None: every feature is numeric, and numba
+    prunes the category search from this compile (its branches test the argument itself),
+    the first fit's longest kernel (BENCHMARKS.md, stop 48)."""
     k = prior.shape[0]
     n_channels = channels.shape[1] + 1
     n_cells = offsets[-1]
@@ -217,8 +217,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     if categories is None:
         numeric, n_tables = features, 0
     else:
-        numeric = categories[1]
-        n_tables = cap if categories[0].shape[0] else 0
+        numeric, n_tables = categories[1], cap
     tables = np.zeros((n_tables, n_bins_total), dtype=np.bool_)
     sums = np.zeros((cap, n_channels))
     losses = np.zeros(cap)
@@ -308,16 +307,13 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             if categories is not None:  # a set of categories, where better still
                 (categorical, _, cat_smooth, min_per_category, max_left, max_onehot,
                  category_blocks) = categories
-                if categorical.shape[0]:
-                    index, score, split_bin, missing_left = best_category_in_leaf(
-                        pool[slot], categorical, n_value_bins, has_missing, offsets,
-                        category_prior, float(min_samples_leaf), cat_smooth,
-                        min_per_category, max_left, max_onehot, missing_bin, best,
-                        category_blocks, tables[j])
-                    if index >= 0 and score < best * (1.0 - TIE_RTOL):
-                        leaf[j, _FEATURE], leaf[j, _BIN] = categorical[index], split_bin
-                        leaf[j, _MISSING], leaf[j, _SET] = 1 if missing_left else 0, 1
-                        best = score
+                index, score, split_bin, missing_left = best_category_in_leaf(
+                    pool[slot], categorical, n_value_bins, has_missing, offsets,
+                    category_prior, float(min_samples_leaf), cat_smooth, min_per_category,
+                    max_left, max_onehot, missing_bin, best, category_blocks, tables[j])
+                if index >= 0 and score < best * (1.0 - TIE_RTOL):
+                    leaf[j, _FEATURE], leaf[j, _BIN] = categorical[index], split_bin
+                    leaf[j, _MISSING], leaf[j, _SET], best = 1 if missing_left else 0, 1, score
             if best < losses[j]:
                 heapq.heappush(heap, (-(losses[j] - best), 0 if j == 0 else ticket, j))
                 ticket += 0 if j == 0 else 1
