@@ -64,7 +64,8 @@ GATHER_BYTES = 1 << 19
 # (:func:`.vector_children.children_claimed`). A region costs the threads' wake-up and the
 # claims' bookkeeping whatever its work, so small splits stay on the calling thread: chosen
 # among 8,192, 32,768 and 131,072 on 45 sets (43 of the suite's and two synthetic ones),
-# 0.93x the fit's wall time against none on the threads at 131,072, never above 1.18x;
+# 0.93x the fit's wall time against none on the threads at 131,072, never above 1.18x
+# (the suite's other three, sleep, fars and mnist: 0.99x, 0.83x, 0.77x);
 # 8,192 (stop 45's choice, 0.88x then) measured 1.08x at stop 48, 19 sets above 1.1x (the
 # cause not isolated: stops 46-47 changed the claimed kernels, and the serial fits ran
 # 1.2-1.4x faster than at stop 45) (``benchmarks/children_threads.py``; BENCHMARKS.md, "A
