@@ -73,7 +73,7 @@ class DaskRebelClassifier(RebelClassifier):
     values are gathered from every partition first, so codes and bins are those of a local
     fit on all rows), and stops early on an ``eval_set`` (there is no validation split of
     the partitions): other settings raise ``NotImplementedError`` before any work is done. A
-    tree costs about one round trip to the workers per level of splits (one more where a
+    tree costs one round trip to the workers per level of splits (one more where a
     leaf's histogram is asked on its own), not one per split (``round_trips_``, per tree;
     :class:`~rebelboost.blocks.training.BlockRows`), each a
     direct call to every worker's actor (:data:`ROUNDS_ON_ACTORS`). While the

@@ -333,19 +333,24 @@ class VectorTreeGrower:
 
     @staticmethod
     def _expected(heap, budget: int) -> list[tuple]:
-        """The splits that may come next, best first: the waiting leaves not split yet and
-        the look-ahead's children that could be split, ``budget`` (splits left) at most.
-        (A waiting leaf ranked below the splits left never is split: those above it go
-        first.)"""
-        stack, found = [leaf for _, _, leaf in heap], []
+        """The splits that may come next, in the order they would come: the waiting leaves
+        not split yet and the look-ahead's children that could be split. A child waits for
+        its parent, so it ranks by the least gain on its path from the heap (the order in
+        which a max-heap takes a tree whose children enter as their parent leaves it). The
+        leaves split already (the look-ahead's) take splits too, and none ranked below the
+        ``budget`` (splits left) first ever is split: so only those ranked with them, ties
+        included. (Ranked by their own gains, a leaf's deep children could push out a
+        waiting leaf split next: one round trip more.)"""
+        stack, ranked = [(leaf, leaf.gain) for _, _, leaf in heap], []
         while stack:
-            leaf = stack.pop()
-            if leaf.children is None:
-                found.append(leaf)
-            else:
-                stack += [c for c in leaf.children if c.split is not None]
-        found.sort(key=lambda leaf: -leaf.gain)
-        return [(leaf.rows, *leaf.split[1:]) for leaf in found[:budget]]
+            leaf, rank = stack.pop()
+            ranked.append((rank, leaf))
+            if leaf.children is not None:
+                stack += [(c, min(rank, c.gain)) for c in leaf.children if c.split is not None]
+        ranked.sort(key=lambda entry: -entry[0])
+        last = ranked[min(budget, len(ranked)) - 1][0] if ranked and budget > 0 else np.inf
+        return [(leaf.rows, *leaf.split[1:]) for rank, leaf in ranked
+                if rank >= last and leaf.children is None]
 
     def _can_split(self, leaf: _Leaf) -> bool:
         opt = self.options
