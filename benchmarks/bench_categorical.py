@@ -10,7 +10,11 @@ one numeric column; and one of 10,000 levels on 100,000 rows). Methods, with the
 * ``rebel-codes``: the same columns as plain numbers (``categorical_features=None``);
 * ``rebel-onehot``: the nominal columns one-hot encoded;
 * ``lightgbm``, ``xgboost`` (``enable_categorical``), ``hist-gb`` (``categorical_features=
-  'from_dtype'``): their native modes on the pandas categories.
+  'from_dtype'``): their native modes on the pandas categories;
+* ``catboost``: ``cat_features`` on the same columns as strings (missing values as their own
+  level); each fit in a child process stopped after ``--catboost-limit`` seconds (its
+  defaults' 1,000 iterations can take minutes on a few hundred rows) and recorded as a
+  timeout.
 
 Stratified 75/25 splits per seed; test error, fit wall and CPU time. Results are appended to
 ``benchmarks/results/categorical.jsonl`` (resumable: finished (set, seed, method) are skipped);
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,7 +49,8 @@ FARS_NOMINAL = ("SEX", "PERSON_TYPE", "EJECTION", "EJECTION_PATH", "EXTRICATION"
                 "METHOD_OF_DRUG_DETERMINATION", "DRUG_TEST_TYPE", "DRUG_TEST_TYPE_(2_of_3)",
                 "DRUG_TEST_TYPE_(3_of_3)", "HISPANIC_ORIGIN", "TAKEN_TO_HOSPITAL")
 SETS = (*SUITE_SETS, "connect4", "fars", "synthetic300", "synthetic10000")
-METHODS = ("rebel-native", "rebel-codes", "rebel-onehot", "lightgbm", "xgboost", "hist-gb")
+METHODS = ("rebel-native", "rebel-codes", "rebel-onehot", "lightgbm", "xgboost", "hist-gb",
+           "catboost")
 
 
 def nominal_set(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -109,6 +115,11 @@ def make(method: str, seed: int):
 
         return xgb.XGBClassifier(tree_method="hist", enable_categorical=True, n_jobs=THREADS,
                                  random_state=seed)
+    if method == "catboost":
+        from catboost import CatBoostClassifier
+
+        return CatBoostClassifier(thread_count=THREADS, random_seed=seed, verbose=0,
+                                  allow_writing_files=False)
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     return HistGradientBoostingClassifier(categorical_features="from_dtype", random_state=seed)
@@ -121,6 +132,10 @@ def inputs(method: str, X_tr, X_te, nominal):
     if method == "rebel-codes":
         return X_tr, X_te
     train, test = frame(X_tr, nominal, cats), frame(X_te, nominal, cats)
+    if method == "catboost":  # (CatBoost reads categories as strings, NaN not among them)
+        strings = {c: lambda d, c=c: d[c].astype(object).fillna("missing").astype(str)
+                   for c, n in zip(train.columns, nominal) if n}
+        return train.assign(**strings), test.assign(**strings)
     if method == "rebel-onehot":
         return (pd.get_dummies(train, dtype=np.float32).to_numpy(np.float32),
                 pd.get_dummies(test, dtype=np.float32).to_numpy(np.float32))
@@ -141,9 +156,10 @@ def run_one(name: str, seed: int, method: str) -> dict:
     try:
         train, test = inputs(method, X_tr, X_te, nominal)
         est = make(method, seed)
+        fit = {"cat_features": list(np.flatnonzero(nominal))} if method == "catboost" else {}
         with threadpool_limits(THREADS):
             start, cpu = time.perf_counter(), time.process_time()
-            est.fit(train, codes)
+            est.fit(train, codes, **fit)
             record["fit_s"] = round(time.perf_counter() - start, 4)
             record["fit_cpu_s"] = round(time.process_time() - cpu, 4)
             pred = classes[np.asarray(est.predict(test)).reshape(-1).astype(np.int64)]
@@ -151,6 +167,19 @@ def run_one(name: str, seed: int, method: str) -> dict:
     except Exception as exc:  # a method that cannot run a set is recorded, not fatal
         record.update(status="failed", reason=f"{type(exc).__name__}: {exc}"[:300])
     return record
+
+
+def run_limited(name: str, seed: int, method: str, limit: float) -> dict:
+    """:func:`run_one` in a child process, recorded as a timeout past ``limit`` seconds."""
+    command = [sys.executable, __file__, "--one", f"{name},{seed},{method}"]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=limit,
+                             check=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+    except subprocess.TimeoutExpired:
+        X, y, nominal = nominal_set(name)
+        return {"set": name, "seed": seed, "method": method, "n": len(y), "d": X.shape[1],
+                "n_nominal": int(nominal.sum()), "status": "timeout", "limit_s": limit}
 
 
 def done(results: Path) -> set:
@@ -197,7 +226,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--report", action="store_true")
+    parser.add_argument("--catboost-limit", type=float, default=300.0,
+                        help="wall-clock seconds a CatBoost fit may take")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # 'set,seed,method': one fit, printed
     args = parser.parse_args()
+    if args.one:
+        name, seed, method = args.one.split(",")
+        print(json.dumps(run_one(name, int(seed), method)))
+        return
     if args.report:
         report(args.results)
         return
@@ -208,7 +244,8 @@ def main() -> None:
             for method in args.methods.split(","):
                 if (name, seed, method) in finished:
                     continue
-                record = run_one(name, seed, method)
+                record = (run_limited(name, seed, method, args.catboost_limit)
+                          if method == "catboost" else run_one(name, seed, method))
                 with open(args.results, "a") as f:
                     f.write(json.dumps(record) + "\n")
                 print(name, seed, method, record["status"], record.get("error"), flush=True)
