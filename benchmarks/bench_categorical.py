@@ -134,7 +134,7 @@ def inputs(method: str, X_tr, X_te, nominal):
     train, test = frame(X_tr, nominal, cats), frame(X_te, nominal, cats)
     if method == "catboost":  # (CatBoost reads categories as strings, NaN not among them)
         strings = {c: lambda d, c=c: d[c].astype(object).fillna("missing").astype(str)
-                   for c, n in zip(train.columns, nominal) if n}
+                   for c, n in zip(train.columns, nominal, strict=True) if n}
         return train.assign(**strings), test.assign(**strings)
     if method == "rebel-onehot":
         return (pd.get_dummies(train, dtype=np.float32).to_numpy(np.float32),
