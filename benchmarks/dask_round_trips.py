@@ -1,0 +1,65 @@
+"""Round trips per tree against the trees' split levels (issue 32): a tree needs at least one
+round trip per level (a level's splits wait for their parents' answers), and the look-ahead
+should need no more. Fits ``DaskRebelClassifier`` (20 trees, the defaults) on a 2-worker
+LocalCluster, each set in 4 partitions, and prints the round trips, the levels, the trees
+that took more trips than levels, and the bytes the client gathered (splits named ahead that
+the grower then does not take cost their histograms)::
+
+    REBELBOOST_DATA=../shared/data python benchmarks/dask_round_trips.py
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_suite import DATA, load  # noqa: E402
+
+SETS = (("letter", None), ("connect4", None), ("satimage", None), ("vehicle", None),
+        ("kddcup", 120_000))
+
+
+def split_levels(model) -> np.ndarray:
+    """Each tree's levels of splits."""
+    from rebelboost.tree_tables import tree_tables
+
+    tables = tree_tables(model.model_)
+    out = []
+    for t in range(len(model.model_.learners)):
+        depth, level = 0, [int(tables.root[t])] if tables.root[t] >= 0 else []
+        while level:
+            depth += 1
+            level = [c for n in level for c in (tables.left[t, n], tables.right[t, n])
+                     if c >= 0]
+        out.append(depth)
+    return np.array(out)
+
+
+def main() -> None:
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    from rebelboost.dask import DaskRebelClassifier
+
+    with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster):
+        for name, rows in SETS:
+            if name == "kddcup":  # (the first rows: the whole set takes minutes a fit)
+                with np.load(DATA / "kddcup.npz") as d:
+                    X, y = d["X"][:rows].astype(np.float64), d["y"][:rows]
+            else:
+                X, y = load(name)
+            chunk = len(y) // 4 + 1
+            model = DaskRebelClassifier(n_estimators=20, random_state=0).fit(
+                da.from_array(X, chunks=(chunk, X.shape[1])), da.from_array(y, chunks=chunk))
+            levels, trips = split_levels(model), np.asarray(model.round_trips_)
+            print(f"{name}: {len(y)} rows, round trips {trips.sum()}, split levels "
+                  f"{levels.sum()}, trees with more trips than levels {(trips > levels).sum()}"
+                  f" (at most {(trips - levels).max()} more), gathered "
+                  f"{model.gathered_bytes_ / 2**20:.1f} MiB", flush=True)
+
+
+if __name__ == "__main__":
+    main()
