@@ -324,20 +324,13 @@ def local(args) -> None:
 def levels(args) -> None:
     """Split levels of the local model's trees (the distributed fit's is the same model)."""
     from rebelboost import RebelClassifier
-    from rebelboost.tree_tables import tree_tables
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from dask_round_trips import split_levels
 
     X, y = _kddcup()
     model = RebelClassifier(n_estimators=args.trees, **PARAMS).fit(X, y)
-    tables = tree_tables(model.model_)
-    depths = []
-    for t in range(len(model.model_.learners)):
-        depth, level = 0, [int(tables.root[t])] if tables.root[t] >= 0 else []
-        while level:
-            depth += 1
-            level = [c for n in level for c in (tables.left[t, n], tables.right[t, n])
-                     if c >= 0]
-        depths.append(depth)
-    print("split levels per tree:", depths)
+    print("split levels per tree:", split_levels(model).tolist())
 
 
 class _Box:

@@ -326,3 +326,63 @@ def test_leaf_loss_of_weights_whose_product_underflows():
     # class 0: p = m: 2p; class 1: 2 sqrt(p m) up to the step's epsilon
     want = 2 * tiny + 2 * np.sqrt(3) * tiny
     assert np.isfinite(got) and abs(got - want) <= 1e-9 * want
+
+
+class _Waiting:
+    """A leaf as the grower's look-ahead sees it: its split's gain, and its children where
+    the rows are split already (None: not yet)."""
+
+    def __init__(self, rows: int, gain: float, children=None):
+        self.rows, self.gain, self.children = rows, gain, children
+        self.split = (None, rows, 0, False, None)  # (score, feature, bin, missing, set)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_look_ahead_names_every_leaf_the_budget_can_reach(seed):
+    """``VectorTreeGrower._expected`` (the splits a remote row set does in one round trip)
+    holds every leaf with known rows that a max-heap would split within the budget: the
+    heap's leaves take splits, and their children (split ahead by the workers) enter as
+    their parent leaves it. Children deeper than the heap are ranked with gains drawn at
+    random, often above their parents': ranked by their own gains they pushed a waiting
+    leaf out (one round trip more)."""
+    import heapq
+    import itertools
+
+    rng = np.random.default_rng(seed)
+    names = itertools.count()
+
+    def grown(depth):
+        leaf = _Waiting(next(names), float(rng.integers(1, 20)))
+        if depth < 3 and rng.random() < 0.6:  # split ahead: its children are known
+            leaf.children = [grown(depth + 1) for _ in range(2)]
+        return leaf
+
+    waiting = [grown(0) for _ in range(int(rng.integers(1, 6)))]
+    budget = int(rng.integers(1, 12))
+    heap = [(-leaf.gain, i, leaf) for i, leaf in enumerate(waiting)]
+    heapq.heapify(heap)
+    named = {rows for rows, *_ in VectorTreeGrower._expected(list(heap), budget)}
+    # the splits the grower takes, unknown children left out (they only take splits away)
+    reached, ticket = set(), len(heap)
+    for _ in range(budget):
+        if not heap:
+            break
+        _, _, leaf = heapq.heappop(heap)
+        if leaf.children is None:
+            reached.add(leaf.rows)
+            continue
+        for child in leaf.children:
+            heapq.heappush(heap, (-child.gain, ticket, child))
+            ticket += 1
+    assert reached <= named
+    assert all(rows not in named for rows in range(next(names))
+               if rows not in {leaf.rows for leaf in _unsplit(waiting)})
+
+
+def _unsplit(leaves):
+    """The leaves (and the children of those split ahead) whose rows are not split yet."""
+    for leaf in leaves:
+        if leaf.children is None:
+            yield leaf
+        else:
+            yield from _unsplit(leaf.children)

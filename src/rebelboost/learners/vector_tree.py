@@ -338,8 +338,8 @@ class VectorTreeGrower:
         its parent, so it ranks by the least gain on its path from the heap (the order in
         which a max-heap takes a tree whose children enter as their parent leaves it). The
         leaves split already (the look-ahead's) take splits too, and none ranked below the
-        ``budget`` (splits left) first ever is split: so only those ranked with them, ties
-        included. (Ranked by their own gains, a leaf's deep children could push out a
+        first ``budget`` (the splits left) ever is split: so only those ranked with them,
+        ties included. (Ranked by their own gains, a leaf's deep children could push out a
         waiting leaf split next: one round trip more.)"""
         stack, ranked = [(leaf, leaf.gain) for _, _, leaf in heap], []
         while stack:
