@@ -324,13 +324,11 @@ def local(args) -> None:
 def levels(args) -> None:
     """Split levels of the local model's trees (the distributed fit's is the same model)."""
     from rebelboost import RebelClassifier
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from dask_round_trips import split_levels
+    from rebelboost.tree_tables import tree_tables
 
     X, y = _kddcup()
     model = RebelClassifier(n_estimators=args.trees, **PARAMS).fit(X, y)
-    print("split levels per tree:", split_levels(model).tolist())
+    print("split levels per tree:", tree_tables(model.model_, need_cover=False).depths().tolist())
 
 
 class _Box:

@@ -22,27 +22,12 @@ SETS = (("letter", None), ("connect4", None), ("satimage", None), ("vehicle", No
         ("kddcup", 120_000))
 
 
-def split_levels(model) -> np.ndarray:
-    """Each tree's levels of splits."""
-    from rebelboost.tree_tables import tree_tables
-
-    tables = tree_tables(model.model_)
-    out = []
-    for t in range(len(model.model_.learners)):
-        depth, level = 0, [int(tables.root[t])] if tables.root[t] >= 0 else []
-        while level:
-            depth += 1
-            level = [c for n in level for c in (tables.left[t, n], tables.right[t, n])
-                     if c >= 0]
-        out.append(depth)
-    return np.array(out)
-
-
 def main() -> None:
     import dask.array as da
     from distributed import Client, LocalCluster
 
     from rebelboost.dask import DaskRebelClassifier
+    from rebelboost.tree_tables import tree_tables
 
     with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster):
         for name, rows in SETS:
@@ -54,7 +39,8 @@ def main() -> None:
             chunk = len(y) // 4 + 1
             model = DaskRebelClassifier(n_estimators=20, random_state=0).fit(
                 da.from_array(X, chunks=(chunk, X.shape[1])), da.from_array(y, chunks=chunk))
-            levels, trips = split_levels(model), np.asarray(model.round_trips_)
+            levels = tree_tables(model.model_, need_cover=False).depths()
+            trips = np.asarray(model.round_trips_)
             print(f"{name}: {len(y)} rows, round trips {trips.sum()}, split levels "
                   f"{levels.sum()}, trees with more trips than levels {(trips > levels).sum()}"
                   f" (at most {(trips - levels).max()} more), gathered "

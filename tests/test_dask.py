@@ -72,12 +72,7 @@ def test_same_model_as_a_local_fit_on_awkward_partitions(client, monkeypatch,
     from rebelboost.tree_tables import tree_tables
 
     tables = tree_tables(local.model_)
-    for t, trips in enumerate(dist.round_trips_):
-        depth, level = 0, [int(tables.root[t])] if tables.root[t] >= 0 else []
-        while level:  # the tree's levels of splits
-            depth += 1
-            level = [c for n in level for c in (tables.left[t, n], tables.right[t, n])
-                     if c >= 0]
+    for t, (trips, depth) in enumerate(zip(dist.round_trips_, tables.depths(), strict=True)):
         assert trips == depth and depth < (tables.feature[t] >= 0).sum()
     # lazy predictions, partition by partition, equal to the local model's
     labels = dist.predict(Xd)

@@ -47,7 +47,11 @@ class TreeTables:
 
     def depth(self) -> int:
         """The most splits on any root-to-leaf path."""
-        return int(_max_depth(self.left, self.right, self.root)) if self.n_trees else 0
+        return int(self.depths().max()) if self.n_trees else 0
+
+    def depths(self) -> np.ndarray:
+        """(T,) each tree's levels of splits: the most splits on its root-to-leaf paths."""
+        return _depths(self.left, self.right, self.root)
 
 
 def tree_tables(model: AdditiveModel, need_cover: bool = True) -> TreeTables:
@@ -152,9 +156,9 @@ def _node_cover(left, right, leaf_cover):
 
 
 @numba.njit(cache=True)
-def _max_depth(left, right, root):
+def _depths(left, right, root):
     n_trees, m = left.shape
-    deepest = 0
+    deepest = np.zeros(n_trees, np.int64)
     depth = np.zeros(max(m, 1), np.int64)
     for t in range(n_trees):
         if root[t] < 0:
@@ -164,7 +168,7 @@ def _max_depth(left, right, root):
         for node in range(m):  # parents before children
             if depth[node] == 0:
                 continue
-            deepest = max(deepest, depth[node])
+            deepest[t] = max(deepest[t], depth[node])
             for child in (left[t, node], right[t, node]):
                 if child >= 0:
                     depth[child] = depth[node] + 1
