@@ -151,8 +151,7 @@ def run_one(name: str, seed: int, method: str) -> dict:
     X = X.astype(np.float64)
     X_tr, X_te, y_tr, y_te = split(X, y, seed)
     classes, codes = np.unique(y_tr, return_inverse=True)
-    record = {"set": name, "seed": seed, "method": method, "n": len(y), "d": X.shape[1],
-              "n_nominal": int(nominal.sum())}
+    record = _header(name, seed, method, X, y, nominal)
     try:
         train, test = inputs(method, X_tr, X_te, nominal)
         est = make(method, seed)
@@ -177,9 +176,14 @@ def run_limited(name: str, seed: int, method: str, limit: float) -> dict:
                              check=True).stdout
         return json.loads(out.strip().splitlines()[-1])
     except subprocess.TimeoutExpired:
-        X, y, nominal = nominal_set(name)
-        return {"set": name, "seed": seed, "method": method, "n": len(y), "d": X.shape[1],
-                "n_nominal": int(nominal.sum()), "status": "timeout", "limit_s": limit}
+        return {**_header(name, seed, method, *nominal_set(name)), "status": "timeout",
+                "limit_s": limit}
+
+
+def _header(name: str, seed: int, method: str, X, y, nominal) -> dict:
+    """The fields every record of a fit starts with."""
+    return {"set": name, "seed": seed, "method": method, "n": len(y), "d": X.shape[1],
+            "n_nominal": int(nominal.sum())}
 
 
 def done(results: Path) -> set:
