@@ -16,7 +16,7 @@ from rebelboost import RebelClassifier, load_model
 from rebelboost.binning import BinLayout, Binner
 from rebelboost.categorical import CategoricalColumns
 from rebelboost.search.category_split import (
-    _order_by_step,
+    _order_by_principal_axis,
     _scratch,
     _weigh,
     best_category_split,
@@ -163,8 +163,11 @@ def _brute_force(hist_f, n_bins, prior, min_count):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_category_search_comes_close_to_every_subset(seed):
-    """The 2K orders' prefixes against all subsets of six categories: never better (they
-    are subsets), within 5% of the best loss, and the best itself on most draws."""
+    """The principal order's and the values' prefixes against all subsets of six
+    categories: never better (they are subsets), within 10% of the best loss, and the best
+    itself on half the draws at least. (One order finds the best subset less often than the
+    K class orders did: on 200 such draws 132 against 181, at most 1.155x its loss against
+    1.047x; it erred less on the categorical benchmark's sets, BENCHMARKS.md, stop 50.)"""
     rng = np.random.default_rng(seed)
     k = 2 + seed % 3
     n_bins = 6
@@ -174,7 +177,7 @@ def test_category_search_comes_close_to_every_subset(seed):
     prior = np.full(k, 0.01)
     score, *_ = scan_category_feature(hist, n_bins, True, n_bins, prior, 0.0, 0.0, 0.0, 32, 0)
     exhaustive = _brute_force(hist, n_bins, prior, 0.0)
-    assert exhaustive * (1 - 1e-12) <= score <= exhaustive * 1.05
+    assert exhaustive * (1 - 1e-12) <= score <= exhaustive * 1.10
     FOUND_BEST.append(score <= exhaustive * (1 + 1e-12))
 
 
@@ -207,23 +210,16 @@ def test_category_search_is_never_worse_than_thresholds_on_the_values():
 
 
 def _every_order_scanned(hist, n_bins, has_missing, prior, min_count, smooth, mpc, max_left):
-    """The best loss over every prefix of every order the search reads (each class's
-    smoothed-step order from either end, light categories on the right; the values' order),
-    each order scanned by itself."""
+    """The best loss over every prefix of every order the search reads (the principal order
+    from either end, light categories on the right; the values' order), each order scanned by
+    itself."""
     k = len(prior)
     count = hist[:n_bins, -1]
-    heavy = np.flatnonzero(count >= mpc)
     light = np.flatnonzero((count > 0) & (count < mpc))
     held = np.flatnonzero(count > 0)
     missing = hist[n_bins] if has_missing else np.zeros(hist.shape[1])
-    total_w, total_n = hist[:n_bins, :2 * k].reshape(n_bins, 2, k).sum(axis=(0, 1)), count.sum()
-    s = np.maximum(smooth * total_w / (2.0 * total_n) if total_n > 0 else 0.0, 1e-300)
-    readings = []
-    for c in range(k):
-        steps = np.log(hist[heavy, k + c] + s[c]) - np.log(hist[heavy, c] + s[c])
-        order = heavy[np.argsort(steps, kind="mergesort")]
-        readings += [(order, light), (order[::-1], light)]
-    readings += [(held, held[:0]), (held[::-1], held[:0])]
+    order = _principal_order(hist, n_bins, smooth, mpc)
+    readings = [(order, light), (order[::-1], light), (held, held[:0]), (held[::-1], held[:0])]
     best = np.inf
     for order, rest in readings:
         everything = hist[np.concatenate([order, rest]).astype(int)].sum(axis=0)
@@ -238,12 +234,22 @@ def _every_order_scanned(hist, n_bins, has_missing, prior, min_count, smooth, mp
     return best
 
 
+def _principal_order(hist, n_bins, smooth, mpc):
+    """The search's own principal order of the heavy categories (``_order_by_principal_axis``)."""
+    k = (hist.shape[1] - 1) // 2
+    scratch = _scratch(max(n_bins, 1), 2 * k + 1)
+    n_heavy, _ = _weigh(hist, n_bins, mpc, scratch.heavy, scratch.light)
+    _order_by_principal_axis(hist, n_bins, smooth, scratch.heavy, n_heavy, scratch)
+    return scratch.order[:n_heavy].copy()
+
+
 def test_the_category_search_scans_every_order_it_reads():
     """The search's best equals the best over every order scanned one by one: skipping an
-    order read before (the classes often order categories alike, or in reverse) loses
-    none. Integer weights make such repeats common."""
+    order read before (the principal order often is the values' order, or its reverse) loses
+    none. Integer weights make such repeats common; over these 2,000 draws, matching repeats
+    on their first bin only fails."""
     repeated = 0
-    for seed in range(200):
+    for seed in range(2000):
         rng = np.random.default_rng(seed)
         k = 2 + seed % 3
         n_bins = int(rng.integers(2, 9))
@@ -263,46 +269,57 @@ def test_the_category_search_scans_every_order_it_reads():
         reference = _every_order_scanned(hist, n_bins, has_missing, prior, min_count, smooth,
                                          mpc, max_left)
         assert score == pytest.approx(reference, rel=1e-12) or score == reference == np.inf
-        scratch = _scratch(n_bins, 2 * k + 1)
-        n_heavy, _ = _weigh(hist, n_bins, mpc, scratch.heavy, scratch.light)
-        orders = set()
-        for c in range(k):
-            _order_by_step(hist, n_bins, c, smooth, scratch.heavy, n_heavy, scratch.stat,
-                           scratch.order)
-            orders |= {tuple(scratch.order[:n_heavy]), tuple(scratch.order[:n_heavy][::-1])}
-        repeated += len(orders) < 2 * k
-    assert repeated >= 60  # (the draws do repeat orders)
+        order = tuple(_principal_order(hist, n_bins, smooth, mpc))
+        held = tuple(np.flatnonzero(hist[:n_bins, -1] > 0))
+        repeated += order in (held, held[::-1])
+    assert repeated >= 150  # (the draws do repeat orders)
 
 
-@pytest.mark.parametrize("levels", [1, 2, 5, 32, 33, 70])
-def test_a_class_order_is_the_stable_sort_of_its_steps(levels):
-    """The in-place sort of few categories (and numpy's above) gives the stable order of the
-    smoothed class steps, ties in bin order: the order a category split is read back in."""
-    for seed in range(30):
+@pytest.mark.parametrize("levels", [2, 5, 32, 33, 70])
+def test_the_principal_order_sorts_by_the_first_principal_axis(levels):
+    """The categories' order is that of their smoothed class-step vectors projected on the
+    first principal axis of those vectors, each weighted by its weight (numpy's eigh of the
+    weighted scatter), its sign making its largest entry positive; equal categories keep
+    their bin order (the in-place sort of few, numpy's stable sort of more)."""
+    checked = 0
+    for seed in range(40):
         rng = np.random.default_rng(seed)
-        k = 3
+        k = 2 + seed % 4
         hist = np.zeros((levels + 1, 2 * k + 1))
-        hist[:, :2 * k] = rng.integers(0, 4, (levels + 1, 2 * k))  # (equal steps: ties)
-        hist[:, -1] = rng.integers(0, 8, levels + 1)
+        hist[:, :2 * k] = rng.gamma(0.5, 1.0, (levels + 1, 2 * k))
+        hist[:, -1] = rng.integers(1, 30, levels + 1)
+        hist[0, -1] = 10.0
+        hist[levels - 1] = hist[0]  # two equal heavy categories: a tie
         scratch = _scratch(levels, 2 * k + 1)
         n_heavy, _ = _weigh(hist, levels, 3.0, scratch.heavy, scratch.light)
         heavy = scratch.heavy[:n_heavy].copy()
-        for c in range(k):
-            _order_by_step(hist, levels, c, 5.0, scratch.heavy, n_heavy, scratch.stat,
-                           scratch.order)
-            total_w = hist[:levels, c].sum() + hist[:levels, k + c].sum()
-            total_n = hist[:levels, -1].sum()
-            s = max(5.0 * total_w / (2.0 * total_n) if total_n > 0 else 0.0, 1e-300)
-            steps = np.log(hist[heavy, k + c] + s) - np.log(hist[heavy, c] + s)
-            assert_array_equal(scratch.order[:n_heavy],
-                               heavy[np.argsort(steps, kind="mergesort")])
+        _order_by_principal_axis(hist, levels, 5.0, scratch.heavy, n_heavy, scratch)
+        total_w = hist[:levels, :k].sum(axis=0) + hist[:levels, k:2 * k].sum(axis=0)
+        s = np.maximum(5.0 * total_w / (2.0 * hist[:levels, -1].sum()), 1e-300)
+        steps = np.log(hist[heavy, k:2 * k] + s) - np.log(hist[heavy, :k] + s)
+        w = hist[heavy, -1]
+        steps -= w @ steps / w.sum()
+        values, vectors = np.linalg.eigh((steps * w[:, None]).T @ steps)
+        if values[-2] > 0.8 * values[-1]:
+            continue  # (a close second axis: the power iteration may stop short)
+        axis = vectors[:, -1] * np.sign(vectors[np.argmax(np.abs(vectors[:, -1])), -1])
+        along = steps @ axis
+        sorted_along = np.sort(along)
+        gaps = np.diff(sorted_along)
+        if np.any((gaps > 0) & (gaps < 1e-9 * np.abs(sorted_along).max())):
+            continue  # (two categories whose order rounding could swap)
+        assert_array_equal(scratch.order[:n_heavy], heavy[np.argsort(along, kind="mergesort")])
+        order = list(scratch.order[:n_heavy])
+        assert order.index(0) < order.index(levels - 1)
+        checked += 1
+    assert checked >= 20
 
 
 FOUND_BEST: list[bool] = []
 
 
 def test_the_category_search_found_the_best_set_on_most_draws():
-    assert len(FOUND_BEST) == 20 and sum(FOUND_BEST) >= 14, FOUND_BEST
+    assert len(FOUND_BEST) == 20 and sum(FOUND_BEST) >= 10, FOUND_BEST
 
 
 @pytest.mark.parametrize("n_bins", [2, 3, 9])

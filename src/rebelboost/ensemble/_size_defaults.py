@@ -28,7 +28,7 @@ LARGE_DATA_ROWS = 10_000
 #: thresholds). The larger sets were not measured, so they keep 255.
 MID_DATA_BINS = 127
 
-#: Sample weight from which a category of a categorical column is placed in the class orders
+#: Sample weight from which a category of a categorical column is placed in the orders
 #: of a category-set split (lighter ones stay together on one side): LightGBM's
 #: ``min_data_per_group`` scaled to small data, and never above a leaf's own minimum, so the
 #: small-data shape (leaves of any size) splits off a category of one row as it would a leaf

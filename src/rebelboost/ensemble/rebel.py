@@ -137,7 +137,8 @@ default='from_dtype'
         sorted training values. A missing value or a category unseen in training goes where
         the split sends missing values. Up to ``max_bins`` categories each get a bin; beyond
         that, categories of alike class mixes share one. Splits send a set of categories
-        left: prefixes of each class's order of the categories and of the values' own order.
+        left: prefixes of the categories' order along the first principal axis of their
+        class steps, and of the values' own order.
     max_bins : int or None, default=None
         Value bins per feature for the split search (plus one bin for missing values). None:
         127 for 'vector_tree' on at most 10,000 training rows (there a leaf's split scan is
