@@ -3,12 +3,14 @@
 Times one fit per set (after a warm-up fit of the same rows, so numba compiles outside the
 timing) with the source tree given, on seed 0's split of ``bench_categorical``. Run it for the
 two trees in alternation and compare the same set's times, e.g. before and after a change to
-the category search (``--lightgbm``: LightGBM's fit of the same inputs too, printed after
-each set's)::
+the category search::
 
     git worktree add /tmp/before <commit>
     for i in 1 2; do for tree in /tmp/before .; do
         python benchmarks/categorical_ab.py $tree allbp allhypo dermatology splice; done; done
+
+The peers are timed by ``categorical_fit_times.py``, each library in its own process: after
+rebelboost's import their OpenMP threads would wait as rebelboost sets them to (stop 50).
 """
 
 from __future__ import annotations
@@ -21,8 +23,7 @@ import numpy as np
 
 
 def main() -> None:
-    flags = [a for a in sys.argv[2:] if a.startswith("--")]
-    tree, sets = Path(sys.argv[1]).resolve(), [a for a in sys.argv[2:] if a not in flags]
+    tree, sets = Path(sys.argv[1]).resolve(), sys.argv[2:]
     sys.path.insert(0, str(tree / "src"))
     sys.path.insert(0, str(Path(__file__).parent))
     import rebelboost
@@ -36,16 +37,14 @@ def main() -> None:
         X_tr, X_te, y_tr, y_te = split(X.astype(np.float64), y, 0)
         classes, codes = np.unique(y_tr, return_inverse=True)
         train, test = inputs("rebel-native", X_tr, X_te, nominal)
-        for method in ("rebel-native", *(["lightgbm"] if "--lightgbm" in flags else [])):
-            make(method, 0).fit(train, codes)
-            start, wall = time.process_time(), time.perf_counter()
-            est = make(method, 0).fit(train, codes)
-            cpu, wall = time.process_time() - start, time.perf_counter() - wall
-            error = np.mean(classes[np.asarray(est.predict(test)).reshape(-1).astype(np.int64)]
-                            != y_te)
-            label = tree.name or tree if method == "rebel-native" else method
-            print(f"{label} {name} fit_cpu_s={cpu:.3f} fit_wall_s={wall:.3f} "
-                  f"error={error:.4f}", flush=True)
+        make("rebel-native", 0).fit(train, codes)
+        start, wall = time.process_time(), time.perf_counter()
+        est = make("rebel-native", 0).fit(train, codes)
+        cpu, wall = time.process_time() - start, time.perf_counter() - wall
+        error = np.mean(classes[np.asarray(est.predict(test)).reshape(-1).astype(np.int64)]
+                        != y_te)
+        print(f"{tree.name or tree} {name} fit_cpu_s={cpu:.3f} fit_wall_s={wall:.3f} "
+              f"error={error:.4f}", flush=True)
 
 
 if __name__ == "__main__":
