@@ -9,8 +9,10 @@ fit with 2 threads, timed (after a warm-up fit on a small slice in the same proc
 compilation, thread start-up), under a limit of CPU time (``--limit``, 120 s, the warm-up
 included, or 5x that in wall-clock time; a fit past it is killed and recorded as a timeout, and
 the method's other seeds on that set are recorded as timeouts without being tried). Fit time
-is wall-clock and CPU time (all threads); idle OpenMP threads sleep
-(``OMP_WAIT_POLICY=PASSIVE``) since the machine is shared.
+is wall-clock and CPU time (all threads); idle OpenMP threads spin about 10 us, then sleep
+(``GOMP_SPINCOUNT=1000``, rebelboost's own setting; runs up to stop 49 had every library's
+threads sleep at once, ``OMP_WAIT_POLICY=PASSIVE``, which slowed the peers' short parallel
+regions several times on small sets).
 
 Resumable: every finished fit appends one JSON line to ``--results``; a rerun skips what is
 there. The workers run one set at a time in a child process, which the parent kills and
@@ -398,8 +400,10 @@ def _overran(pid: int, start: tuple[float, float], limit: float) -> bool:
 
 def _child_env() -> dict:
     env = dict(os.environ)
-    # the machine is shared: idle OpenMP threads sleep instead of spinning on a busy core
-    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # every library's OpenMP threads wait as after rebelboost's import, whichever loads
+    # libgomp first (up to stop 49: OMP_WAIT_POLICY=PASSIVE, which slowed the peers' fits)
+    if "OMP_WAIT_POLICY" not in env:
+        env.setdefault("GOMP_SPINCOUNT", "1000")
     src = str(ROOT / "src")
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env

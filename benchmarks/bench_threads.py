@@ -11,13 +11,14 @@ library's defaults) runs under four conditions:
   fit ends and bounded to ``--busy-limit`` seconds in any case) start before the fit;
 * **1 core**: the fit process is confined to CPU 0 with ``taskset -c 0``.
 
-REBEL runs with the default ``n_jobs`` (the CPUs the process may use; OpenMP threads wait
-passively, see ``rebelboost.parallel``) and with ``n_jobs=1``; LightGBM and XGBoost with their
-defaults (one thread per CPU here). A second part times REBEL's default under other choices:
-OpenMP threads that spin 10,000 times before they sleep (``GOMP_SPINCOUNT=10000``), libgomp's
-own wait (spin ~300k iterations, then sleep: what rebelboost used before issue 21), numba's
-workqueue layer and its tbb layer (``pip install tbb``: its library is found in the
-environment's ``lib``).
+REBEL runs with the default ``n_jobs`` (the CPUs the process may use; idle OpenMP threads
+spin about 10 us, then sleep, see ``rebelboost.parallel``) and with ``n_jobs=1``; LightGBM and
+XGBoost with their defaults (one thread per CPU here). A second part times REBEL's default
+under other choices: threads that sleep at once (``OMP_WAIT_POLICY=PASSIVE``, the default up
+to stop 50), OpenMP threads that spin 10,000 times before they sleep
+(``GOMP_SPINCOUNT=10000``), libgomp's own wait (spin ~300k iterations, then sleep: what
+rebelboost used before issue 21), numba's workqueue layer and its tbb layer (``pip install
+tbb``: its library is found in the environment's ``lib``).
 
 Each setting has its own process, started once per data set: it loads the data, fits 2 rounds
 on 5000 rows (so compilation and thread start-up are not timed), then times ``fit`` on the full
@@ -60,7 +61,8 @@ MODELS = {
     "xgboost": "XGBoost hist, default threads",
 }
 VARIANTS = {
-    "default": "omp layer, OMP_WAIT_POLICY=PASSIVE (rebelboost's default)",
+    "default": "omp layer, GOMP_SPINCOUNT=1000 (rebelboost's default: spin ~10 us, then sleep)",
+    "passive": "omp layer, OMP_WAIT_POLICY=PASSIVE (rebelboost's default up to stop 49)",
     "spin": "omp layer, GOMP_SPINCOUNT=10000 (spin briefly, then sleep)",
     "gomp": "omp layer, libgomp's default wait (spin 300k, then sleep)",
     "workqueue": "workqueue layer",
@@ -103,10 +105,13 @@ def worker(dataset: str, model: str, variant: str, quick: bool) -> None:
     if model.startswith("rebel"):
         import rebelboost  # noqa: F401  (its import sets the wait, as in a user's session)
 
-        if variant in ("gomp", "spin"):  # undo that: libgomp reads it when it loads
+        if variant in ("gomp", "spin", "passive"):  # undo that: libgomp reads it when it loads
             os.environ.pop("OMP_WAIT_POLICY", None)
+            os.environ.pop("GOMP_SPINCOUNT", None)
         if variant == "spin":
             os.environ["GOMP_SPINCOUNT"] = "10000"
+        if variant == "passive":
+            os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     with np.load(bench_core.DATA / f"{dataset}.npz") as d:
         X, y = d["X_train"].astype(np.float32), d["y_train"]
     depth, rebel_rounds, peer_rounds = DATASETS[dataset]

@@ -190,21 +190,30 @@ def test_prediction_and_binning_follow_n_jobs(monkeypatch):
     assert seen == [(min(available_cpus(), numba.config.NUMBA_NUM_THREADS), seen[0][1])]
 
 
-def _env_after_import(env: dict) -> str:
-    code = "import os, rebelboost; print(os.environ.get('OMP_WAIT_POLICY'))"
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"} | env
+def _env_after_import(env: dict) -> tuple[str, str]:
+    """``(OMP_WAIT_POLICY, GOMP_SPINCOUNT)`` after ``import rebelboost`` in a process started
+    with ``env`` over this one's environment without either."""
+    code = ("import os, rebelboost; print(os.environ.get('OMP_WAIT_POLICY'), "
+            "os.environ.get('GOMP_SPINCOUNT'))")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")} | env
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
-    return out.stdout.strip()
+    return tuple(out.stdout.split())
 
 
-def test_wait_policy_is_passive_unless_the_user_chose():
-    assert _env_after_import({}) == "PASSIVE"
-    assert _env_after_import({"OMP_WAIT_POLICY": "active"}) == "active"
+def test_threads_spin_briefly_unless_the_user_chose():
+    """The import sets a short spin (which libgomp takes over its default 3 ms) and leaves
+    the user's own wait policy or spin count alone."""
+    assert _env_after_import({}) == ("None", "1000")
+    assert _env_after_import({"OMP_WAIT_POLICY": "active"}) == ("active", "None")
+    assert _env_after_import({"OMP_WAIT_POLICY": "PASSIVE"}) == ("PASSIVE", "None")
+    assert _env_after_import({"GOMP_SPINCOUNT": "50k"}) == ("None", "50k")
 
 
 @pytest.mark.parametrize("env, spin", [
     ({}, False),
+    ({"GOMP_SPINCOUNT": "1000"}, False),  # (rebelboost's own)
     ({"OMP_WAIT_POLICY": "PASSIVE"}, False),
     ({"OMP_WAIT_POLICY": "active"}, True),
     ({"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "10000"}, True),  # the count wins

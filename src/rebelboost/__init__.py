@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 from ._kernel_cache import refresh
 from ._version import __version__
 
-# Idle OpenMP threads must not spin (rebelboost.parallel says why); read when libgomp loads.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Idle OpenMP threads spin only briefly, then sleep (rebelboost.parallel says why); read when
+# libgomp loads. The user's own wait policy or spin count wins.
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+    os.environ["GOMP_SPINCOUNT"] = "1000"
 # Compiled kernels cached from other sources than these are dropped before any is loaded.
 refresh(Path(__file__).parent)
 

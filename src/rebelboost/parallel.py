@@ -6,19 +6,24 @@ no CPU to run on. :func:`available_cpus` counts what the affinity mask and the c
 allow; :func:`numba_threads` runs numba kernels (and BLAS) on that many threads, or on
 ``n_jobs``.
 
-Waiting threads: numba uses its OpenMP layer here (GNU libgomp), whose idle threads spin by
-default, taking the CPU from the very thread a parallel region waits for when other processes
-compete for the cores. Importing rebelboost (its ``__init__``) therefore sets
-``OMP_WAIT_POLICY=PASSIVE`` unless the user has set it; libgomp reads it once, when it loads,
-so this only takes effect if no OpenMP-using library (LightGBM, numba's pool) has run a
-parallel region in this process yet. Threads that sleep at once take about 100 us to wake for
+Waiting threads: numba uses its OpenMP layer here (GNU libgomp), whose idle threads spin for
+about 3 ms by default, taking the CPU from the very thread a parallel region waits for when
+other processes compete for the cores. Importing rebelboost (its ``__init__``) therefore sets
+``GOMP_SPINCOUNT=1000`` (spin about 10 us, then sleep) unless the user has set it or
+``OMP_WAIT_POLICY``; libgomp reads it once, when it loads, so this only takes effect if no
+OpenMP-using library (LightGBM, numba's pool) has run a parallel region in this process yet,
+and it applies to every OpenMP library in the process. Threads that slept at once
+(``OMP_WAIT_POLICY=PASSIVE``, the setting up to stop 50) slowed LightGBM's many short regions
+in the same process 5-10x; a spin of 10 us keeps its speed and frees a busy core as soon
+(BENCHMARKS.md, "Busy machines (issue 21)"). Threads that sleep take about 100 us to wake for
 each parallel region, so small kernels stay on one thread, and a split's children are searched
 in a region whose threads claim tiles as they come free (a late thread takes what is left:
 :func:`~rebelboost.search.vector_children.children_claimed`, and over sparse bins
 :func:`~rebelboost.search.vector_children.sparse_children_claimed`); where the user lets
-idle threads spin (:func:`threads_spin`: on a machine of their own), leaves' split scans from a few
-thousand cells run on every thread too (:func:`~rebelboost.search.vector_scan.scan_tasks`),
-and so they do under numba's TBB layer (:func:`threads_wake_quickly`).
+idle threads spin longer (:func:`threads_spin`: on a machine of their own), leaves' split scans
+from a few thousand cells run on every thread too
+(:func:`~rebelboost.search.vector_scan.scan_tasks`), and so they do under numba's TBB layer
+(:func:`threads_wake_quickly`).
 BLAS threads get no work beside numba kernels: :func:`numba_threads` limits BLAS to one thread
 there, and to the same count where BLAS does the parallel work.
 """
@@ -59,8 +64,8 @@ def _spin_count(text: str) -> float:
 def threads_spin() -> bool:
     """Whether the environment lets idle OpenMP threads spin before they sleep, so that a
     parallel region starts in microseconds: ``GOMP_SPINCOUNT`` of at least :data:`SPINNING`
-    or, without it, ``OMP_WAIT_POLICY=active`` (rebelboost's import sets ``PASSIVE``
-    otherwise)."""
+    or, without it, ``OMP_WAIT_POLICY=active`` (rebelboost's import sets a spin count of
+    1,000 otherwise, below it)."""
     count = os.environ.get("GOMP_SPINCOUNT", "")
     if count.strip():
         return _spin_count(count) >= SPINNING
