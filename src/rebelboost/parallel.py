@@ -14,9 +14,10 @@ other processes compete for the cores. Importing rebelboost (its ``__init__``) t
 OpenMP-using library (LightGBM, numba's pool) has run a parallel region in this process yet,
 and it applies to every OpenMP library in the process. Threads that slept at once
 (``OMP_WAIT_POLICY=PASSIVE``, the setting up to stop 50) slowed LightGBM's many short regions
-in the same process 5-10x; a spin of 10 us keeps its speed and frees a busy core as soon
-(BENCHMARKS.md, "Busy machines (issue 21)"). Threads that sleep take about 100 us to wake for
-each parallel region, so small kernels stay on one thread, and a split's children are searched
+in the same process 5-10x; a spin of 10 us keeps its speed, and beside a busy process costs a
+small fit about 10% over sleeping at once (BENCHMARKS.md, "Busy machines (issue 21)").
+Threads that sleep take about 100 us to wake for each parallel region, so small kernels stay on
+one thread, and a split's children are searched
 in a region whose threads claim tiles as they come free (a late thread takes what is left:
 :func:`~rebelboost.search.vector_children.children_claimed`, and over sparse bins
 :func:`~rebelboost.search.vector_children.sparse_children_claimed`); where the user lets
