@@ -15,7 +15,7 @@ REBEL runs with the default ``n_jobs`` (the CPUs the process may use; idle OpenM
 spin about 10 us, then sleep, see ``rebelboost.parallel``) and with ``n_jobs=1``; LightGBM and
 XGBoost with their defaults (one thread per CPU here). A second part times REBEL's default
 under other choices: threads that sleep at once (``OMP_WAIT_POLICY=PASSIVE``, the default up
-to stop 50), OpenMP threads that spin 10,000 times before they sleep
+to stop 49), OpenMP threads that spin 10,000 times before they sleep
 (``GOMP_SPINCOUNT=10000``), libgomp's own wait (spin ~300k iterations, then sleep: what
 rebelboost used before issue 21), numba's workqueue layer and its tbb layer (``pip install
 tbb``: its library is found in the environment's ``lib``).

@@ -13,7 +13,7 @@ other processes compete for the cores. Importing rebelboost (its ``__init__``) t
 ``OMP_WAIT_POLICY``; libgomp reads it once, when it loads, so this only takes effect if no
 OpenMP-using library (LightGBM, numba's pool) has run a parallel region in this process yet,
 and it applies to every OpenMP library in the process. Threads that slept at once
-(``OMP_WAIT_POLICY=PASSIVE``, the setting up to stop 50) slowed LightGBM's many short regions
+(``OMP_WAIT_POLICY=PASSIVE``, the setting up to stop 49) slowed LightGBM's many short regions
 in the same process 5-10x; a spin of 10 us keeps its speed, and beside a busy process costs a
 small fit about 10% over sleeping at once (BENCHMARKS.md, "Busy machines (issue 21)").
 Threads that sleep take about 100 us to wake for each parallel region, so small kernels stay on
