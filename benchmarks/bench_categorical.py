@@ -144,6 +144,17 @@ def inputs(method: str, X_tr, X_te, nominal):
     return train, test
 
 
+def native_split(name: str, seed: int):
+    """``(train, test, codes, classes, y_test)``: seed's split of a set with its nominal
+    columns as pandas categories (the native method's inputs), the training labels as codes
+    into ``classes``."""
+    X, y, nominal = nominal_set(name)
+    X_tr, X_te, y_tr, y_te = split(X.astype(np.float64), y, seed)
+    classes, codes = np.unique(y_tr, return_inverse=True)
+    train, test = inputs("rebel-native", X_tr, X_te, nominal)
+    return train, test, codes, classes, y_te
+
+
 def run_one(name: str, seed: int, method: str) -> dict:
     from threadpoolctl import threadpool_limits
 

@@ -30,18 +30,13 @@ VARIANTS = {
     "cat_smooth=0": {"cat_smooth": 0.0},
     "min1": {"min_data_per_category": 1.0},
     "unregularised": {"cat_l2": 0.0, "cat_smooth": 0.0, "min_data_per_category": 1.0},
-    # stop 50: XGBoost's cap on categories going left
-    "cap64": {"max_cat_threshold": 64},
 }
 
 
 def error(name: str, seed: int, fields: dict) -> float:
     from rebelboost import RebelClassifier
 
-    X, y, nominal = bc.nominal_set(name)
-    X_tr, X_te, y_tr, y_te = bc.split(X.astype(np.float64), y, seed)
-    classes, codes = np.unique(y_tr, return_inverse=True)
-    train, test = bc.inputs("rebel-native", X_tr, X_te, nominal)
+    train, test, codes, classes, y_te = bc.native_split(name, seed)
     model = RebelClassifier(n_jobs=bc.THREADS, random_state=seed)
     options = model._vector_tree_options
     model._vector_tree_options = lambda: _with(options(), fields)

@@ -30,13 +30,10 @@ def main() -> None:
 
     if not Path(rebelboost.__file__).resolve().is_relative_to(tree):
         raise SystemExit(f"rebelboost came from {rebelboost.__file__}, not {tree}")
-    from bench_categorical import inputs, make, nominal_set, split
+    from bench_categorical import make, native_split
 
     for name in sets:
-        X, y, nominal = nominal_set(name)
-        X_tr, X_te, y_tr, y_te = split(X.astype(np.float64), y, 0)
-        classes, codes = np.unique(y_tr, return_inverse=True)
-        train, test = inputs("rebel-native", X_tr, X_te, nominal)
+        train, test, codes, classes, y_te = native_split(name, 0)
         make("rebel-native", 0).fit(train, codes)
         start, wall = time.process_time(), time.perf_counter()
         est = make("rebel-native", 0).fit(train, codes)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_categorical import inputs, make, nominal_set, split  # noqa: E402
+from bench_categorical import make, native_split  # noqa: E402
 
 
 def main() -> None:
@@ -29,10 +29,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     for name in args.sets:
-        X, y, nominal = nominal_set(name)
-        X_tr, X_te, y_tr, y_te = split(X.astype(np.float64), y, 0)
-        codes = np.unique(y_tr, return_inverse=True)[1]
-        train, _ = inputs("rebel-native", X_tr, X_te, nominal)
+        train, _, codes, _, _ = native_split(name, 0)
         make(args.method, 0).fit(train, codes)
         times = []
         for _ in range(args.repeats):
