@@ -16,18 +16,28 @@ from ..io import corrupt
 from .walk import category_goes_left, tree_walk
 
 
-def category_bitsets(sets: list[np.ndarray | None], width: int | None = None) -> np.ndarray:
+def category_bitsets(sets: list[np.ndarray | None]) -> np.ndarray:
     """(len(sets), W) uint64 bitsets of code sets (None: an empty row)."""
     sets = [np.asarray(c, dtype=np.int64) if c is not None else np.empty(0, np.int64)
             for c in sets]
     top = max((int(c.max()) + 1 for c in sets if len(c)), default=1)
-    width = width or (top + 63) // 64
-    bits = np.zeros((len(sets), width * 64), dtype=bool)
+    bits = np.zeros((len(sets), top), dtype=bool)
     bits[np.repeat(np.arange(len(sets)), [len(c) for c in sets]),
          np.concatenate(sets) if sets else np.empty(0, np.int64)] = True
+    return masks_to_bitsets(bits)
+
+
+def masks_to_bitsets(masks: np.ndarray) -> np.ndarray:
+    """(N, W) uint64 bitsets of (N, codes) masks (entry c of a row: code c in the set); W
+    words cover the largest code in any set (one word where every set is empty)."""
+    held = np.flatnonzero(masks.any(axis=0))
+    top = int(held[-1]) + 1 if len(held) else 1
+    width = (top + 63) // 64
+    bits = np.zeros((masks.shape[0], width * 64), dtype=bool)
+    bits[:, :masks.shape[1]] = masks[:, :width * 64]
     # (bit j of word w: code 64 w + j, as little-endian bytes of little-endian bits)
     words = np.packbits(bits, axis=1, bitorder="little").view("<u8")
-    return words.astype(np.uint64, copy=False).reshape(len(sets), width)
+    return words.astype(np.uint64, copy=False).reshape(masks.shape[0], width)
 
 
 def set_codes(words: np.ndarray) -> np.ndarray:

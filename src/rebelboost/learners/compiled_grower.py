@@ -41,7 +41,7 @@ from ..search.splits import TIE_RTOL, pick_index
 from ..search.vector_children import children_claimed, sparse_blocks, sparse_children_claimed
 from ..search.vector_leaf import leaf_loss
 from ..search.vector_scan import best_in_tasks
-from .category_sets import category_bitsets
+from .category_sets import masks_to_bitsets
 from .row_channels import _gather_into, row_sums
 from .row_set import (
     BinTree,
@@ -621,14 +621,15 @@ def category_options(grower, categorical: np.ndarray) -> tuple:
 
 
 def category_words(binner, feature, threshold, node_tables) -> np.ndarray | None:
-    """(nodes, W) uint64 bitsets of the category codes each node of a laid-out tree
-    (:func:`_lay_out`: NaN thresholds) sends left, as the Python grower stores them; None
-    for a tree without such a node."""
-    sets = np.isnan(threshold)
-    if not sets.any():
+    """(nodes, W) uint64 bitsets of the category codes each node of a laid-out tree (or of
+    a stack of them, raveled; :func:`_lay_out`: NaN thresholds) sends left, as the Python
+    grower stores them; None for a tree without such a node."""
+    nodes = np.flatnonzero(np.isnan(threshold))
+    if not len(nodes):
         return None
-    return category_bitsets([np.flatnonzero(binner.left_codes(int(feature[n]), node_tables[n]))
-                             if sets[n] else None for n in range(len(feature))])
+    masks = np.zeros((len(feature), binner.most_codes()), dtype=bool)
+    masks[nodes] = binner.left_code_masks(feature[nodes], node_tables[nodes])
+    return masks_to_bitsets(masks)
 
 
 def bin_tables(feature, split_bin, missing_left, threshold, node_tables, n_nodes: int,

@@ -47,7 +47,8 @@ class _Scratch(NamedTuple):
     seen: np.ndarray  # the orders scanned so far, as read (a row each)
     seen_shape: np.ndarray  # and their lengths, categories left at most, light bins summed
     steps: np.ndarray  # the ordered categories' centred class steps (a row each)
-    axis: np.ndarray  # the principal axis (row 0) and its next iterate (row 1)
+    scatter: np.ndarray  # their weighted scatter or Gram matrix (0), its square (1)
+    axis: np.ndarray  # an iterate (0), the next (1), the principal axis (2)
 
 
 # Orders a feature's search reads: the principal order and the values' order, each from
@@ -66,7 +67,8 @@ def _scratch(levels, n_channels):
                     np.empty(levels + 2, dtype=np.intp), np.empty((3, n_channels)),
                     np.empty((_READINGS, levels), dtype=np.int64),
                     np.empty((_READINGS, 3), dtype=np.int64), np.empty((levels, k)),
-                    np.empty((2, k)))
+                    np.empty((2, min(levels, k), min(levels, k))),
+                    np.empty((3, max(levels, k))))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -98,22 +100,115 @@ def _weigh(hist_f, n_bins, min_per_category, heavy, light):
 
 _INSERTION_SORT_MOST = 32  # categories up to which an order is sorted in place
 
-# Power iterations of the principal axis at most, and the change of its entries at which
-# they stop: the axis only orders a few categories, so a close second axis (which slows the
-# iteration) leaves an order of about as good splits.
-_AXIS_ITERATIONS = 100
+# Power steps of the principal axis at most, the matrix squared after each (so step r
+# multiplies by its 2^r-th power), and the change of the axis's entries at which they stop.
+_AXIS_STEPS = 64
 _AXIS_TOLERANCE = 1e-12
+
+
+@numba.njit(cache=True, nogil=True)
+def _principal_axis(steps, hist_f, heavy, n, k, first, scatter, axis):
+    """``axis[2, :k]``: the unit first principal axis of the rows ``steps[:n]`` (centred
+    class steps), each weighted by its category's weight, its largest entry positive; the
+    unit vector of class ``first`` where they do not spread. Power iteration with the matrix
+    squared after every step, on the weighted scatter (K x K) or, for fewer categories than
+    classes, their Gram matrix (n x n, the same leading eigenvalue): a few steps of at most
+    ``min(n, K)^3`` work each, where steps on the scatter itself took up to a hundred."""
+    count = hist_f.shape[1] - 1
+    gram = n < k
+    d = n if gram else k
+    m, square = scatter[0], scatter[1]
+    x, y, v = axis[0], axis[1], axis[2]
+    if gram:
+        for i in range(n):
+            for j in range(i, n):
+                t = 0.0
+                for c in range(k):
+                    t += steps[i, c] * steps[j, c]
+                t *= math.sqrt(hist_f[heavy[i], count] * hist_f[heavy[j], count])
+                m[i, j] = t
+                m[j, i] = t
+        norm = 0.0
+        for i in range(n):
+            x[i] = math.sqrt(hist_f[heavy[i], count]) * steps[i, first]
+            norm += x[i] ** 2
+        norm = math.sqrt(norm)
+        for i in range(n):
+            x[i] = x[i] / norm if norm > 0.0 else 0.0
+    else:
+        for a in range(k):
+            for b in range(a, k):
+                t = 0.0
+                for i in range(n):
+                    t += hist_f[heavy[i], count] * steps[i, a] * steps[i, b]
+                m[a, b] = t
+                m[b, a] = t
+            x[a] = 0.0
+        x[first] = 1.0
+    for _ in range(_AXIS_STEPS):
+        norm = 0.0
+        for a in range(d):
+            t = 0.0
+            for b in range(d):
+                t += m[a, b] * x[b]
+            y[a] = t
+            norm += t * t
+        if not norm > 0.0:
+            break  # (no spread along x: the axis stays the class's, or the last iterate)
+        norm = math.sqrt(norm)
+        change = 0.0
+        for a in range(d):
+            new = y[a] / norm
+            change = max(change, abs(new - x[a]))  # (y . x >= 0: a positive semidefinite m)
+            x[a] = new
+        if change < _AXIS_TOLERANCE:
+            break
+        largest = 0.0
+        for a in range(d):
+            for b in range(a, d):
+                t = 0.0
+                for c in range(d):
+                    t += m[a, c] * m[c, b]
+                square[a, b] = t
+                largest = max(largest, abs(t))
+        if not largest > 0.0:
+            break
+        for a in range(d):
+            for b in range(a, d):
+                m[a, b] = square[a, b] / largest
+                m[b, a] = m[a, b]
+    if gram:  # (the scatter's axis: the steps' rows combined by the Gram matrix's)
+        for c in range(k):
+            v[c] = 0.0
+        for i in range(n):
+            w = math.sqrt(hist_f[heavy[i], count]) * x[i]
+            for c in range(k):
+                v[c] += w * steps[i, c]
+    else:
+        v[:k] = x[:k]
+    norm = 0.0
+    largest = 0
+    for c in range(k):
+        norm += v[c] ** 2
+        if abs(v[c]) > abs(v[largest]):
+            largest = c
+    if not norm > 0.0:
+        v[:k] = 0.0
+        v[first] = 1.0
+        return
+    norm = math.copysign(math.sqrt(norm), v[largest])
+    for c in range(k):
+        v[c] /= norm
 
 
 @numba.njit(cache=True, nogil=True)
 def _order_by_principal_axis(hist_f, n_bins, smooth, heavy, n_heavy, scratch):
     """``scratch.order[:n_heavy]``: the ``heavy`` bins by their smoothed class-step vectors'
     projection on the first principal axis of those vectors (each category weighted by its
-    weight), ties in bin order. The axis is found by power iteration from the class whose
-    steps spread most, and its sign makes its largest entry positive."""
+    weight; :func:`_principal_axis`), ties in bin order."""
     k_classes = (hist_f.shape[1] - 1) // 2
     count = hist_f.shape[1] - 1
-    steps, axis, stat, order = scratch.steps, scratch.axis, scratch.stat, scratch.order
+    steps, stat, order = scratch.steps, scratch.stat, scratch.order
     total_n = 0.0
     weight = 0.0
     for b in range(n_bins):
@@ -130,48 +225,24 @@ def _order_by_principal_axis(hist_f, n_bins, smooth, heavy, n_heavy, scratch):
         mean = 0.0
         for i in range(n_heavy):
             b = heavy[i]
-            steps[i, c] = (math.log(max(hist_f[b, k_classes + c], 0.0) + s)
-                           - math.log(max(hist_f[b, c], 0.0) + s))
+            steps[i, c] = math.log((max(hist_f[b, k_classes + c], 0.0) + s)
+                                   / (max(hist_f[b, c], 0.0) + s))
             mean += hist_f[b, count] * steps[i, c]
         mean = mean / weight if weight > 0.0 else 0.0
         v = 0.0
         for i in range(n_heavy):
             steps[i, c] -= mean
             v += hist_f[heavy[i], count] * steps[i, c] ** 2
-        axis[0, c] = 0.0
         if v > spread:
             spread, first = v, c
-    if k_classes > 0:
-        axis[0, first] = 1.0
-    for _ in range(_AXIS_ITERATIONS):
-        axis[1, :] = 0.0
-        for i in range(n_heavy):
-            along = 0.0
-            for c in range(k_classes):
-                along += steps[i, c] * axis[0, c]
-            along *= hist_f[heavy[i], count]
-            for c in range(k_classes):
-                axis[1, c] += along * steps[i, c]
-        norm = 0.0
-        largest = 0
-        for c in range(k_classes):
-            norm += axis[1, c] ** 2
-            if abs(axis[1, c]) > abs(axis[1, largest]):
-                largest = c
-        if not norm > 0.0:
-            break  # (every category steps alike: the order is the bin order)
-        norm = math.copysign(math.sqrt(norm), axis[1, largest])
-        change = 0.0
-        for c in range(k_classes):
-            new = axis[1, c] / norm
-            change = max(change, abs(new - axis[0, c]))
-            axis[0, c] = new
-        if change < _AXIS_TOLERANCE:
-            break
+    axis = scratch.axis[2]
+    if k_classes > 0 and n_heavy > 0:
+        _principal_axis(steps, hist_f, heavy, n_heavy, k_classes, first, scratch.scatter,
+                        scratch.axis)
     for i in range(n_heavy):
         along = 0.0
         for c in range(k_classes):
-            along += steps[i, c] * axis[0, c]
+            along += steps[i, c] * axis[c]
         stat[i] = along
     if n_heavy > _INSERTION_SORT_MOST:
         by_axis = np.argsort(stat[:n_heavy], kind="mergesort")  # (stable: the same order)
