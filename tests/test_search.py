@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 
 from rebelboost.binning import Binner
 from rebelboost.search import (
@@ -23,6 +23,7 @@ from rebelboost.search.histograms import (
     row_totals,
     sparse_bins,
 )
+from rebelboost.search.histograms.dense import _add_rows_parallel, _add_rows_serial, _task_starts
 from rebelboost.search.splits import split_sums
 
 FAST = settings(max_examples=40, deadline=None)
@@ -81,6 +82,34 @@ def test_histogram_on_wide_random_bins():
     rows = rng.choice(n, 300, replace=False).astype(np.intp)
     assert_allclose(build_histogram(bins, channels, rows, nbt),
                     _reference_histogram(bins, channels, rows, nbt), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_channels", [1, 4, 5, 7, 9, 13, 21, 23])
+def test_the_generic_kernel_adds_every_channel_count_in_row_order(n_channels):
+    """The dense kernel without a ``width`` (the compiled grower's: one compile for every
+    channel count, fixed counts in unrolled loops) fills the cells bit for bit as one row at
+    a time in the rows' order, for float and integer cells and strided channels, on the
+    calling thread and on every thread, in tiles of any size."""
+    rng = np.random.default_rng(n_channels)
+    n, d, n_bins = 400, 11, 9
+    bins = rng.integers(0, n_bins, size=(n, d)).astype(np.uint8)
+    rows = rng.permutation(n)[:300].astype(np.intp)
+    caps = np.full(d, n_bins - 1, np.int32)
+    offsets = np.arange(d + 1, dtype=np.int64) * n_bins
+    features = rng.permutation(d).astype(np.intp)
+    wide = rng.standard_normal((n, 2 * n_channels)) * 10.0 ** rng.integers(-8, 8, (n, 1))
+    for channels in (np.ascontiguousarray(wide[rows, :n_channels]), wide[rows, ::2],
+                     rng.integers(-50, 50, (len(rows), n_channels))):
+        expected = np.zeros((offsets[-1], n_channels), dtype=channels.dtype)
+        for i, r in enumerate(rows):  # (one add per cell and row, in row order)
+            for f in features:
+                expected[offsets[f] + min(bins[r, f], caps[f])] += channels[i]
+        for kernel, tile in ((_add_rows_serial, 3), (_add_rows_serial, d),
+                             (_add_rows_parallel, 2)):
+            hist = np.full_like(expected, 7)
+            kernel(bins, channels, rows, 0, len(rows), features, _task_starts(d, 3), hist, caps,
+                   offsets, tile, True, None, ())
+            assert_array_equal(hist, expected)
 
 
 def _sparse_problem(rng, n=300, d=9, n_channels=5, zero_rate=0.8):

@@ -92,19 +92,19 @@ def _threads_pay(n_rows, bins, features, n_channels, starts, sparse):
 
 
 @numba.njit(cache=True, nogil=True)
-def _add_block(hist, block, rows, bins, features, n_value_bins, caps, offsets, starts, tile,
-               sparse, parallel, fresh):
+def _add_block(hist, block, rows, bins, features, caps, offsets, starts, tile, sparse, parallel,
+               fresh):
     """Adds ``rows`` (``block[i]`` row ``rows[i]``'s channels) to ``hist``; ``fresh``: the
     features' cells cleared first (sparse bins: the whole histogram, whose default bins the
     caller fills once every row is in)."""
     n_rows, n_channels = block.shape
     if sparse is None:
         if parallel:
-            _add_rows_parallel(bins, block, rows, 0, n_rows, features, starts, hist,
-                               n_value_bins, offsets, tile, fresh, None, ())
+            _add_rows_parallel(bins, block, rows, 0, n_rows, features, starts, hist, caps,
+                               offsets, tile, fresh, None, ())
         else:
-            _add_rows_serial(bins, block, rows, 0, n_rows, features, starts, hist,
-                             n_value_bins, offsets, tile, fresh, None, ())
+            _add_rows_serial(bins, block, rows, 0, n_rows, features, starts, hist, caps,
+                             offsets, tile, fresh, None, ())
         return
     _, indptr, entries = sparse
     if fresh:
@@ -129,25 +129,25 @@ def _fill_sparse_defaults(hist, sparse, offsets, sums, parallel):
 
 
 @numba.njit(cache=True, nogil=True)
-def _build(hist, gathered, order, start, stop, sums, bins, features, n_value_bins, caps,
-           offsets, starts, tile, sparse):
+def _build(hist, gathered, order, start, stop, sums, bins, features, caps, offsets, starts,
+           tile, sparse):
     """A leaf's histogram into ``hist`` (:func:`~..search.histograms.leaf.
     build_leaf_histogram`) from its rows' channels ``gathered`` (row ``order[start + i]``'s
-    in ``gathered[i]``); ``caps``: ``n_value_bins`` as intp; ``sparse``
+    in ``gathered[i]``); ``caps``: the features' value bins (intp); ``sparse``
     (:func:`sparse_arrays`): the sparse bins' default bin per feature, with their ``indptr``
     and ``entries`` (None: dense bins, and numba compiles no sparse kernel in). Where
     :func:`_threads_pay`, the features' tasks run on numba's threads (each feature's cells
     add the same rows in the same order: the same histogram)."""
     rows = order[start:stop]
     parallel = _threads_pay(stop - start, bins, features, gathered.shape[1], starts, sparse)
-    _add_block(hist, gathered, rows, bins, features, n_value_bins, caps, offsets, starts, tile,
-               sparse, parallel, True)
+    _add_block(hist, gathered, rows, bins, features, caps, offsets, starts, tile, sparse,
+               parallel, True)
     _fill_sparse_defaults(hist, sparse, offsets, sums, parallel)
 
 
 @numba.njit(cache=True, nogil=True)
 def _build_in_blocks(hist, buffer, channels, amplify, row_weight, order, start, stop, sums,
-                     bins, features, n_value_bins, caps, offsets, starts, tile, sparse):
+                     bins, features, caps, offsets, starts, tile, sparse):
     """:func:`_build` for a leaf of more rows than ``buffer`` holds: its rows' channels are
     gathered a buffer at a time (each cell still adds its rows in row order: the same
     histogram as from one gathered copy of them all, which cost up to half the rows'
@@ -159,8 +159,8 @@ def _build_in_blocks(hist, buffer, channels, amplify, row_weight, order, start, 
         b1 = min(n_rows, b0 + size)
         block = buffer[:b1 - b0]
         _gather_into(block, channels, rows[b0:b1], amplify, row_weight, 0, b1 - b0)
-        _add_block(hist, block, rows[b0:b1], bins, features, n_value_bins, caps, offsets,
-                   starts, tile, sparse, parallel, b0 == 0)
+        _add_block(hist, block, rows[b0:b1], bins, features, caps, offsets, starts, tile,
+                   sparse, parallel, b0 == 0)
     _fill_sparse_defaults(hist, sparse, offsets, sums, parallel)
 
 
@@ -276,8 +276,8 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                                  counter, n_threads)
             found[0] = pick_index(child_scores[0])
         else:
-            _build(store[0], root_rows, order, 0, n_rows, root_sums, bins, features,
-                   n_value_bins, caps, offsets, starts, tile, sparse)
+            _build(store[0], root_rows, order, 0, n_rows, root_sums, bins, features, caps,
+                   offsets, starts, tile, sparse)
         updates += n_rows * n_features
     heap = [(0.0, 0, 0)]
     heap.pop()
@@ -375,11 +375,11 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             if built or not claimed:
                 if whole:
                     _build(pool[slot], gathered, order, s0, s1, sums[small], bins, features,
-                           n_value_bins, caps, offsets, starts, tile, sparse)
+                           caps, offsets, starts, tile, sparse)
                 else:
                     _build_in_blocks(pool[slot], buffer, channels, amplify, row_weight, order,
-                                     s0, s1, sums[small], bins, features, n_value_bins, caps,
-                                     offsets, starts, tile, sparse)
+                                     s0, s1, sums[small], bins, features, caps, offsets,
+                                     starts, tile, sparse)
             if claimed:
                 child_scores[:] = np.inf
                 if sparse is not None and not built:

@@ -122,10 +122,25 @@ def _tile_rows(bins, flat_channels, rows, r0, r1, features, t0, t1, flat_hist, c
             add_row(flat_hist, cell * n_channels, flat_channels, i * n_channels, width)
 
 
+@numba.njit(cache=True, nogil=True)
+def _fixed_channel_rows(bins, flat_channels, n_channels, rows, r0, r1, features, t0, t1,
+                        flat_hist, caps, offsets):
+    """Whether :func:`_tile_rows` added the tile's rows, ``n_channels`` one of
+    :data:`_FIXED_CHANNELS`; else nothing is added. Called, not inlined: compiled once for
+    every kernel that calls it (inlined into the threaded kernels, its loops made their
+    compile 20 s longer)."""
+    done = False
+    for width in literal_unroll(_FIXED_CHANNELS):
+        if not done and n_channels == len(width):
+            _tile_rows(bins, flat_channels, rows, r0, r1, features, t0, t1, flat_hist, caps,
+                       offsets, width)
+            done = True
+    return done
+
+
 def _fixed_tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets):
-    """Whether :func:`_tile_rows` added the tile's rows, its channel count one of
-    :data:`_FIXED_CHANNELS` (float64 C-ordered cells and channels); else nothing is added.
-    (Compiled only: :func:`_fixed_tile_rows_typed`.)"""
+    """:func:`_fixed_channel_rows` where the cells and channels are float64 and C-ordered
+    (else False: the loop over channels). (Compiled only: :func:`_fixed_tile_rows_typed`.)"""
     raise NotImplementedError
 
 
@@ -137,18 +152,9 @@ def _fixed_tile_rows_typed(bins, row_channels, rows, r0, r1, features, t0, t1, h
     if not floats:  # (integer cells, or strided arrays: the loop over channels)
         return (lambda bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps,
                 offsets: False)
-
-    def added(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets):
-        n_channels = row_channels.shape[1]
-        done = False
-        for width in literal_unroll(_FIXED_CHANNELS):
-            if not done and n_channels == len(width):
-                _tile_rows(bins, row_channels.reshape(-1), rows, r0, r1, features, t0, t1,
-                           hist.reshape(-1), caps, offsets, width)
-                done = True
-        return done
-
-    return added
+    return (lambda bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets:
+            _fixed_channel_rows(bins, row_channels.reshape(-1), row_channels.shape[1], rows,
+                                r0, r1, features, t0, t1, hist.reshape(-1), caps, offsets))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
