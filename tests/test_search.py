@@ -158,7 +158,7 @@ def test_pooled_histograms_are_fresh_every_time():
 
 
 @FAST
-@given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.sampled_from([1, 2, 20]))
+@given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.sampled_from([1, 2, 5, 7, 20, 21]))
 def test_sparse_histogram_equals_reference_and_its_increments(seed, n_blocks, n_channels):
     rng = np.random.default_rng(seed)
     bins, channels, nbt = _sparse_problem(rng, n=int(rng.integers(1, 300)),

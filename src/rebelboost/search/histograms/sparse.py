@@ -19,9 +19,11 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
+from numba import literal_unroll, types
+from numba.extending import overload
 
 from ._intrinsics import add_row, prefetch
-from .dense import N_CODES, simd_width, threads_pay
+from .dense import _FIXED_CHANNELS, N_CODES, simd_width, threads_pay
 
 # Sparse layout only when at most this fraction of the entries lies outside the default bins:
 # an entry costs 4 bytes and an indirect read there, against 1 byte read in the dense layout.
@@ -155,6 +157,59 @@ def fill_default_bins(
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _sparse_rows(indptr, entries, channels, rows, r0, r1, blk, flat, offsets, caps, width):
+    """Block ``blk``'s entries of rows ``r0:r1`` added to the flat cells, ``len(width)``
+    channels a row in unrolled SIMD adds (:func:`_sparse_block`'s loop for a fixed count)."""
+    n_channels = len(width)
+    for r in range(r0, r1):
+        if r + _PREFETCH_ROWS < r1:
+            ahead = rows[r + _PREFETCH_ROWS]
+            prefetch(entries, indptr[blk, ahead])
+            prefetch(channels, (r + _PREFETCH_ROWS) * n_channels)
+        i = rows[r]
+        src = r * n_channels
+        for e in range(indptr[blk, i], indptr[blk, i + 1]):
+            code = entries[e]
+            f = np.intp(code >> 8)
+            at = (offsets[f] + min(np.intp(code & 0xFF), caps[f])) * n_channels
+            add_row(flat, at, channels, src, width)
+
+
+@numba.njit(cache=True, nogil=True)
+def _fixed_channel_entries(indptr, entries, channels, n_channels, rows, r0, r1, blk, flat,
+                           offsets, caps):
+    """Whether :func:`_sparse_rows` added the block's entries, ``n_channels`` one of
+    :data:`.dense._FIXED_CHANNELS`; else nothing is added. Called, not inlined (as
+    :func:`.dense._fixed_channel_rows`)."""
+    done = False
+    for width in literal_unroll(_FIXED_CHANNELS):
+        if not done and n_channels == len(width):
+            _sparse_rows(indptr, entries, channels, rows, r0, r1, blk, flat, offsets, caps,
+                         width)
+            done = True
+    return done
+
+
+def _fixed_sparse_rows(indptr, entries, channels, n_channels, rows, r0, r1, blk, flat, offsets,
+                       caps):
+    """:func:`_fixed_channel_entries` where the cells and channels are float64 (else False:
+    the loop over channels). (Compiled only: :func:`_fixed_sparse_rows_typed`.)"""
+    raise NotImplementedError
+
+
+@overload(_fixed_sparse_rows, jit_options={"nogil": True})
+def _fixed_sparse_rows_typed(indptr, entries, channels, n_channels, rows, r0, r1, blk, flat,
+                             offsets, caps):
+    if not all(isinstance(a, types.Array) and a.dtype == types.float64 and a.layout == "C"
+               for a in (channels, flat)):
+        return (lambda indptr, entries, channels, n_channels, rows, r0, r1, blk, flat, offsets,
+                caps: False)
+    return (lambda indptr, entries, channels, n_channels, rows, r0, r1, blk, flat, offsets,
+            caps: _fixed_channel_entries(indptr, entries, channels, n_channels, rows, r0, r1,
+                                         blk, flat, offsets, caps))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist, offsets,
                   caps, width):
     """Block ``blk``'s entries of rows ``r0:r1`` added to ``hist`` in place, row by row
@@ -167,6 +222,9 @@ def _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist
     if len(width) > 0:
         n_channels = len(width)
     flat = hist.reshape(-1)
+    if len(width) == 0 and _fixed_sparse_rows(indptr, entries, channels, n_channels, rows, r0,
+                                              r1, blk, flat, offsets, caps):
+        return
     for r in range(r0, r1):
         if r + _PREFETCH_ROWS < r1:
             ahead = rows[r + _PREFETCH_ROWS]
