@@ -107,33 +107,47 @@ _FIXED_CHANNELS = tuple((0,) * c for c in range(5, 22, 2))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _tile_rows(bins, flat_channels, rows, r0, r1, features, t0, t1, flat_hist, caps,
-               offsets, width):
-    """Rows ``r0:r1`` added to features ``t0:t1``'s cells, ``len(width)`` channels a row
-    (the flat arrays of C-ordered float64 cells and channels)."""
-    n_channels = len(width)
+def _tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets, skip,
+               width):
+    """Rows ``r0:r1`` added to features ``t0:t1``'s cells: ``len(width)`` channels a row in
+    unrolled SIMD adds with constant strides (float64, C-ordered), or (no ``width``) the
+    channels one by one."""
+    n_channels = row_channels.shape[1]
+    if len(width) > 0:
+        n_channels = len(width)
+        flat_hist = hist.reshape(-1)
+        flat_channels = row_channels.reshape(-1)
     first = features[t0]
     for i in range(r0, r1):  # (each cell still adds its rows in row order)
         r = rows[i]
         prefetch_ahead(bins, rows, i, r1, first)
         for j in range(t0, t1):
             f = features[j]
-            cell = offsets[f] + min(np.intp(bins[r, f]), np.intp(caps[f]))
-            add_row(flat_hist, cell * n_channels, flat_channels, i * n_channels, width)
+            b = np.intp(bins[r, f])
+            if skip is not None:
+                if b == skip[f]:
+                    continue
+            cell = offsets[f] + min(b, np.intp(caps[f]))
+            if len(width) == 0:
+                for c in range(n_channels):
+                    hist[cell, c] += row_channels[i, c]
+            else:
+                add_row(flat_hist, cell * n_channels, flat_channels, i * n_channels, width)
 
 
 @numba.njit(cache=True, nogil=True)
-def _fixed_channel_rows(bins, flat_channels, n_channels, rows, r0, r1, features, t0, t1,
-                        flat_hist, caps, offsets):
-    """Whether :func:`_tile_rows` added the tile's rows, ``n_channels`` one of
-    :data:`_FIXED_CHANNELS`; else nothing is added. Called, not inlined: compiled once for
+def _fixed_channel_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps,
+                        offsets):
+    """Whether :func:`_tile_rows` added the tile's rows with a fixed channel count (one of
+    :data:`_FIXED_CHANNELS`); else nothing is added. Called, not inlined: compiled once for
     every kernel that calls it (inlined into the threaded kernels, its loops made their
     compile 20 s longer)."""
+    n_channels = row_channels.shape[1]
     done = False
     for width in literal_unroll(_FIXED_CHANNELS):
         if not done and n_channels == len(width):
-            _tile_rows(bins, flat_channels, rows, r0, r1, features, t0, t1, flat_hist, caps,
-                       offsets, width)
+            _tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets,
+                       None, width)
             done = True
     return done
 
@@ -153,18 +167,13 @@ def _fixed_tile_rows_typed(bins, row_channels, rows, r0, r1, features, t0, t1, h
         return (lambda bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps,
                 offsets: False)
     return (lambda bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets:
-            _fixed_channel_rows(bins, row_channels.reshape(-1), row_channels.shape[1], rows,
-                                r0, r1, features, t0, t1, hist.reshape(-1), caps, offsets))
+            _fixed_channel_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps,
+                                offsets))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _task(bins, row_channels, rows, r0, r1, features, j0, j1, hist, caps, offsets, tile, fresh,
           skip, width):
-    n_channels = row_channels.shape[1]
-    if len(width) > 0:  # float64, C-contiguous: unrolled SIMD adds with constant strides
-        n_channels = len(width)
-        flat_hist = hist.reshape(-1)
-        flat_channels = row_channels.reshape(-1)
     if fresh:
         for j in range(j0, j1):
             f = features[j]
@@ -174,22 +183,8 @@ def _task(bins, row_channels, rows, r0, r1, features, j0, j1, hist, caps, offset
         if len(width) == 0 and skip is None and _fixed_tile_rows(
                 bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets):
             continue
-        first = features[t0]
-        for i in range(r0, r1):  # (each cell still adds its rows in row order)
-            r = rows[i]
-            prefetch_ahead(bins, rows, i, r1, first)
-            for j in range(t0, t1):
-                f = features[j]
-                b = np.intp(bins[r, f])
-                if skip is not None:
-                    if b == skip[f]:
-                        continue
-                cell = offsets[f] + min(b, np.intp(caps[f]))
-                if len(width) == 0:
-                    for c in range(n_channels):
-                        hist[cell, c] += row_channels[i, c]
-                else:
-                    add_row(flat_hist, cell * n_channels, flat_channels, i * n_channels, width)
+        _tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets,
+                   skip, width)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

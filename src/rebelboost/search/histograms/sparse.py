@@ -157,10 +157,17 @@ def fill_default_bins(
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _sparse_rows(indptr, entries, channels, rows, r0, r1, blk, flat, offsets, caps, width):
-    """Block ``blk``'s entries of rows ``r0:r1`` added to the flat cells, ``len(width)``
-    channels a row in unrolled SIMD adds (:func:`_sparse_block`'s loop for a fixed count)."""
-    n_channels = len(width)
+def _sparse_rows(indptr, entries, channels, n_channels, rows, r0, r1, blk, flat, offsets, caps,
+                 width):
+    """Block ``blk``'s entries of rows ``r0:r1`` added to the flat cells: ``len(width)``
+    channels a row in unrolled SIMD adds, or (no ``width``) ``n_channels`` one by one.
+
+    The rows' entries lie anywhere in memory, so the next rows' are prefetched. (A private
+    scratch of the features' cells measured no faster here: the entries skip the one busy
+    bin, and the rest spread over the bins.)
+    """
+    if len(width) > 0:
+        n_channels = len(width)
     for r in range(r0, r1):
         if r + _PREFETCH_ROWS < r1:
             ahead = rows[r + _PREFETCH_ROWS]
@@ -172,7 +179,11 @@ def _sparse_rows(indptr, entries, channels, rows, r0, r1, blk, flat, offsets, ca
             code = entries[e]
             f = np.intp(code >> 8)
             at = (offsets[f] + min(np.intp(code & 0xFF), caps[f])) * n_channels
-            add_row(flat, at, channels, src, width)
+            if len(width) == 0:
+                for c in range(n_channels):
+                    flat[at + c] += channels[src + c]
+            else:
+                add_row(flat, at, channels, src, width)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -184,8 +195,8 @@ def _fixed_channel_entries(indptr, entries, channels, n_channels, rows, r0, r1, 
     done = False
     for width in literal_unroll(_FIXED_CHANNELS):
         if not done and n_channels == len(width):
-            _sparse_rows(indptr, entries, channels, rows, r0, r1, blk, flat, offsets, caps,
-                         width)
+            _sparse_rows(indptr, entries, channels, n_channels, rows, r0, r1, blk, flat, offsets,
+                         caps, width)
             done = True
     return done
 
@@ -213,34 +224,14 @@ def _fixed_sparse_rows_typed(indptr, entries, channels, n_channels, rows, r0, r1
 def _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist, offsets,
                   caps, width):
     """Block ``blk``'s entries of rows ``r0:r1`` added to ``hist`` in place, row by row
-    (``channels`` flat: row ``rows[r]``'s start at ``r * n_channels``).
-
-    The rows' entries lie anywhere in memory, so the next rows' are prefetched. (A private
-    scratch of the features' cells measured no faster here: the entries skip the one busy
-    bin, and the rest spread over the bins.)
-    """
-    if len(width) > 0:
-        n_channels = len(width)
+    (``channels`` flat: row ``rows[r]``'s start at ``r * n_channels``;
+    :func:`_sparse_rows`, a fixed channel count's loop where there is one)."""
     flat = hist.reshape(-1)
     if len(width) == 0 and _fixed_sparse_rows(indptr, entries, channels, n_channels, rows, r0,
                                               r1, blk, flat, offsets, caps):
         return
-    for r in range(r0, r1):
-        if r + _PREFETCH_ROWS < r1:
-            ahead = rows[r + _PREFETCH_ROWS]
-            prefetch(entries, indptr[blk, ahead])
-            prefetch(channels, (r + _PREFETCH_ROWS) * n_channels)
-        i = rows[r]
-        src = r * n_channels
-        for e in range(indptr[blk, i], indptr[blk, i + 1]):
-            code = entries[e]
-            f = np.intp(code >> 8)
-            at = (offsets[f] + min(np.intp(code & 0xFF), caps[f])) * n_channels
-            if len(width) == 0:
-                for c in range(n_channels):
-                    flat[at + c] += channels[src + c]
-            else:
-                add_row(flat, at, channels, src, width)
+    _sparse_rows(indptr, entries, channels, n_channels, rows, r0, r1, blk, flat, offsets, caps,
+                 width)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
