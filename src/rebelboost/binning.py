@@ -181,15 +181,13 @@ class Binner:
         missing bin's entry: the side of missing values and of the rarest codes)."""
         return left_bins[self.code_bins_[feature]]
 
-    def most_codes(self) -> int:
-        """The most codes of any categorical feature (0: none)."""
-        return max((len(b) for b in self.code_bins_ if b is not None), default=0)
-
     def left_code_masks(self, features: np.ndarray, left_bins: np.ndarray) -> np.ndarray:
-        """:meth:`left_codes` of many nodes at once: (nodes, :meth:`most_codes`), row i
-        whether each code of categorical feature ``features[i]`` goes left given its bins
-        going left ``left_bins[i]`` (False past the feature's codes)."""
-        out = np.zeros((len(features), self.most_codes()), dtype=bool)
+        """:meth:`left_codes` of many nodes at once: (nodes, the most codes of any
+        categorical feature), row i whether each code of categorical feature ``features[i]``
+        goes left given its bins going left ``left_bins[i]`` (False past the feature's
+        codes)."""
+        most = max((len(b) for b in self.code_bins_ if b is not None), default=0)
+        out = np.zeros((len(features), most), dtype=bool)
         for f in np.unique(features):
             rows = np.flatnonzero(features == f)
             code_bins = self.code_bins_[f]

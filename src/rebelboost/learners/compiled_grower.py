@@ -627,9 +627,10 @@ def category_words(binner, feature, threshold, node_tables) -> np.ndarray | None
     nodes = np.flatnonzero(np.isnan(threshold))
     if not len(nodes):
         return None
-    masks = np.zeros((len(feature), binner.most_codes()), dtype=bool)
-    masks[nodes] = binner.left_code_masks(feature[nodes], node_tables[nodes])
-    return masks_to_bitsets(masks)
+    words = masks_to_bitsets(binner.left_code_masks(feature[nodes], node_tables[nodes]))
+    out = np.zeros((len(feature), words.shape[1]), dtype=np.uint64)
+    out[nodes] = words
+    return out
 
 
 def bin_tables(feature, split_bin, missing_left, threshold, node_tables, n_nodes: int,

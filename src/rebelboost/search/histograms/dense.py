@@ -152,6 +152,14 @@ def _fixed_channel_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist
     return done
 
 
+def float_cells(*array_types) -> bool:
+    """Whether numba array types are float64 and C-ordered: the arrays a fixed channel
+    count's loop reads flat (integer cells and strided channels keep the loop over
+    channels)."""
+    return all(isinstance(a, types.Array) and a.dtype == types.float64 and a.layout == "C"
+               for a in array_types)
+
+
 def _fixed_tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets):
     """:func:`_fixed_channel_rows` where the cells and channels are float64 and C-ordered
     (else False: the loop over channels). (Compiled only: :func:`_fixed_tile_rows_typed`.)"""
@@ -161,9 +169,7 @@ def _fixed_tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, c
 @overload(_fixed_tile_rows, jit_options={"nogil": True})
 def _fixed_tile_rows_typed(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps,
                            offsets):
-    floats = all(isinstance(a, types.Array) and a.dtype == types.float64 and a.ndim == 2
-                 and a.layout == "C" for a in (row_channels, hist))
-    if not floats:  # (integer cells, or strided arrays: the loop over channels)
+    if not float_cells(row_channels, hist):  # (the loop over channels)
         return (lambda bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps,
                 offsets: False)
     return (lambda bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets:

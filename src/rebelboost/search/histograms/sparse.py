@@ -19,11 +19,11 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-from numba import literal_unroll, types
+from numba import literal_unroll
 from numba.extending import overload
 
 from ._intrinsics import add_row, prefetch
-from .dense import _FIXED_CHANNELS, N_CODES, simd_width, threads_pay
+from .dense import _FIXED_CHANNELS, N_CODES, float_cells, simd_width, threads_pay
 
 # Sparse layout only when at most this fraction of the entries lies outside the default bins:
 # an entry costs 4 bytes and an indirect read there, against 1 byte read in the dense layout.
@@ -211,8 +211,7 @@ def _fixed_sparse_rows(indptr, entries, channels, n_channels, rows, r0, r1, blk,
 @overload(_fixed_sparse_rows, jit_options={"nogil": True})
 def _fixed_sparse_rows_typed(indptr, entries, channels, n_channels, rows, r0, r1, blk, flat,
                              offsets, caps):
-    if not all(isinstance(a, types.Array) and a.dtype == types.float64 and a.layout == "C"
-               for a in (channels, flat)):
+    if not float_cells(channels, flat):
         return (lambda indptr, entries, channels, n_channels, rows, r0, r1, blk, flat, offsets,
                 caps: False)
     return (lambda indptr, entries, channels, n_channels, rows, r0, r1, blk, flat, offsets,
