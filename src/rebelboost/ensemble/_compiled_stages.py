@@ -1,10 +1,12 @@
-"""REBEL's vector-leaf trees boosted in one compiled call, for small fits.
+"""REBEL's vector-leaf trees boosted in one compiled call, for fits up to a few thousand rows.
 
 A small fit (a few hundred rows, hundreds of trees) spent most of its time in the Python
 around each tree: the booster's stage, the family's row set, the grower's set-up and the
 dispatch of a dozen compiled calls, ~45 us a tree against ~25 us of compiled work
-(BENCHMARKS.md, "Boosting in one compiled call"). Where every kernel of a fit runs on the
-calling thread anyway (:func:`applies`), the whole loop runs here: REBEL's weights, the tree
+(BENCHMARKS.md, "Boosting in one compiled call"). Where REBEL's weights take one thread and
+every tree is one compiled call (:func:`applies`; inside it the tree's histograms,
+partitions and gathers use numba's threads where they pay), the whole loop runs here:
+REBEL's weights, the tree
 (:func:`.compiled_grower.grow_laid_out`), its leaf steps and the score update, iteration after
 iteration. It takes the same steps in the same order as :meth:`.RebelBooster.fit_stage` with
 :class:`.VectorTreeFamily`, so the model is the Python loop's bit for bit
@@ -30,7 +32,7 @@ from ..learners.compiled_grower import (
 from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.rebel_learners import VectorTreeFamily
 from ..losses.rebel import PARALLEL_CELLS, _weights_serial, pairwise_sum, scale_and_loss
-from ..search.histograms.dense import _task_starts, feature_tile, threads_pay
+from ..search.histograms.dense import _task_starts, feature_tile
 from ..search.histograms.sparse import _column_sums
 from ..search.vector_children import scan_kinds
 from ..search.vector_leaf import leaf_vectors, root_priors
@@ -43,21 +45,20 @@ CHUNK = 500
 
 def applies(booster) -> bool:
     """Whether :func:`fit_stages` runs ``booster``'s fit: vector-leaf trees on every row and
-    feature (no sampling), float histograms, REBEL's weights and the
-    root's histogram small enough for one thread (:data:`.PARALLEL_CELLS`,
-    :func:`.threads_pay`: sparse bins count their entries) and every tree one
-    :func:`.compiled_grower.grow_laid_out`."""
+    feature (no sampling), float histograms, REBEL's weights small enough for one thread
+    (:data:`.PARALLEL_CELLS`) and every tree one :func:`.compiled_grower.grow_laid_out`.
+    A root histogram that pays for threads is built on them inside the call, as the loop's
+    trees build it (up to stop 51 it sent the fit to the Python loop, which took 1.03-1.12x
+    this call's wall time on 1,500-5,000 rows: BENCHMARKS.md, stop 52)."""
     family = booster.family
     if type(family) is not VectorTreeFamily or booster.exact_sums:
         return False
     opt, grower = family.options, family.grower
     n, k = booster.scores.shape
-    n_features = grower.binner.n_features
     return (family._packed is not None and booster.channels.base is family._packed
             and opt.subsample >= 1.0 and opt.colsample_bytree >= 1.0
             and opt.histogram_bits is None
             and n * k < PARALLEL_CELLS
-            and not threads_pay(n, n_features, 2 * k + 1, family.data.entry_fraction)
             and fits_in_call(grower, n))
 
 
@@ -88,7 +89,8 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
             grower.has_missing, grower.offsets, grower.missing_bin,
             grower.layout.n_bins_total, float(opt.leaf_smoothing),
             float(opt.min_samples_leaf), opt.max_leaves,
-            -1 if opt.max_depth is None else opt.max_depth, _task_starts(len(features), 1),
+            -1 if opt.max_depth is None else opt.max_depth,
+            _task_starts(len(features), numba.get_num_threads()),
             tile, sparse, grower.thresholds, gather_rows(n_channels),
             scan_tasks(numeric_cells, n_channels), float(opt.cat_l2),
             (categorical, numeric, *category_options(grower, categorical))

@@ -55,19 +55,32 @@ def _gather(channels, rows, amplify, row_weight):
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _gather_parallel(channels, rows, amplify, row_weight, n_tasks):
-    """:func:`_gather` in ``n_tasks`` blocks of rows on every thread."""
+def gather_into_parallel(out, channels, rows, amplify, row_weight, n_tasks):
+    """:func:`_gather_into` of every row of ``rows`` in ``n_tasks`` blocks of rows on every
+    thread (each row's copy is the same, so ``out`` is too)."""
     n = rows.shape[0]
-    out = np.empty((n, channels.shape[1] + 1))
-    bounds = np.linspace(0, n, n_tasks + 1).astype(np.intp)
     for t in numba.prange(n_tasks):
-        _gather_into(out, channels, rows, amplify, row_weight, bounds[t], bounds[t + 1])
-    return out
+        _gather_into(out, channels, rows, amplify, row_weight, t * n // n_tasks,
+                     (t + 1) * n // n_tasks)
+
+
+def gather_tasks(n_rows: int, n_threads: int, least: int = PARALLEL_GATHER) -> int:
+    """Blocks of rows a gather (or a partition) of ``n_rows`` runs in on ``n_threads``: up
+    to four a thread, of at least 1,024 rows, from ``least`` rows; 1 (the calling thread)
+    below."""
+    if n_threads < 2 or n_rows < least:
+        return 1
+    return max(2, min(4 * n_threads, n_rows // 1024))
+
+
+gather_tasks_compiled = numba.njit(cache=True, nogil=True)(gather_tasks)
 
 
 def gather(channels, rows, amplify, row_weight) -> np.ndarray:
     """:func:`_gather`, on every thread for many rows."""
-    if len(rows) >= PARALLEL_GATHER:
-        n_tasks = min(4 * numba.get_num_threads(), len(rows) // 4096)
-        return _gather_parallel(channels, rows, amplify, row_weight, n_tasks)
+    n_tasks = gather_tasks(len(rows), numba.get_num_threads())
+    if n_tasks > 1:
+        out = np.empty((len(rows), channels.shape[1] + 1))
+        gather_into_parallel(out, channels, rows, amplify, row_weight, n_tasks)
+        return out
     return _gather(channels, rows, amplify, row_weight)
