@@ -42,7 +42,7 @@ from ..search.vector_children import children_claimed, sparse_blocks, sparse_chi
 from ..search.vector_leaf import leaf_loss
 from ..search.vector_scan import best_in_tasks
 from .category_sets import masks_to_bitsets
-from .row_channels import _gather_into, gather_into_parallel, gather_tasks_compiled, row_sums
+from .row_channels import _gather_into, gather_into_parallel, row_sums, row_tasks_compiled
 from .row_set import (
     BinTree,
     LocalRows,
@@ -155,7 +155,7 @@ def _build(hist, gathered, order, start, stop, sums, bins, features, caps, offse
 def _gather_rows(out, channels, rows, amplify, row_weight, n_threads, least_rows):
     """:func:`.row_channels._gather_into` of ``rows`` into ``out``, on ``n_threads`` from
     ``least_rows`` rows."""
-    n_tasks = gather_tasks_compiled(rows.shape[0], n_threads, least_rows)
+    n_tasks = row_tasks_compiled(rows.shape[0], n_threads, least_rows)
     if n_tasks > 1:
         gather_into_parallel(out, channels, rows, amplify, row_weight, n_tasks)
     else:
@@ -353,7 +353,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
         else:
             table = np.arange(n_bins_total) <= leaf[i, _BIN]  # (the row set's split_table)
             table[missing_bin] = leaf[i, _MISSING] == 1
-        n_tasks = gather_tasks_compiled(stop - start, n_threads, least_rows)
+        n_tasks = row_tasks_compiled(stop - start, n_threads, least_rows)
         if n_tasks > 1:
             middle = start + _partition_in_place(bins, order, scratch, start, stop,
                                                  leaf[i, _FEATURE], table, n_tasks)

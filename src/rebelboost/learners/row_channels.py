@@ -64,21 +64,21 @@ def gather_into_parallel(out, channels, rows, amplify, row_weight, n_tasks):
                      (t + 1) * n // n_tasks)
 
 
-def gather_tasks(n_rows: int, n_threads: int, least: int = PARALLEL_GATHER) -> int:
-    """Blocks of rows a gather (or a partition) of ``n_rows`` runs in on ``n_threads``: up
+def row_tasks(n_rows: int, n_threads: int, least: int = PARALLEL_GATHER) -> int:
+    """Blocks of rows a gather or a partition of ``n_rows`` runs in on ``n_threads``: up
     to four a thread, of at least 1,024 rows, from ``least`` rows; 1 (the calling thread)
-    below."""
+    below. (The blocks' count never changes the result.)"""
     if n_threads < 2 or n_rows < least:
         return 1
     return max(2, min(4 * n_threads, n_rows // 1024))
 
 
-gather_tasks_compiled = numba.njit(cache=True, nogil=True)(gather_tasks)
+row_tasks_compiled = numba.njit(cache=True, nogil=True)(row_tasks)
 
 
 def gather(channels, rows, amplify, row_weight) -> np.ndarray:
     """:func:`_gather`, on every thread for many rows."""
-    n_tasks = gather_tasks(len(rows), numba.get_num_threads())
+    n_tasks = row_tasks(len(rows), numba.get_num_threads())
     if n_tasks > 1:
         out = np.empty((len(rows), channels.shape[1] + 1))
         gather_into_parallel(out, channels, rows, amplify, row_weight, n_tasks)

@@ -25,7 +25,7 @@ from ..search.quantize import (
     histogram_dtype,
     quantize_channels,
 )
-from .row_channels import gather, row_sums
+from .row_channels import gather, row_sums, row_tasks
 from .walk import bin_goes_left, bin_set_goes_left, tree_walk
 
 
@@ -271,8 +271,8 @@ class LocalRows(RowArrays):
         start, stop = leaf
         args = (self.data.bins, self.order, self._scratch, start, stop, feature,
                 self._table(split_bin, missing_left, left_bins))
-        if stop - start >= _PARALLEL_PARTITION:
-            n_tasks = min(4 * numba.get_num_threads(), (stop - start) // 4096)
+        n_tasks = row_tasks(stop - start, numba.get_num_threads(), _PARALLEL_PARTITION)
+        if n_tasks > 1:
             middle = start + _partition_in_place(*args, n_tasks)
         else:
             middle = start + _partition_in_place_serial(*args)
