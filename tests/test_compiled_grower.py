@@ -62,12 +62,6 @@ CASES = [
     ({"colsample_bytree": 0.6}, {"categorical": True}),
     ({"max_depth": 2, "max_leaves": 4}, {"categorical": True}),
     ({}, {"categorical": True, "category_tasks": True}),
-    # every leaf's rows partitioned and gathered in blocks of rows on two threads: whole,
-    # in blocks, over sparse bins and with category sets
-    ({"n_jobs": 2}, {"rows": 0}),
-    ({"n_jobs": 2, "subsample": 0.7}, {"rows": 0, "blocks": 3}),
-    ({"n_jobs": 2}, {"rows": 0, "children_work": 0, "binary": True}),
-    ({"n_jobs": 2}, {"rows": 0, "categorical": True}),
 ])
 def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra):
     """Models fitted with and without the compiled grower: the same trees, category sets,
@@ -75,9 +69,8 @@ def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra)
     values, categorical columns, row and feature sampling, depth and leaf limits, and weights
     of zero; with children's channels gathered ``blocks`` rows at a time (in full on these
     sizes otherwise), with leaves scanned in ``scan_tasks`` feature blocks on every
-    thread (one otherwise), with every split's children (or none) built and scanned in
-    one region on two threads (``children_work``), and with every leaf's rows partitioned and
-    gathered on two threads (``rows``)."""
+    thread (one otherwise), and with every split's children (or none) built and scanned in
+    one region on two threads (``children_work``)."""
     n = (60, 400, 1500, 3000)[seed]
     if extra.get("categorical"):
         X, y = _categorical_data(seed, n, 2 + seed % 4, missing=seed % 2 == 1)
@@ -109,8 +102,6 @@ def test_compiled_trees_are_the_python_growers(monkeypatch, seed, params, extra)
                                     lambda n_cells, n_channels: extra["scan_tasks"])
             if "category_tasks" in extra:
                 monkeypatch.setattr(compiled_grower, "category_tasks", lambda *args: 4)
-            if "rows" in extra:
-                monkeypatch.setattr(compiled_grower, "PARALLEL_ROWS", extra["rows"])
             if "children_work" in extra:
                 monkeypatch.setattr(compiled_grower, "PARALLEL_CHILDREN_WORK",
                                     extra["children_work"])

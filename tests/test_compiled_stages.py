@@ -85,10 +85,9 @@ def test_stages_in_one_call_are_the_loops(monkeypatch, seed, case):
     _assert_same_models(*fits, X)
 
 
-@pytest.mark.parametrize("rows", [0, compiled_grower.PARALLEL_ROWS])
-def test_a_root_on_threads_in_one_call(monkeypatch, rows):
-    """A root histogram that pays for threads: the call builds it on them, and partitions
-    and gathers leaves' rows on them from ``rows`` rows; the loop's model, bit for bit."""
+def test_a_root_on_threads_in_one_call(monkeypatch):
+    """A root histogram that pays for threads: the call builds it on them; the loop's
+    model, bit for bit."""
     from rebelboost.search.histograms.dense import threads_pay
 
     X, y = _data(5, 3000, 60, 3, missing=True)
@@ -99,7 +98,6 @@ def test_a_root_on_threads_in_one_call(monkeypatch, rows):
         if in_one_call:
             monkeypatch.setattr(_compiled_stages, "_boost",
                                 lambda *args: calls.append(True) or real(*args))
-            monkeypatch.setattr(compiled_grower, "PARALLEL_ROWS", rows)
         else:
             monkeypatch.setattr(_compiled_stages, "applies", lambda booster: False)
         fits.append(RebelClassifier(10, n_jobs=2, random_state=0).fit(X, y))

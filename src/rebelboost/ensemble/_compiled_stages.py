@@ -4,9 +4,8 @@ A small fit (a few hundred rows, hundreds of trees) spent most of its time in th
 around each tree: the booster's stage, the family's row set, the grower's set-up and the
 dispatch of a dozen compiled calls, ~45 us a tree against ~25 us of compiled work
 (BENCHMARKS.md, "Boosting in one compiled call"). Where REBEL's weights take one thread and
-every tree is one compiled call (:func:`applies`; inside it the tree's histograms,
-partitions and gathers use numba's threads where they pay), the whole loop runs here:
-REBEL's weights, the tree
+every tree is one compiled call (:func:`applies`; inside it the tree's histograms use
+numba's threads where they pay), the whole loop runs here: REBEL's weights, the tree
 (:func:`.compiled_grower.grow_laid_out`), its leaf steps and the score update, iteration after
 iteration. It takes the same steps in the same order as :meth:`.RebelBooster.fit_stage` with
 :class:`.VectorTreeFamily`, so the model is the Python loop's bit for bit

@@ -42,11 +42,10 @@ from ..search.vector_children import children_claimed, sparse_blocks, sparse_chi
 from ..search.vector_leaf import leaf_loss
 from ..search.vector_scan import best_in_tasks
 from .category_sets import masks_to_bitsets
-from .row_channels import _gather_into, gather_into_parallel, row_sums, row_tasks_compiled
+from .row_channels import _gather_into, row_sums
 from .row_set import (
     BinTree,
     LocalRows,
-    _partition_in_place,
     _partition_in_place_serial,
     route_bins,
     split_table,
@@ -60,11 +59,6 @@ _MAX_ROWS = 1 << 18  # rows of the trees grown here (above, the Python grower's 
 # Bytes of a child's channels gathered at once for its histogram: a tree's largest gathered
 # copy was up to half the rows' channels (2.6 MB of shuttle's fit, whose peak memory it set).
 GATHER_BYTES = 1 << 19
-# Rows of a leaf from which a tree grown here partitions them and gathers their channels on
-# every thread (from within the tree's call, whose threads have just run its last region
-# and wake in microseconds; the Python row set's threshold is 8x higher): 0.86-0.92x of the
-# fit's wall time on sleep, connect4, nursery and satimage (BENCHMARKS.md, stop 52)
-PARALLEL_ROWS = 1 << 12
 # A split's work (the smaller child's additions, the cells subtracted and scanned, times the
 # channels) from which its children are built and scanned in one region on every thread
 # (:func:`.vector_children.children_claimed`). A region costs the threads' wake-up and the
@@ -152,20 +146,16 @@ def _build(hist, gathered, order, start, stop, sums, bins, features, caps, offse
 
 
 @numba.njit(cache=True, nogil=True)
-def _gather_rows(out, channels, rows, amplify, row_weight, n_threads, least_rows):
-    """:func:`.row_channels._gather_into` of ``rows`` into ``out``, on ``n_threads`` from
-    ``least_rows`` rows."""
-    n_tasks = row_tasks_compiled(rows.shape[0], n_threads, least_rows)
-    if n_tasks > 1:
-        gather_into_parallel(out, channels, rows, amplify, row_weight, n_tasks)
-    else:
-        _gather_into(out, channels, rows, amplify, row_weight, 0, rows.shape[0])
+def _gather_rows(out, channels, rows, amplify, row_weight):
+    """:func:`.row_channels._gather_into` of ``rows`` into ``out``, called rather than
+    inlined: :func:`grow_numeric` with the gather's loop inlined took 1.05-1.15x the fit's
+    wall time on sleep, connect4 and nursery (BENCHMARKS.md, stop 52)."""
+    _gather_into(out, channels, rows, amplify, row_weight, 0, rows.shape[0])
 
 
 @numba.njit(cache=True, nogil=True)
 def _build_in_blocks(hist, buffer, channels, amplify, row_weight, order, start, stop, sums,
-                     bins, features, caps, offsets, starts, tile, sparse, n_threads,
-                     least_rows):
+                     bins, features, caps, offsets, starts, tile, sparse):
     """:func:`_build` for a leaf of more rows than ``buffer`` holds: its rows' channels are
     gathered a buffer at a time (each cell still adds its rows in row order: the same
     histogram as from one gathered copy of them all, which cost up to half the rows'
@@ -176,7 +166,7 @@ def _build_in_blocks(hist, buffer, channels, amplify, row_weight, order, start, 
     for b0 in range(0, n_rows, size):
         b1 = min(n_rows, b0 + size)
         block = buffer[:b1 - b0]
-        _gather_rows(block, channels, rows[b0:b1], amplify, row_weight, n_threads, least_rows)
+        _gather_rows(block, channels, rows[b0:b1], amplify, row_weight)
         _add_block(hist, block, rows[b0:b1], bins, features, caps, offsets, starts, tile,
                    sparse, parallel, b0 == 0)
     _fill_sparse_defaults(hist, sparse, offsets, sums, parallel)
@@ -213,11 +203,9 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     claim tiles of features (:func:`.vector_children.children_claimed`; over sparse bins the
     entries' feature blocks, :func:`.vector_children.sparse_children_claimed`), from that much
     work: the smaller child's histogram built there where its channels are gathered whole,
-    the larger one's subtracted, both scanned. A leaf of
-    :data:`PARALLEL_ROWS` rows or more (``together``) is partitioned, and its channels
-    gathered, in blocks of rows on numba's threads (the same stable order and copies as on
-    one). Every other kernel runs on the calling thread.
-    Returns ``(leaves, sums, losses, nodes, gains, updates, searched,
+    the larger one's subtracted, both scanned. Every other kernel runs on the calling
+    thread (partitions and gathers on threads, from 2,048-32,768 rows, did not pay:
+    BENCHMARKS.md, stop 52). Returns ``(leaves, sums, losses, nodes, gains, updates, searched,
     n_buffers)``: ``leaves`` (L, 9) the int fields of every leaf made (the root, then each
     split's children, left and right), ``sums`` (L, C) and ``losses`` (L,) theirs, ``nodes`` the
     leaves split, in split order, with their loss reductions ``gains``; the histogram additions
@@ -257,7 +245,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     # the root, and a split's children, in one claimed region (2 threads or more): what each
     # feature scans, the tiles threads claim, and the per-feature bests (rows: the root or the
     # smaller child, the larger child)
-    n_threads, least_work, least_rows, scanned, tiles, blocks = together
+    n_threads, least_work, scanned, tiles, blocks = together
     threaded = n_threads > 1 and n_features > 1
     # sparse bins: a leaf's additions are its rows' entries (the claimed tiles are their
     # feature blocks; none given: built on the calling thread)
@@ -353,13 +341,8 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
         else:
             table = np.arange(n_bins_total) <= leaf[i, _BIN]  # (the row set's split_table)
             table[missing_bin] = leaf[i, _MISSING] == 1
-        n_tasks = row_tasks_compiled(stop - start, n_threads, least_rows)
-        if n_tasks > 1:
-            middle = start + _partition_in_place(bins, order, scratch, start, stop,
-                                                 leaf[i, _FEATURE], table, n_tasks)
-        else:
-            middle = start + _partition_in_place_serial(bins, order, scratch, start, stop,
-                                                        leaf[i, _FEATURE], table)
+        middle = start + _partition_in_place_serial(bins, order, scratch, start, stop,
+                                                    leaf[i, _FEATURE], table)
         left, right = n_made, n_made + 1
         n_made += 2
         for j, s0, s1 in ((left, start, middle), (right, middle, stop)):
@@ -371,8 +354,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
         gathered = buffer[:s1 - s0]
         whole = s1 - s0 <= buffer.shape[0]  # (else gathered in blocks if built)
         if whole:
-            _gather_rows(gathered, channels, order[s0:s1], amplify, row_weight, n_threads,
-                         least_rows)
+            _gather_rows(gathered, channels, order[s0:s1], amplify, row_weight)
             sums[small] = _column_sums(gathered)
         else:
             sums[small] = row_sums(channels, order[s0:s1], amplify, row_weight)
@@ -406,7 +388,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 else:
                     _build_in_blocks(pool[slot], buffer, channels, amplify, row_weight, order,
                                      s0, s1, sums[small], bins, features, caps, offsets,
-                                     starts, tile, sparse, n_threads, least_rows)
+                                     starts, tile, sparse)
             if claimed:
                 child_scores[:] = np.inf
                 if sparse is not None and not built:
@@ -448,18 +430,16 @@ _NO_ROWS = np.empty((0, 0))
 
 def children_together(scanned: np.ndarray, tile: int, features: np.ndarray, data) -> tuple:
     """:func:`grow_numeric`'s ``together`` for a tree's ``features`` over binned ``data``:
-    numba's threads now, :data:`PARALLEL_CHILDREN_WORK` and :data:`PARALLEL_ROWS` (read at
-    each call, so that tests can move them), what each feature scans
-    (:func:`.vector_children.scan_kinds`), the tiles of at most ``tile`` features, four a
-    thread, that the threads claim over dense bins, and over sparse bins their entries'
-    feature blocks (:func:`.vector_children.sparse_blocks`)."""
+    numba's threads now, :data:`PARALLEL_CHILDREN_WORK` (read at each call, so that tests
+    can lower it), what each feature scans (:func:`.vector_children.scan_kinds`), the tiles
+    of at most ``tile`` features, four a thread, that the threads claim over dense bins, and
+    over sparse bins their entries' feature blocks (:func:`.vector_children.sparse_blocks`)."""
     n_threads, n_features = numba.get_num_threads(), len(scanned)
     step = max(1, min(tile, -(-n_features // (4 * n_threads))))
     tiles = np.append(np.arange(0, n_features, step), n_features).astype(np.intp)
     blocks = (np.empty((2, 0), dtype=np.intp) if data.sparse is None
               else sparse_blocks(data.sparse.edges, features))
-    return (n_threads, PARALLEL_CHILDREN_WORK, PARALLEL_ROWS, np.ascontiguousarray(scanned),
-            tiles, blocks)
+    return n_threads, PARALLEL_CHILDREN_WORK, np.ascontiguousarray(scanned), tiles, blocks
 
 
 def sparse_arrays(data) -> tuple | None:
@@ -478,8 +458,8 @@ def applies(grower, rows) -> bool:
     one-thread scan, every histogram the tree can hold at once within the grower's budget
     (so the Python grower would drop none either), and under 262,144 rows. The histograms whose
     additions pay for threads (:func:`.dense.threads_pay`) run on numba's threads (split by
-    feature, as the Python grower's), and so do large leaves' partitions and gathers (in
-    blocks of rows, keeping the order: a stable partition), as the Python grower's: the tree is the
+    feature, as the Python grower's), every other kernel on the calling thread, where the Python
+    grower's threads split by feature or keep the order (a stable partition): the tree is the
     same either way, and up to that size the compiled tree was the faster (BENCHMARKS.md, "Trees
     compiled up to 131,072 rows" and "Boosting in one compiled call"): 0.76-0.82x the fit's wall
     time on connect4 and sleep, 0.93-0.96x on 100,000-300,000 synthetic rows of 20 dense

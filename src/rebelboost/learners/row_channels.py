@@ -73,8 +73,6 @@ def row_tasks(n_rows: int, n_threads: int, least: int = PARALLEL_GATHER) -> int:
     return max(2, min(4 * n_threads, n_rows // 1024))
 
 
-row_tasks_compiled = numba.njit(cache=True, nogil=True)(row_tasks)
-
 
 def gather(channels, rows, amplify, row_weight) -> np.ndarray:
     """:func:`_gather`, on every thread for many rows."""
