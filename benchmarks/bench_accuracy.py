@@ -226,9 +226,12 @@ def worker(dataset: str, method: str, threads: int, budget_s: float | None,
     n = getattr(est, "n_estimators_", len(stamps)) if library == "rebelboost" else len(stamps)
     grid = (max(1, round(n * (i / N_CHECKPOINTS) ** 1.5)) for i in range(1, N_CHECKPOINTS + 1))
     its = sorted(set(grid) | {n})
-    errors = staged(est, its)
-    every = ([float(e) for e in staged(est, range(1, n + 1))] if library == "rebelboost"
-             else None)
+    every = None
+    if library == "rebelboost":  # every iteration's error (its first at e* is fitted alone)
+        every = [float(e) for e in staged(est, range(1, n + 1))]
+        errors = [every[i - 1] for i in its]
+    else:
+        errors = staged(est, its)
     return {"dataset": dataset, "method": method, "iterations": len(stamps), "kept": n,
             "every_error": every,
             "fit_time": fit_time,

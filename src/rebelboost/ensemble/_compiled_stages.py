@@ -1,4 +1,4 @@
-"""REBEL's vector-leaf trees boosted in one compiled call, for fits up to a few thousand rows.
+"""REBEL's vector-leaf trees boosted in one compiled call, for fits of under 65,536 rows x classes.
 
 A small fit (a few hundred rows, hundreds of trees) spent most of its time in the Python
 around each tree: the booster's stage, the family's row set, the grower's set-up and the

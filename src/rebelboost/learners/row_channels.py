@@ -13,8 +13,8 @@ import numpy as np
 
 from ..search.histograms._intrinsics import prefetch_ahead
 
-# Rows from which a gather uses every thread (as a partition does).
-PARALLEL_GATHER = 1 << 15
+# Rows from which a gather or a partition of the Python row set uses every thread.
+PARALLEL_ROWS = 1 << 15
 
 
 @numba.njit(cache=True, nogil=True)
@@ -55,30 +55,28 @@ def _gather(channels, rows, amplify, row_weight):
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def gather_into_parallel(out, channels, rows, amplify, row_weight, n_tasks):
-    """:func:`_gather_into` of every row of ``rows`` in ``n_tasks`` blocks of rows on every
-    thread (each row's copy is the same, so ``out`` is too)."""
+def _gather_parallel(channels, rows, amplify, row_weight, n_tasks):
+    """:func:`_gather` in ``n_tasks`` blocks of rows on every thread."""
     n = rows.shape[0]
+    out = np.empty((n, channels.shape[1] + 1))
+    bounds = np.linspace(0, n, n_tasks + 1).astype(np.intp)
     for t in numba.prange(n_tasks):
-        _gather_into(out, channels, rows, amplify, row_weight, t * n // n_tasks,
-                     (t + 1) * n // n_tasks)
+        _gather_into(out, channels, rows, amplify, row_weight, bounds[t], bounds[t + 1])
+    return out
 
 
-def row_tasks(n_rows: int, n_threads: int, least: int = PARALLEL_GATHER) -> int:
-    """Blocks of rows a gather or a partition of ``n_rows`` runs in on ``n_threads``: up
-    to four a thread, of at least 1,024 rows, from ``least`` rows; 1 (the calling thread)
+def row_tasks(n_rows: int, n_threads: int) -> int:
+    """Blocks of rows a gather or a partition of ``n_rows`` runs in on ``n_threads``: four a
+    thread, of at least 4,096 rows, from :data:`PARALLEL_ROWS`; 1 (the calling thread)
     below. (The blocks' count never changes the result.)"""
-    if n_threads < 2 or n_rows < least:
+    if n_threads < 2 or n_rows < PARALLEL_ROWS:
         return 1
-    return max(2, min(4 * n_threads, n_rows // 1024))
-
+    return min(4 * n_threads, n_rows // 4096)
 
 
 def gather(channels, rows, amplify, row_weight) -> np.ndarray:
     """:func:`_gather`, on every thread for many rows."""
     n_tasks = row_tasks(len(rows), numba.get_num_threads())
     if n_tasks > 1:
-        out = np.empty((len(rows), channels.shape[1] + 1))
-        gather_into_parallel(out, channels, rows, amplify, row_weight, n_tasks)
-        return out
+        return _gather_parallel(channels, rows, amplify, row_weight, n_tasks)
     return _gather(channels, rows, amplify, row_weight)

@@ -271,7 +271,7 @@ class LocalRows(RowArrays):
         start, stop = leaf
         args = (self.data.bins, self.order, self._scratch, start, stop, feature,
                 self._table(split_bin, missing_left, left_bins))
-        n_tasks = row_tasks(stop - start, numba.get_num_threads(), _PARALLEL_PARTITION)
+        n_tasks = row_tasks(stop - start, numba.get_num_threads())
         if n_tasks > 1:
             middle = start + _partition_in_place(*args, n_tasks)
         else:
@@ -337,10 +337,6 @@ def split_table(split_bin: int, missing_left: bool, n_bins_total: int, missing_b
 
 _walk_bins = tree_walk(bin_goes_left)
 _walk_bin_sets = tree_walk(bin_set_goes_left)
-
-# Rows from which a partition uses every thread.
-_PARALLEL_PARTITION = 1 << 15
-
 
 @numba.njit(cache=True, nogil=True)
 def _partition(bins, rows, feature, left_bins):
