@@ -238,3 +238,48 @@ def test_merged_value_counts_are_those_of_all_rows(parts):
     np.testing.assert_array_equal(values, expected[0])
     np.testing.assert_array_equal(counts, expected[1])
     assert counts.dtype == np.int64 and values.dtype == np.float64
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_columns_value_counts_on_threads_are_the_serial_ones(monkeypatch, threads):
+    """Value counts taken on threads (numpy's sort releases the interpreter's lock): each
+    numeric column's, in column order, and none for the others."""
+    from rebelboost import binning
+    from rebelboost.parallel import numba_threads
+
+    monkeypatch.setattr(binning, "PARALLEL_VALUES", 0)
+    rng = np.random.default_rng(7)
+    X = np.round(rng.normal(size=(300, 9)), 1)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    numeric = rng.random(9) < 0.7
+    with numba_threads(threads):
+        got = binning.column_value_counts(X, numeric)
+    assert len(got) == 9
+    for j, (values, counts) in enumerate(got):
+        want = value_counts(X[:, j]) if numeric[j] else (np.empty(0), np.empty(0, np.int64))
+        np.testing.assert_array_equal(values, want[0])
+        np.testing.assert_array_equal(counts, want[1])
+
+
+def test_binning_in_a_fit_takes_its_n_jobs_threads(monkeypatch):
+    """A fit with ``n_jobs=1`` bins on one thread (its value counts take no thread pool);
+    with two, on two."""
+    import numba
+
+    from rebelboost import RebelClassifier, binning
+
+    pools = []
+
+    class Pool(binning.ThreadPoolExecutor):
+        def __init__(self, workers):
+            pools.append(workers)
+            super().__init__(workers)
+
+    monkeypatch.setattr(binning, "ThreadPoolExecutor", Pool)
+    monkeypatch.setattr(binning, "PARALLEL_VALUES", 0)
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 4)), np.arange(200) % 3
+    RebelClassifier(2, n_jobs=1).fit(X, y)
+    assert pools == []
+    RebelClassifier(2, n_jobs=2).fit(X, y)
+    assert pools == ([2] if numba.config.NUMBA_NUM_THREADS >= 2 else [])  # (numba's pool)

@@ -24,6 +24,7 @@ from rebelboost.search.histograms import (
     sparse_bins,
 )
 from rebelboost.search.histograms.dense import _add_rows_parallel, _add_rows_serial, _task_starts
+from rebelboost.search.histograms.sparse import _code_counts
 from rebelboost.search.splits import split_sums
 
 FAST = settings(max_examples=40, deadline=None)
@@ -138,6 +139,9 @@ def test_sparse_bins_list_exactly_the_entries_outside_the_default_bins():
                 rebuilt[i, features] = sparse.entry_bin[span]
         np.testing.assert_array_equal(rebuilt, bins)
         counts = [np.bincount(bins[:, f], minlength=256).max() for f in range(bins.shape[1])]
+        np.testing.assert_array_equal(  # (the codes counted along the rows, in blocks)
+            _code_counts(bins, n_blocks if n_blocks <= bins.shape[1] else 1),
+            [np.bincount(bins[:, f], minlength=256) for f in range(bins.shape[1])])
         assert [np.sum(bins[:, f] == sparse.default_bin[f]) for f in range(bins.shape[1])] == counts
     dense = np.random.default_rng(0).integers(0, 200, size=(100, 5)).astype(np.uint8)
     assert sparse_bins(dense) is None  # no bin holds most entries: the dense layout is cheaper

@@ -12,7 +12,12 @@ from rebelboost.ensemble import _compiled_stages
 from rebelboost.learners import compiled_grower, vector_tree
 from rebelboost.search.histograms.dense import add_rows
 from rebelboost.search.histograms.leaf import _fill_defaults_serial
-from rebelboost.search.histograms.sparse import add_entries, row_totals, sparse_bins
+from rebelboost.search.histograms.sparse import (
+    add_entries,
+    leaf_entries,
+    row_totals,
+    sparse_bins,
+)
 from rebelboost.search.vector_children import (
     children_claimed,
     search_children,
@@ -210,3 +215,36 @@ def test_python_grower_trees_are_the_same_with_the_one_pass(monkeypatch, seed, c
     np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
     np.testing.assert_array_equal(a.train_loss_, b.train_loss_)
     np.testing.assert_array_equal(a.histogram_updates_, b.histogram_updates_)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_sparse_leaf_histogram_by_blocks_is_the_serial_kernels(seed):
+    """leaf_entries (each feature block's cells cleared, its entries added, its default bins
+    filled, by the thread that owns the block) writes every cell of a leaf histogram with
+    the bits of the kernels one after another (clear all, add the entries, fill the
+    defaults), on one thread and on two."""
+    import numba
+
+    rng = np.random.default_rng(seed)
+    n, d, k = int(rng.integers(30, 400)), int(rng.integers(2, 30)), int(rng.integers(2, 6))
+    caps = rng.integers(1, 40, size=d).astype(np.intp)
+    busy = rng.random((n, d)) < rng.uniform(0.05, 0.4)
+    bins = np.where(busy, rng.random((n, d)) * (caps + 1), 0).astype(np.uint8)
+    sparse = sparse_bins(bins, n_blocks=int(rng.integers(1, 5)))
+    channels = np.ascontiguousarray(np.c_[rng.exponential(size=(n, 2 * k)) ** 3,
+                                          rng.integers(0, 3, size=n)], dtype=np.float64)
+    offsets = np.r_[0, np.cumsum(caps + 1)]
+    rows = np.sort(rng.choice(n, size=int(rng.integers(1, n)), replace=False))
+    totals = row_totals(channels[rows])
+    want = np.zeros((offsets[-1], 2 * k + 1))
+    add_entries(sparse, channels[rows], rows, want, offsets, caps, parallel=False)
+    _fill_defaults_serial(want, offsets, sparse.default_bin, totals)
+    before = numba.get_num_threads()
+    for threads, parallel in ((1, False), (1, True), (2, True)):
+        got = np.full_like(want, np.nan)
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        try:
+            leaf_entries(sparse, channels[rows], rows, got, offsets, caps, totals, parallel)
+        finally:
+            numba.set_num_threads(before)
+        np.testing.assert_array_equal(got, want)

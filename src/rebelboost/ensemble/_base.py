@@ -106,7 +106,8 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
                                   rng))
             validation = Validation(X_val, codes_val, w_val, rows_val)
         rebuild = self._booster_factory(X, codes, sample_weight, cost_rows, rng, validation)
-        booster = self._make_booster(X, codes, sample_weight, cost_rows, rng, validation)
+        with numba_threads(self.n_jobs, blas_threads=None):  # (binning: n_jobs threads too)
+            booster = self._make_booster(X, codes, sample_weight, cost_rows, rng, validation)
         del cost_rows  # (n, K): the booster's loss holds what it needs
         target = self.target_loss
         if target == "auto":

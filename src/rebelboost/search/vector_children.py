@@ -26,8 +26,7 @@ import numpy as np
 
 from .histograms._intrinsics import fetch_add
 from .histograms.dense import _task, feature_tile, simd_width
-from .histograms.leaf import _fill_default
-from .histograms.sparse import _sparse_block
+from .histograms.sparse import _fill_default, _sparse_block
 from .splits import pick_index
 from .vector_scan import scan_vector_feature
 

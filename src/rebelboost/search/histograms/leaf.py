@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from .dense import PARALLEL_ADDS, add_rows, threads_pay
-from .sparse import add_entries
+from .sparse import _fill_default, leaf_entries
 
 if TYPE_CHECKING:
     from ..binned import BinnedData
@@ -61,30 +61,15 @@ def build_leaf_histogram(data: BinnedData, row_channels: np.ndarray, rows: np.nd
     parallel = threads_pay(len(rows), max(1, len(features)), out.shape[1], data.entry_fraction)
     if sparse is None:
         add_rows(data.bins, row_channels, rows, features, out, n_value_bins, offsets, parallel)
-    else:
-        out[:] = 0
-        add_entries(sparse, row_channels, rows, out, offsets, n_value_bins, parallel)
-        fill = _fill_defaults if parallel else _fill_defaults_serial
-        fill(out, offsets, sparse.default_bin, totals)
+    else:  # (every cell is cleared and every default bin set: threads pay for big ones too)
+        leaf_entries(sparse, row_channels, rows, out, offsets, n_value_bins, totals,
+                     parallel or out.size >= BIG_HISTOGRAM_CELLS)
     return out
 
 
 def subtract_histogram(big: np.ndarray, small: np.ndarray, parallel: bool) -> None:
     """``big -= small`` (a parent's histogram becomes its larger child's)."""
     (_subtract if parallel else _subtract_serial)(big, small)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _fill_default(hist, f, offsets, default_bin, totals):
-    """A sparse feature's default bin: the rows' totals minus its other cells."""
-    start, stop = offsets[f], offsets[f + 1]
-    d = start + min(default_bin[f], stop - 1 - start)
-    for c in range(hist.shape[1]):
-        rest = hist[stop - 1, c] if d != stop - 1 else 0.0  # the missing bin, then the values
-        for cell in range(start, stop - 1):
-            if cell != d:
-                rest += hist[cell, c]
-        hist[d, c] = totals[c] - rest
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

@@ -75,7 +75,7 @@ def sparse_bins(
     n, d = bins.shape
     if n == 0 or d == 0 or d >= 1 << 24:  # the packed entries hold 24-bit feature indices
         return None
-    counts = np.stack([np.bincount(bins[:, f], minlength=N_CODES) for f in range(d)])
+    counts = _code_counts(bins, min(d, numba.get_num_threads()))
     default_bin = counts.argmax(axis=1).astype(np.intp)
     off_default = n - counts.max(axis=1)  # per feature
     if off_default.sum() > max_density * n * d:
@@ -89,6 +89,20 @@ def sparse_bins(
     _fill_entries(bins, default_bin, edges, indptr, entries)
     return SparseBins(default_bin, indptr, entries, int((entries & 0xFF).max(initial=0)),
                       edges.astype(np.intp))
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _code_counts(bins, n_tasks):
+    """(n_features, N_CODES): how many rows hold each code of each feature, counted along the
+    rows in ``n_tasks`` blocks of features on numba's threads (a column at a time strides
+    through all of the bins)."""
+    n, d = bins.shape
+    counts = np.zeros((d, N_CODES), dtype=np.int64)
+    for t in numba.prange(n_tasks):
+        for i in range(n):
+            for f in range(t * d // n_tasks, (t + 1) * d // n_tasks):
+                counts[f, bins[i, f]] += 1
+    return counts
 
 
 @numba.njit(cache=True, nogil=True)
@@ -137,6 +151,25 @@ def add_entries(sparse: SparseBins, row_channels: np.ndarray, rows: np.ndarray,
     kernel = _sparse_serial if serial else _sparse_parallel
     kernel(sparse.indptr, sparse.entries, row_channels.reshape(-1), n_channels, rows, r0, r1,
            hist, offsets, np.ascontiguousarray(caps, dtype=np.intp), width)
+
+
+def leaf_entries(sparse: SparseBins, row_channels: np.ndarray, rows: np.ndarray,
+                 hist: np.ndarray, offsets: np.ndarray, caps: np.ndarray, totals: np.ndarray,
+                 parallel: bool) -> None:
+    """Every cell of the compact leaf histogram ``hist`` (n_cells, C) from the entries of
+    ``rows`` (:func:`add_entries`), each default bin the rest of ``totals`` (the rows'
+    channel sums): a feature block's cells cleared, added and completed by the thread that
+    owns them (``parallel``), where clearing the whole histogram first held the calling
+    thread alone (MNIST: 10.7 MB a leaf)."""
+    row_channels = np.ascontiguousarray(row_channels, dtype=np.float64)
+    rows = np.ascontiguousarray(rows, dtype=np.intp)
+    n_channels = row_channels.shape[1]
+    share = entry_share(len(sparse.entries), sparse.indptr.shape[1] - 1, len(sparse.default_bin))
+    width = simd_width(len(rows) * len(sparse.default_bin) * n_channels * share, n_channels)
+    kernel = _leaf_parallel if parallel else _leaf_serial
+    kernel(sparse.indptr, sparse.entries, row_channels.reshape(-1), n_channels, rows, hist,
+           offsets, np.ascontiguousarray(caps, dtype=np.intp), width, sparse.edges,
+           sparse.default_bin, np.ascontiguousarray(totals, dtype=np.float64))
 
 
 def row_totals(row_channels: np.ndarray) -> np.ndarray:
@@ -249,6 +282,48 @@ def _sparse_serial(indptr, entries, channels, n_channels, rows, r0, r1, hist, of
     for blk in range(indptr.shape[0]):
         _sparse_block(indptr, entries, channels, n_channels, rows, r0, r1, blk, hist,
                       offsets, caps, width)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _fill_default(hist, f, offsets, default_bin, totals):
+    """A sparse feature's default bin: the rows' totals minus its other cells."""
+    start, stop = offsets[f], offsets[f + 1]
+    d = start + min(default_bin[f], stop - 1 - start)
+    for c in range(hist.shape[1]):
+        rest = hist[stop - 1, c] if d != stop - 1 else 0.0  # the missing bin, then the values
+        for cell in range(start, stop - 1):
+            if cell != d:
+                rest += hist[cell, c]
+        hist[d, c] = totals[c] - rest
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _leaf_block(indptr, entries, channels, n_channels, rows, hist, offsets, caps, width, edges,
+                default_bin, totals, blk):
+    """Block ``blk``'s features' cells of a leaf histogram: cleared, the rows' entries added
+    (:func:`_sparse_block`), each default bin the rest of ``totals``."""
+    f0, f1 = edges[blk], edges[blk + 1]
+    hist[offsets[f0]:offsets[f1]] = 0.0
+    _sparse_block(indptr, entries, channels, n_channels, rows, 0, rows.shape[0], blk, hist,
+                  offsets, caps, width)
+    for f in range(f0, f1):
+        _fill_default(hist, f, offsets, default_bin, totals)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _leaf_parallel(indptr, entries, channels, n_channels, rows, hist, offsets, caps, width,
+                   edges, default_bin, totals):
+    for blk in numba.prange(indptr.shape[0]):
+        _leaf_block(indptr, entries, channels, n_channels, rows, hist, offsets, caps, width,
+                    edges, default_bin, totals, blk)
+
+
+@numba.njit(cache=True, nogil=True)
+def _leaf_serial(indptr, entries, channels, n_channels, rows, hist, offsets, caps, width,
+                 edges, default_bin, totals):
+    for blk in range(indptr.shape[0]):
+        _leaf_block(indptr, entries, channels, n_channels, rows, hist, offsets, caps, width,
+                    edges, default_bin, totals, blk)
 
 
 @numba.njit(cache=True, nogil=True)
