@@ -138,6 +138,7 @@ def test_sparse_bins_list_exactly_the_entries_outside_the_default_bins():
                 assert not np.any(rebuilt[i, features] != sparse.default_bin[features])  # once
                 rebuilt[i, features] = sparse.entry_bin[span]
         np.testing.assert_array_equal(rebuilt, bins)
+        assert sparse.max_bin == int(sparse.entry_bin.max(initial=0))
         counts = [np.bincount(bins[:, f], minlength=256).max() for f in range(bins.shape[1])]
         np.testing.assert_array_equal(  # (the codes counted along the rows, in blocks)
             _code_counts(bins, n_blocks if n_blocks <= bins.shape[1] else 1),

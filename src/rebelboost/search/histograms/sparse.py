@@ -85,9 +85,12 @@ def sparse_bins(
     cuts = np.searchsorted(cum, cum[-1] * np.arange(1, n_blocks) / n_blocks, side="left") + 1
     edges = np.unique(np.concatenate([[0], np.minimum(cuts, d), [d]]))
     indptr = np.zeros((len(edges) - 1, n + 1), dtype=np.int64)
-    entries = np.empty(int(off_default.sum()), dtype=np.uint32)
-    _fill_entries(bins, default_bin, edges, indptr, entries)
-    return SparseBins(default_bin, indptr, entries, int((entries & 0xFF).max(initial=0)),
+    entries = np.empty(int(cum[-1]), dtype=np.uint32)
+    _fill_entries(bins, default_bin, edges, np.r_[0, cum][edges[:-1]], indptr, entries)
+    held = counts > 0  # (the codes the entries hold: every one held but the default)
+    held[np.arange(d), default_bin] = False
+    codes = np.flatnonzero(held.any(axis=0))
+    return SparseBins(default_bin, indptr, entries, int(codes[-1]) if len(codes) else 0,
                       edges.astype(np.intp))
 
 
@@ -105,13 +108,14 @@ def _code_counts(bins, n_tasks):
     return counts
 
 
-@numba.njit(cache=True, nogil=True)
-def _fill_entries(bins, default_bin, edges, indptr, entries):
-    """Each block's entries, row by row, features increasing, and their ``indptr``, in one
-    pass over the bins (index arrays of every entry cost 16 bytes an entry: the setup's peak
-    of memory on sets of many sparse columns)."""
-    at = 0
-    for b in range(edges.shape[0] - 1):
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _fill_entries(bins, default_bin, edges, starts, indptr, entries):
+    """Each block's entries (from ``starts[b]``), row by row, features increasing, and their
+    ``indptr``, in one pass over the bins, the blocks on numba's threads (index arrays of
+    every entry cost 16 bytes an entry: the setup's peak of memory on sets of many sparse
+    columns)."""
+    for b in numba.prange(edges.shape[0] - 1):
+        at = starts[b]
         indptr[b, 0] = at
         for i in range(bins.shape[0]):
             for f in range(edges[b], edges[b + 1]):
