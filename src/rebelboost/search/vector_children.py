@@ -26,7 +26,7 @@ import numpy as np
 
 from .histograms._intrinsics import fetch_add
 from .histograms.dense import _task, feature_tile, simd_width
-from .histograms.sparse import _fill_default, _sparse_block
+from .histograms.sparse import _leaf_block
 from .splits import pick_index
 from .vector_scan import scan_vector_feature
 
@@ -126,7 +126,8 @@ def sparse_children_claimed(indptr, entries, default_bin, row_channels, rows, to
     the tiles are the entries' feature blocks (``blocks[0]``: their first features and the
     end; ``blocks[1]``: where each block's features start in ``features``). A block's cells
     of the small child are cleared, its entries of ``rows`` added and its default bins set
-    from ``totals`` (the rows' channel sums), the big child's cells subtracted (every cell of
+    from ``totals`` (the rows' channel sums; :func:`.histograms.sparse._leaf_block`, as a
+    sparse leaf histogram's blocks are built), the big child's cells subtracted (every cell of
     the block: ``scan_big``) and the features scanned: the cells, sums and scans of the
     serial kernels (:func:`.histograms.sparse._sparse_serial`, the leaf histograms' default
     fill), bit for bit."""
@@ -140,11 +141,8 @@ def sparse_children_claimed(indptr, entries, default_bin, row_channels, rows, to
             if b >= n_tiles:
                 break
             f0, f1 = blocks[0, b], blocks[0, b + 1]
-            small[offsets[f0]:offsets[f1]] = 0.0
-            _sparse_block(indptr, entries, flat, n_channels, rows, 0, rows.shape[0], b, small,
-                          offsets, caps, ())
-            for f in range(f0, f1):
-                _fill_default(small, f, offsets, default_bin, totals)
+            _leaf_block(indptr, entries, flat, n_channels, rows, small, offsets, caps, (),
+                        blocks[0], default_bin, totals, b)
             if scan_big:
                 _subtract_cells(big, small, offsets[f0], offsets[f1])
             _scan_tile(features, blocks[1, b], blocks[1, b + 1], small, big, caps, offsets,
