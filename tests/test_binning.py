@@ -248,6 +248,7 @@ def test_columns_value_counts_on_threads_are_the_serial_ones(monkeypatch, thread
     from rebelboost.parallel import numba_threads
 
     monkeypatch.setattr(binning, "PARALLEL_VALUES", 0)
+    monkeypatch.setattr(binning, "PARALLEL_ROWS", 0)
     rng = np.random.default_rng(7)
     X = np.round(rng.normal(size=(300, 9)), 1)
     X[rng.random(X.shape) < 0.1] = np.nan
@@ -277,6 +278,7 @@ def test_binning_in_a_fit_takes_its_n_jobs_threads(monkeypatch):
 
     monkeypatch.setattr(binning, "ThreadPoolExecutor", Pool)
     monkeypatch.setattr(binning, "PARALLEL_VALUES", 0)
+    monkeypatch.setattr(binning, "PARALLEL_ROWS", 0)
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(200, 4)), np.arange(200) % 3
     RebelClassifier(2, n_jobs=1).fit(X, y)

@@ -133,6 +133,18 @@ def entry_share(n_entries: int, n_rows: int, n_features: int) -> float:
     return n_entries / max(1, n_rows * n_features)
 
 
+def _share(sparse: SparseBins) -> float:
+    """The share of the binned matrix's cells that are entries (:func:`entry_share`)."""
+    return entry_share(len(sparse.entries), sparse.indptr.shape[1] - 1,
+                       len(sparse.default_bin))
+
+
+def _width(sparse: SparseBins, n_rows: int, n_channels: int) -> tuple:
+    """The SIMD adds (:func:`.dense.simd_width`) for the entries of ``n_rows`` rows."""
+    adds = n_rows * len(sparse.default_bin) * n_channels * _share(sparse)  # (expected)
+    return simd_width(adds, n_channels)
+
+
 def add_entries(sparse: SparseBins, row_channels: np.ndarray, rows: np.ndarray,
                 hist: np.ndarray, offsets: np.ndarray, caps: np.ndarray,
                 parallel: bool | None = None, r0: int = 0, r1: int | None = None) -> None:
@@ -147,11 +159,10 @@ def add_entries(sparse: SparseBins, row_channels: np.ndarray, rows: np.ndarray,
     if n_channels == 0 or r1 <= r0:
         return
     n_features = len(sparse.default_bin)
-    share = entry_share(len(sparse.entries), sparse.indptr.shape[1] - 1, n_features)
+    share = _share(sparse)
     serial = (not threads_pay(r1 - r0, n_features, n_channels, share) if parallel is None
               else not parallel)
-    adds = (r1 - r0) * n_features * n_channels * share  # (expected)
-    width = simd_width(adds, n_channels)
+    width = _width(sparse, r1 - r0, n_channels)
     kernel = _sparse_serial if serial else _sparse_parallel
     kernel(sparse.indptr, sparse.entries, row_channels.reshape(-1), n_channels, rows, r0, r1,
            hist, offsets, np.ascontiguousarray(caps, dtype=np.intp), width)
@@ -168,8 +179,7 @@ def leaf_entries(sparse: SparseBins, row_channels: np.ndarray, rows: np.ndarray,
     row_channels = np.ascontiguousarray(row_channels, dtype=np.float64)
     rows = np.ascontiguousarray(rows, dtype=np.intp)
     n_channels = row_channels.shape[1]
-    share = entry_share(len(sparse.entries), sparse.indptr.shape[1] - 1, len(sparse.default_bin))
-    width = simd_width(len(rows) * len(sparse.default_bin) * n_channels * share, n_channels)
+    width = _width(sparse, len(rows), n_channels)
     kernel = _leaf_parallel if parallel else _leaf_serial
     kernel(sparse.indptr, sparse.entries, row_channels.reshape(-1), n_channels, rows, hist,
            offsets, np.ascontiguousarray(caps, dtype=np.intp), width, sparse.edges,
