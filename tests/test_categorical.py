@@ -18,6 +18,7 @@ from rebelboost.categorical import CategoricalColumns
 from rebelboost.learners.category_sets import category_bitsets
 from rebelboost.learners.compiled_grower import category_words
 from rebelboost.search.category_split import (
+    _one_against_rest,
     _order_by_principal_axis,
     _scratch,
     _weigh,
@@ -27,6 +28,7 @@ from rebelboost.search.category_split import (
 )
 from rebelboost.search.scores import VECTOR_LEAF
 from rebelboost.search.splits import scan_feature
+from rebelboost.search.vector_scan import scan_vector_feature
 from rebelboost.search.vector_leaf import pair_loss
 
 
@@ -297,6 +299,45 @@ def test_the_category_search_scans_every_order_it_reads():
         held = tuple(np.flatnonzero(hist[:n_bins, -1] > 0))
         repeated += order in (held, held[::-1])
     assert repeated >= 150  # (the draws do repeat orders)
+
+
+def test_one_category_against_the_rest_is_the_scan_of_its_permuted_histogram():
+    """A category against the rest skips the general scan: it returns what the scan returns
+    on the two rows (the category; the other heavy bins, then the light ones, summed in
+    order) and the missing bin, bit for bit, light bins, empty bins, missing values and leaf
+    limits included (integer multiples make ties and zero sums common)."""
+    checked = 0
+    for seed in range(1500):
+        rng = np.random.default_rng(seed)
+        k = 1 + seed % 4
+        n_bins = int(rng.integers(1, 6))
+        hist = np.zeros((n_bins + 1, 2 * k + 1))
+        hist[:, :2 * k] = rng.integers(0, 3, (n_bins + 1, 2 * k)) * rng.random()
+        hist[:, -1] = rng.integers(0, 9, n_bins + 1)
+        has_missing = bool(seed % 3)
+        if not has_missing:
+            hist[n_bins] = 0.0
+        prior = np.full(k, float(rng.choice([0.0, 0.3, 5.0])))
+        min_count = float(rng.integers(0, 6))
+        scratch = _scratch(n_bins, 2 * k + 1)
+        n_heavy, n_light = _weigh(hist, n_bins, 3.0, scratch.heavy, scratch.light)
+        order = scratch.heavy[:n_heavy].copy()
+        light = scratch.light[:n_light]
+        for alone in range(n_heavy):
+            rest = np.zeros(2 * k + 1)
+            for b in [*np.delete(order, alone), *light]:
+                rest += hist[b]
+            two = n_heavy - 1 + n_light > 0
+            perm = np.stack([hist[order[alone]], *([rest] if two else []), hist[n_bins]])
+            expected = scan_vector_feature(perm, len(perm) - 1, has_missing, len(perm) - 1,
+                                           prior, min_count, scratch.work,
+                                           scratch.candidates, scratch.sums)
+            got = _one_against_rest(hist, order, n_heavy, alone, scratch.light, n_light,
+                                    n_bins, has_missing, prior, min_count, scratch.sides)
+            assert got == expected or (np.isinf(got[0]) and np.isinf(expected[0])
+                                       and got[1:] == expected[1:])
+            checked += np.isfinite(expected[0])
+    assert checked >= 1000
 
 
 @pytest.mark.parametrize("levels", [2, 5, 32, 33, 70])
