@@ -28,8 +28,8 @@ from rebelboost.search.category_split import (
 )
 from rebelboost.search.scores import VECTOR_LEAF
 from rebelboost.search.splits import scan_feature
-from rebelboost.search.vector_scan import scan_vector_feature
 from rebelboost.search.vector_leaf import pair_loss
+from rebelboost.search.vector_scan import scan_vector_feature
 
 
 def _levels_data(n=2400, n_levels=40, k=4, seed=0, noise=0.2):
