@@ -269,6 +269,18 @@ def _principal_order(hist, n_bins, smooth, mpc):
     return scratch.order[:n_heavy].copy()
 
 
+def _integer_histogram(rng, n_bins, k, scale, counts, has_missing):
+    """A feature's histogram whose class weights are small integers times ``scale(rng)``
+    (ties and zero sums are common), its counts drawn from ``counts``; its missing bin
+    empty unless ``has_missing``."""
+    hist = np.zeros((n_bins + 1, 2 * k + 1))
+    hist[:, :2 * k] = rng.integers(0, 3, (n_bins + 1, 2 * k)) * scale(rng)
+    hist[:, -1] = rng.integers(*counts, n_bins + 1)
+    if not has_missing:
+        hist[n_bins] = 0.0
+    return hist
+
+
 def test_the_category_search_scans_every_order_it_reads():
     """The search's best equals the best over every order scanned one by one: skipping an
     order read before (the principal order often is the values' order, or its reverse) loses
@@ -279,12 +291,9 @@ def test_the_category_search_scans_every_order_it_reads():
         rng = np.random.default_rng(seed)
         k = 2 + seed % 3
         n_bins = int(rng.integers(2, 9))
-        hist = np.zeros((n_bins + 1, 2 * k + 1))
-        hist[:, :2 * k] = rng.integers(0, 3, (n_bins + 1, 2 * k)) * rng.integers(1, 4)
-        hist[:, -1] = rng.integers(1, 12, n_bins + 1)
         has_missing = bool(seed % 2)
-        if not has_missing:
-            hist[n_bins] = 0.0
+        hist = _integer_histogram(rng, n_bins, k, lambda r: r.integers(1, 4), (1, 12),
+                                  has_missing)
         prior = np.full(k, 0.3)
         min_count, smooth, mpc = float(rng.integers(1, 4)), float(rng.choice([0.5, 5.0])), 4.0
         max_left = int(rng.choice([2, 32]))
@@ -311,12 +320,8 @@ def test_one_category_against_the_rest_is_the_scan_of_its_permuted_histogram():
         rng = np.random.default_rng(seed)
         k = 1 + seed % 4
         n_bins = int(rng.integers(1, 6))
-        hist = np.zeros((n_bins + 1, 2 * k + 1))
-        hist[:, :2 * k] = rng.integers(0, 3, (n_bins + 1, 2 * k)) * rng.random()
-        hist[:, -1] = rng.integers(0, 9, n_bins + 1)
         has_missing = bool(seed % 3)
-        if not has_missing:
-            hist[n_bins] = 0.0
+        hist = _integer_histogram(rng, n_bins, k, lambda r: r.random(), (0, 9), has_missing)
         prior = np.full(k, float(rng.choice([0.0, 0.3, 5.0])))
         min_count = float(rng.integers(0, 6))
         scratch = _scratch(n_bins, 2 * k + 1)
