@@ -102,7 +102,8 @@ def fit_stages(booster, n_iterations: int, target_loss: float | None) -> StageRu
         if done < asked or last < stop_below or last == 0.0:
             break  # stopped at the target (or a zero loss)
     nodes, threshold, missing_left, values, losses, gains, n_gains, work, tables, covers = (
-        np.concatenate(parts) for parts in zip(*chunks, strict=True))
+        np.concatenate(parts) if len(parts) > 1 else parts[0]  # (one chunk: no copy)
+        for parts in zip(*chunks, strict=True))
     feature, left, right = (np.ascontiguousarray(nodes[:, i]) for i in range(3))
     split = np.arange(gains.shape[1]) < n_gains[:, None]  # each stage's splits, in order
     words = None
