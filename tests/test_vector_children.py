@@ -11,8 +11,8 @@ from rebelboost import RebelClassifier
 from rebelboost.ensemble import _compiled_stages
 from rebelboost.learners import compiled_grower, vector_tree
 from rebelboost.search.histograms.dense import add_rows
-from rebelboost.search.histograms.leaf import _fill_defaults_serial
 from rebelboost.search.histograms.sparse import (
+    _fill_defaults_serial,
     add_entries,
     leaf_entries,
     row_totals,

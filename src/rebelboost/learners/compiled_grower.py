@@ -30,9 +30,11 @@ from ..search.histograms.dense import (
     threads_pay,
     threads_pay_compiled,
 )
-from ..search.histograms.leaf import _fill_defaults, _fill_defaults_serial, _subtract_serial
+from ..search.histograms.leaf import _subtract_serial
 from ..search.histograms.sparse import (
     _column_sums,
+    _fill_defaults,
+    _fill_defaults_serial,
     _sparse_parallel,
     _sparse_serial,
     entry_share,

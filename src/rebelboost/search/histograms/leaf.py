@@ -9,7 +9,8 @@ over contiguous memory. Bin ``b`` of feature ``f`` is cell ``offsets[f] + min(b,
 n_value_bins[f])`` (the missing bin's code is at least every value bin count). Dense bins:
 the dense kernel (:func:`.dense.add_rows`) adds the leaf's rows in the given order; sparse
 bins (:class:`.sparse.SparseBins`): the entries outside each feature's default bin are added
-by :func:`.sparse.add_entries` and the default bin is the leaf's totals minus its other bins.
+and the default bin is the leaf's totals minus its other bins, a block of features at a time
+(:func:`.sparse.leaf_entries`).
 Threads split the features, never the rows, so every sum is accumulated in row order whatever
 the thread count.
 """
@@ -22,7 +23,7 @@ import numba
 import numpy as np
 
 from .dense import PARALLEL_ADDS, add_rows, threads_pay
-from .sparse import _fill_default, leaf_entries
+from .sparse import leaf_entries
 
 if TYPE_CHECKING:
     from ..binned import BinnedData
@@ -70,18 +71,6 @@ def build_leaf_histogram(data: BinnedData, row_channels: np.ndarray, rows: np.nd
 def subtract_histogram(big: np.ndarray, small: np.ndarray, parallel: bool) -> None:
     """``big -= small`` (a parent's histogram becomes its larger child's)."""
     (_subtract if parallel else _subtract_serial)(big, small)
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _fill_defaults(hist, offsets, default_bin, totals):
-    for f in numba.prange(offsets.shape[0] - 1):
-        _fill_default(hist, f, offsets, default_bin, totals)
-
-
-@numba.njit(cache=True, nogil=True)
-def _fill_defaults_serial(hist, offsets, default_bin, totals):
-    for f in range(offsets.shape[0] - 1):
-        _fill_default(hist, f, offsets, default_bin, totals)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

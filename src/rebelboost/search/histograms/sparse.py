@@ -311,6 +311,19 @@ def _fill_default(hist, f, offsets, default_bin, totals):
         hist[d, c] = totals[c] - rest
 
 
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _fill_defaults(hist, offsets, default_bin, totals):
+    """Every feature's default bin (:func:`_fill_default`), the features on numba's threads."""
+    for f in numba.prange(offsets.shape[0] - 1):
+        _fill_default(hist, f, offsets, default_bin, totals)
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_defaults_serial(hist, offsets, default_bin, totals):
+    for f in range(offsets.shape[0] - 1):
+        _fill_default(hist, f, offsets, default_bin, totals)
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _leaf_block(indptr, entries, channels, n_channels, rows, hist, offsets, caps, width, edges,
                 default_bin, totals, blk):
