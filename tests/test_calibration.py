@@ -31,16 +31,18 @@ def test_temperature_recovers_a_known_temperature_sharper_or_softer(true_t):
     assert fit_temperature(scores, codes) == pytest.approx(true_t, rel=0.06)
 
 
+@pytest.mark.parametrize("n", [50, 1000])  # one compiled pass; BLAS and numpy's exp
 @pytest.mark.parametrize("kind", ["vector", "matrix"])
-def test_scaling_gradient_matches_finite_differences(kind):
-    """The compiled penalised likelihood and its gradient (what L-BFGS trusts), against
-    the plain formula and finite differences."""
+def test_scaling_gradient_matches_finite_differences(kind, n):
+    """The penalised likelihood and its gradient (what L-BFGS trusts), on both of its
+    evaluations, against the plain formula and finite differences."""
     from rebelboost import calibration
 
+    assert (n * 3 < calibration.FUSED_EXPS) == (n == 50)
     rng = np.random.default_rng(1)
-    log_p = np.log(rng.dirichlet(np.ones(3), size=50))
+    log_p = np.log(rng.dirichlet(np.ones(3), size=n))
     log_p[0, 1] = calibration.LOG_FLOOR  # a floored probability
-    codes = rng.integers(0, 3, 50)
+    codes = rng.integers(0, 3, n)
     captured = {}
     real_minimize = calibration.minimize
 
@@ -49,7 +51,7 @@ def test_scaling_gradient_matches_finite_differences(kind):
         return real_minimize(fun, x0, **kwargs)
 
     calibration.minimize = spy
-    weight = rng.uniform(0.1, 3.0, 50)
+    weight = rng.uniform(0.1, 3.0, n)
     try:
         fit_scaling(log_p, codes, weight, kind)
     finally:
@@ -62,9 +64,37 @@ def test_scaling_gradient_matches_finite_differences(kind):
     b = theta[-3:]
     z = log_p @ W.T + b
     logq = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-    want = -np.average(logq[np.arange(50), codes], weights=weight)
-    want += calibration.PENALTY / 50 * (((W - np.eye(3)) ** 2).sum() + (b ** 2).sum())
+    want = -np.average(logq[np.arange(n), codes], weights=weight)
+    want += calibration.PENALTY / n * (((W - np.eye(3)) ** 2).sum() + (b ** 2).sum())
     assert fun(theta)[0] == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["vector", "matrix"])
+def test_both_evaluations_of_the_scaling_loss_agree(kind):
+    """The compiled pass (few rows) and the BLAS one (many) are the same function: value
+    and gradient equal to rounding on the same rows, floored probabilities included."""
+    from rebelboost import calibration
+
+    rng = np.random.default_rng(2)
+    k = 7
+    log_p = np.log(rng.dirichlet(np.ones(k) * 0.4, size=400))
+    log_p[rng.random(log_p.shape) < 0.05] = calibration.LOG_FLOOR
+    codes = rng.integers(0, k, 400)
+    w = rng.uniform(0.1, 3.0, 400)
+    w /= w.sum()
+    m = k if kind == "vector" else k * k
+    fused = calibration._scaling_objective(log_p, codes, w, 0.03, kind == "vector")
+    threshold = calibration.FUSED_EXPS
+    calibration.FUSED_EXPS = 0
+    try:
+        blas = calibration._scaling_objective(log_p, codes, w, 0.03, kind == "vector")
+    finally:
+        calibration.FUSED_EXPS = threshold
+    for _ in range(5):
+        theta = rng.standard_normal(m + k) * 1.5
+        (v1, g1), (v2, g2) = fused(theta), blas(theta)
+        assert v2 == pytest.approx(v1, rel=1e-13)
+        assert_allclose(g2, g1, rtol=1e-11, atol=1e-15)
 
 
 @pytest.mark.parametrize("kind", ["vector", "matrix"])
