@@ -60,6 +60,23 @@ API_CASES = [
     ("X-text-and-numbers", _fit(X=_frame(colour=["red", 1.0] * 30)), ValueError,
      "column 'colour' mixes text and numbers"),
     ("X-no-columns", _fit(X=pd.DataFrame(index=range(60))), ValueError, "no feature columns"),
+    # (as numbers, dates would count a unit that depends on the frame's resolution)
+    ("X-dates-only", _fit(X=pd.DataFrame({"day": pd.date_range("2020-01-01", periods=60)})),
+     ValueError, "X columns ['day'] hold dates, times, durations or intervals"),
+    ("X-dates-tz-aware", _fit(X=_frame(day=pd.date_range("2020-01-01", periods=60, tz="UTC"))),
+     ValueError, "X columns ['day'] hold dates"),
+    ("X-durations", _fit(X=_frame(wait=pd.to_timedelta(np.arange(60), unit="h"))), ValueError,
+     "X columns ['wait'] hold dates"),
+    ("X-periods-and-intervals", _fit(X=_frame(month=pd.period_range("2020-01", periods=60,
+                                                                    freq="M"),
+                                              bucket=pd.interval_range(0, 60))),
+     ValueError, "X columns ['month', 'bucket'] hold dates"),
+    ("X-dates-categorical", _fit(X=_frame(day=pd.date_range("2020-01-01", periods=60)),
+                                 categorical_features=["day"]),
+     ValueError, "X columns ['day'] hold dates"),
+    ("X-timestamps-in-object-column", _fit(X=_frame(day=pd.Series(
+        pd.date_range("2020-01-01", periods=60, tz="UTC")).astype(object)),
+        categorical_features=None), ValueError, "X columns ['day'] are not numeric"),
     ("X-one-row", _fit(X=X[:1], y=Y[:1]), ValueError, "minimum of 2"),
     ("similarity-NaN", _fit(X=_with(0, np.nan), weak_learner="similarity"), ValueError,
      "impute"),
@@ -91,6 +108,13 @@ API_CASES = [
     # prediction
     ("predict-feature-count", lambda: RebelClassifier(2).fit(X, Y).predict(X[:, :2]),
      ValueError, "X has 2 features"),
+    ("predict-dates", lambda: RebelClassifier(2).fit(_frame(day=np.arange(60.0)), Y).predict(
+        _frame(day=pd.date_range("2020-01-01", periods=60))), ValueError,
+     "X columns ['day'] hold dates"),
+    ("predict-dates-categorical-model", lambda: RebelClassifier(2).fit(
+        _frame(colour=["red", "blue"] * 30, day=np.arange(60.0)), Y).predict(
+        _frame(colour=["red", "blue"] * 30, day=pd.date_range("2020-01-01", periods=60))),
+     ValueError, "X columns ['day'] hold dates"),
 ]
 
 

@@ -18,13 +18,14 @@ def check_fit_input(estimator, X, y, sample_weight):
     become float64.
     """
     estimator._validate_params()
+    refuse_time_columns(X)
     try:
         X, y = validate_data(
             estimator, X, y, dtype=[np.float64, np.float32], ensure_all_finite="allow-nan",
             y_numeric=False,
             ensure_min_samples=2,
         )
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         _name_text_columns(X, exc)
         raise
     estimator.classes_, codes = check_labels(y)
@@ -38,11 +39,12 @@ def check_fit_input(estimator, X, y, sample_weight):
 
 def check_predict_input(estimator, X) -> np.ndarray:
     """Validated float64 X for prediction: the fitted features (by name when fitted with
-    names), NaN allowed, no infinity, text columns named."""
+    names), NaN allowed, no infinity, text and time columns named."""
+    refuse_time_columns(X)
     try:
         return validate_data(estimator, X, dtype=np.float64, ensure_all_finite="allow-nan",
                              reset=False)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         _name_text_columns(X, exc)
         raise
 
@@ -84,12 +86,33 @@ def check_eval_set(estimator, eval_set, eval_sample_weight=None, encode=None):
     return X_val, codes, w
 
 
-def _name_text_columns(X, exc: ValueError) -> None:
+def refuse_time_columns(X) -> None:
+    """A ValueError naming a DataFrame's date, time, duration, period or interval columns.
+
+    As numbers they would be counts of a unit that depends on the column's resolution
+    (microseconds in one frame, nanoseconds in the next: a model that silently predicts
+    from the wrong scale), and tz-aware or period columns do not convert at all. LightGBM
+    refuses them too; the user chooses the numbers (days since a date, a day of the week)."""
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(X, "columns"):
+        return
+    bad = [(name, dtype) for name, dtype in zip(X.columns, dtypes, strict=True)
+           if getattr(dtype, "kind", "") in "mM"
+           or type(dtype).__name__ in ("PeriodDtype", "IntervalDtype")]
+    if bad:
+        raise ValueError(
+            f"X columns {[name for name, _ in bad]} hold dates, times, durations or intervals "
+            f"({', '.join(sorted({str(dtype) for _, dtype in bad}))}); convert them to numbers "
+            "first, for example days since a reference date, or the day of the week as a "
+            "categorical column")
+
+
+def _name_text_columns(X, exc: Exception) -> None:
     """Raise a ValueError naming the columns of X that are not numbers, if that caused ``exc``
     (or saying that a DataFrame X has no columns at all)."""
     if hasattr(X, "columns") and len(X.columns) == 0:
         raise ValueError(f"X has no feature columns (a DataFrame of shape {X.shape})") from None
-    if "could not convert" not in str(exc):
+    if "could not convert" not in str(exc) and "float() argument" not in str(exc):
         return
     if hasattr(X, "columns"):
         columns = [(name, X[name].to_numpy()) for name in X.columns]

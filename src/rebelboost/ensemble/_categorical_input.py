@@ -7,6 +7,7 @@ import numpy as np
 
 from ..categorical import CategoricalColumns
 from ..io import corrupt
+from ..validation import refuse_time_columns
 
 
 class CategoricalInput:
@@ -16,6 +17,7 @@ class CategoricalInput:
 
     def _encode_fit(self, X):
         """X with its categorical columns as codes; finds them and their values."""
+        refuse_time_columns(X)  # (before the encoding turns them into numbers)
         columns = CategoricalColumns.fit(X, self.categorical_features)
         self._set_categorical(columns)
         if columns is None:
@@ -36,7 +38,10 @@ class CategoricalInput:
     def _encode(self, X):
         """X to predict on, its categorical columns encoded as in training."""
         columns = getattr(self, "_categorical", None)
-        return X if columns is None else columns.transform(X)
+        if columns is None:
+            return X
+        refuse_time_columns(X)
+        return columns.transform(X)
 
     def encode_row(self, x) -> np.ndarray:
         """One row (a pandas Series, or a sequence in column order) as the learners read it:
