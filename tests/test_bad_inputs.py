@@ -108,6 +108,14 @@ API_CASES = [
     # prediction
     ("predict-feature-count", lambda: RebelClassifier(2).fit(X, Y).predict(X[:, :2]),
      ValueError, "X has 2 features"),
+    ("predict-columns-reordered", lambda: RebelClassifier(2).fit(
+        _frame(colour=["red", "blue"] * 30), Y).predict(
+        _frame(colour=["red", "blue"] * 30)[["colour", "u", "v", "w"]]),
+     ValueError, "X's columns are the fitted ones in another order"),
+    ("predict-columns-renamed", lambda: RebelClassifier(2).fit(
+        _frame(colour=["red", "blue"] * 30), Y).predict(
+        _frame(colour=["red", "blue"] * 30).rename(columns={"u": "q"})),
+     ValueError, "missing ['u'], not fitted ['q']"),
     ("predict-dates", lambda: RebelClassifier(2).fit(_frame(day=np.arange(60.0)), Y).predict(
         _frame(day=pd.date_range("2020-01-01", periods=60))), ValueError,
      "X columns ['day'] hold dates"),

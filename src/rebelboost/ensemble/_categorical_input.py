@@ -41,7 +41,27 @@ class CategoricalInput:
         if columns is None:
             return X
         refuse_time_columns(X)
+        self._check_column_names(X)
         return columns.transform(X)
+
+    def _check_column_names(self, X) -> None:
+        """A ValueError where a DataFrame's column names are not the fitted ones in order.
+        The categorical columns are encoded by position before validation would compare
+        the names, so a reordered frame would otherwise be refused for holding text where a
+        number was fitted, or, where the moved columns share a type, be encoded wrongly."""
+        fitted = getattr(self, "feature_names_in_", None)
+        if fitted is None or not hasattr(X, "columns"):
+            return
+        given = [str(c) for c in X.columns]
+        if given == list(fitted):
+            return
+        missing = [c for c in fitted if c not in set(given)]
+        unexpected = [c for c in given if c not in set(fitted)]
+        if not missing and not unexpected:
+            raise ValueError(f"X's columns are the fitted ones in another order; pass "
+                             f"X[model.feature_names_in_] (fitted order: {list(fitted)})")
+        raise ValueError(f"X's columns are not the fitted ones: missing {missing}, "
+                         f"not fitted {unexpected}")
 
     def encode_row(self, x) -> np.ndarray:
         """One row (a pandas Series, or a sequence in column order) as the learners read it:
