@@ -96,10 +96,13 @@ def refuse_time_columns(X) -> None:
     dtypes = getattr(X, "dtypes", None)
     if dtypes is None or not hasattr(X, "columns"):
         return
-    bad = [(name, dtype) for name, dtype in zip(X.columns, dtypes, strict=True)
-           if getattr(dtype, "kind", "") in "mM"
-           or type(dtype).__name__ in ("PeriodDtype", "IntervalDtype")]
-    if bad:
+    # (a list of the dtypes, no names unless one is bad: 25 us on a 60-column row, a few
+    # percent of predicting it, against 85 us zipped with the names)
+    found = [j for j, dtype in enumerate(dtypes.tolist())
+             if getattr(dtype, "kind", "") in "mM"
+             or type(dtype).__name__ in ("PeriodDtype", "IntervalDtype")]
+    if found:
+        bad = [(X.columns[j], dtypes.iloc[j]) for j in found]
         raise ValueError(
             f"X columns {[name for name, _ in bad]} hold dates, times, durations or intervals "
             f"({', '.join(sorted({str(dtype) for _, dtype in bad}))}); convert them to numbers "

@@ -52,8 +52,10 @@ class CategoricalInput:
         fitted = getattr(self, "feature_names_in_", None)
         if fitted is None or not hasattr(X, "columns"):
             return
+        if X.columns.tolist() == fitted.tolist():  # (string names: no conversion)
+            return
         given = [str(c) for c in X.columns]
-        if given == list(fitted):
+        if given == fitted.tolist():
             return
         missing = [c for c in fitted if c not in set(given)]
         unexpected = [c for c in given if c not in set(fitted)]
