@@ -46,9 +46,10 @@ class CategoricalInput:
 
     def _check_column_names(self, X) -> None:
         """A ValueError where a DataFrame's column names are not the fitted ones in order.
-        The categorical columns are encoded by position before validation would compare
-        the names, so a reordered frame would otherwise be refused for holding text where a
-        number was fitted, or, where the moved columns share a type, be encoded wrongly."""
+        The categorical columns are encoded by position before validation compares the
+        names, so a reordered frame was refused for holding text where a number was fitted
+        (or, where the moved columns share a type, encoded by another column's categories
+        until validation refused the names)."""
         fitted = getattr(self, "feature_names_in_", None)
         if fitted is None or not hasattr(X, "columns"):
             return
