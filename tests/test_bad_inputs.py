@@ -116,6 +116,10 @@ API_CASES = [
         _frame(colour=["red", "blue"] * 30), Y).predict(
         _frame(colour=["red", "blue"] * 30).rename(columns={"u": "q"})),
      ValueError, "missing ['u'], not fitted ['q']"),
+    ("eval-set-dates", lambda: RebelClassifier(3).fit(
+        _frame(day=np.arange(60.0)), Y,
+        eval_set=(_frame(day=pd.date_range("2020-01-01", periods=60)), Y)),
+     ValueError, "eval_set: X columns ['day'] hold dates"),
     ("predict-dates", lambda: RebelClassifier(2).fit(_frame(day=np.arange(60.0)), Y).predict(
         _frame(day=pd.date_range("2020-01-01", periods=60))), ValueError,
      "X columns ['day'] hold dates"),

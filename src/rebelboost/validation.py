@@ -18,7 +18,6 @@ def check_fit_input(estimator, X, y, sample_weight):
     become float64.
     """
     estimator._validate_params()
-    refuse_time_columns(X)
     try:
         X, y = validate_data(
             estimator, X, y, dtype=[np.float64, np.float32], ensure_all_finite="allow-nan",
@@ -39,8 +38,7 @@ def check_fit_input(estimator, X, y, sample_weight):
 
 def check_predict_input(estimator, X) -> np.ndarray:
     """Validated float64 X for prediction: the fitted features (by name when fitted with
-    names), NaN allowed, no infinity, text and time columns named."""
-    refuse_time_columns(X)
+    names), NaN allowed, no infinity, text columns named."""
     try:
         return validate_data(estimator, X, dtype=np.float64, ensure_all_finite="allow-nan",
                              reset=False)
@@ -65,6 +63,7 @@ def check_eval_set(estimator, eval_set, eval_sample_weight=None, encode=None):
         raise ValueError("eval_set must be an (X, y) pair (a tuple), or a list holding one")
     X_val, y_val = eval_set
     try:
+        refuse_time_columns(X_val)
         X_val = check_predict_input(estimator, X_val if encode is None else encode(X_val))
     except ValueError as exc:
         raise ValueError(f"eval_set: {exc}") from None
@@ -87,7 +86,8 @@ def check_eval_set(estimator, eval_set, eval_sample_weight=None, encode=None):
 
 
 def refuse_time_columns(X) -> None:
-    """A ValueError naming a DataFrame's date, time, duration, period or interval columns.
+    """A ValueError naming a DataFrame's date, time, duration, period or interval columns
+    (called on the X a user passes, before any encoding turns such a column into numbers).
 
     As numbers they would be counts of a unit that depends on the column's resolution
     (microseconds in one frame, nanoseconds in the next: a model that silently predicts

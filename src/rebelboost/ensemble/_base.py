@@ -26,7 +26,7 @@ from ..learners.leaf_tree import LeafTreeArrays
 from ..learners.tree import SERIAL_ROWS, TreeArrays
 from ..parallel import numba_threads
 from ..tree_tables import leaf_covers
-from ..validation import check_eval_set, check_fit_input, check_predict_input
+from ..validation import check_eval_set, check_fit_input, check_predict_input, refuse_time_columns
 from ._loop_params import AUTO_EARLY_STOPPING_ROWS
 
 
@@ -70,6 +70,7 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         every iteration (``validation_loss_``) instead of a held-out split of the training
         set; with ``early_stopping`` on (True or 'auto') training stops on it.
         """
+        refuse_time_columns(X)  # (before the encoding could turn them into numbers)
         X, codes, sample_weight = check_fit_input(self, self._encode_fit(X), y, sample_weight)
         self._fit_checked(X, codes, sample_weight, callbacks, eval_set, eval_sample_weight,
                           fit_params)
@@ -217,6 +218,7 @@ class BoostedClassifier(ClassifierMixin, BaseEstimator):
         ``validate_data``.
         """
         check_is_fitted(self)
+        refuse_time_columns(X)
         X = self._encode(X)
         if (type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and X.shape[0]
                 and X.shape[1] == self.n_features_in_ and not hasattr(self, "feature_names_in_")

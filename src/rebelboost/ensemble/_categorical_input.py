@@ -7,7 +7,6 @@ import numpy as np
 
 from ..categorical import CategoricalColumns
 from ..io import corrupt
-from ..validation import refuse_time_columns
 
 
 class CategoricalInput:
@@ -17,7 +16,6 @@ class CategoricalInput:
 
     def _encode_fit(self, X):
         """X with its categorical columns as codes; finds them and their values."""
-        refuse_time_columns(X)  # (before the encoding turns them into numbers)
         columns = CategoricalColumns.fit(X, self.categorical_features)
         self._set_categorical(columns)
         if columns is None:
@@ -40,7 +38,6 @@ class CategoricalInput:
         columns = getattr(self, "_categorical", None)
         if columns is None:
             return X
-        refuse_time_columns(X)
         self._check_column_names(X)
         return columns.transform(X)
 
@@ -58,8 +55,9 @@ class CategoricalInput:
         given = [str(c) for c in X.columns]
         if given == fitted.tolist():
             return
-        missing = [c for c in fitted if c not in set(given)]
-        unexpected = [c for c in given if c not in set(fitted)]
+        given_set, fitted_set = set(given), set(fitted)
+        missing = [c for c in fitted if c not in given_set]
+        unexpected = [c for c in given if c not in fitted_set]
         if not missing and not unexpected:
             raise ValueError(f"X's columns are the fitted ones in another order; pass "
                              f"X[model.feature_names_in_] (fitted order: {list(fitted)})")
