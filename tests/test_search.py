@@ -335,27 +335,29 @@ def test_vector_scan_equals_the_one_scan_bit_for_bit(seed, k, n_bins, scale, min
                                                      has_missing, parallel):
     """The vector-leaf scan with its losses in SIMD lanes picks the split, and the score to
     the last bit, that the one scalar scan (``scan_feature``) does: bins without weight,
-    light sides, a missing bin, weights whose products underflow (``scale``), a prior."""
+    light sides, a missing bin, weights whose products underflow (``scale``), a prior; the
+    features of a block in batches of candidates (features of several sizes, some with
+    missing values, more than one batch fills)."""
     from rebelboost.search import vector_scan
     from rebelboost.search.scores import VECTOR_LEAF
     from rebelboost.search.splits import scan_feature
 
     rng = np.random.default_rng(seed)
-    n_features = 3
-    n_value_bins = np.full(n_features, n_bins, dtype=np.int32)
-    n_value_bins[0] = max(0, n_bins - 3)
+    n_features = 12
+    n_value_bins = rng.integers(0, n_bins + 1, size=n_features).astype(np.int32)
+    n_value_bins[0] = n_bins
     offsets = np.r_[0, np.cumsum(n_value_bins + 1)].astype(np.intp)
     hist = rng.exponential(size=(offsets[-1], 2 * k + 1)) * scale
     hist[rng.random(hist.shape) < 0.3] = 0.0
     hist[:, -1] = rng.integers(0, 4, size=offsets[-1])  # sample weight: some bins empty
     prior = rng.exponential(size=k) * scale * (rng.random() < 0.7)
-    features = np.array([2, 0, 1], dtype=np.intp)
-    missing = np.full(n_features, has_missing)
+    features = rng.permutation(n_features).astype(np.intp)
+    missing = has_missing & (rng.random(n_features) < 0.7)
     got = (vector_scan._scan_vector_features if parallel
            else vector_scan._scan_vector_features_serial)(
         hist, features, n_value_bins, missing, offsets, prior, min_count, 2)
     for j, f in enumerate(features):
-        want = scan_feature(hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing,
+        want = scan_feature(hist[offsets[f]:offsets[f + 1]], n_value_bins[f], missing[f],
                             n_value_bins[f], VECTOR_LEAF, prior, min_count, True)
         assert (got[0][j], got[1][j], got[2][j]) == want or (
             np.isinf(want[0]) and np.isinf(got[0][j]))

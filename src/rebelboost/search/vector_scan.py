@@ -29,6 +29,9 @@ _TINY = 2.2250738585072014e-308  # the least normal double, as in vector_leaf._c
 # features of 3-64 bins at K = 3 and 10, the loops were 1.5-2.7x slower below 16 bins and
 # 1.1-1.3x faster from 32).
 _SIMD_MIN_CANDIDATES = 24
+# Scratch cells (candidates x the scan's rows) of a batch of features whose candidates'
+# losses :func:`_scan_range` computes together.
+_BATCH_CELLS = 4096
 # Histogram cells x channels from which a leaf's scan runs its features on every thread. A
 # parallel region's start costs microseconds where idle OpenMP threads spin (then: 1.5x the
 # one-thread time at ~2,700 on 2 threads, 1.0x at ~4,000, 0.8x at ~8,000, 0.55-0.65x from
@@ -93,25 +96,22 @@ def _pair_losses_one_by_one(left, right, prior, k, n, out):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def scan_vector_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_count, work,
-                        candidates, sums):
-    """Best ``(score, bin, missing_left)`` of one feature under the vector-leaf loss: the
-    result of :func:`.splits.scan_feature` with ``vector_leaf=True``. ``work``: scratch of
-    shape (4 * C + 3, n_bins); ``candidates``: of ``n_bins`` integers; ``sums``: (3, C)."""
+def _losses(left, right, prior, k, n, side, out):
+    """:func:`_pair_losses` of ``n`` candidates, in SIMD loops where they are many."""
+    if n >= _SIMD_MIN_CANDIDATES:
+        _pair_losses(left, right, prior, k, n, side, out)
+    else:
+        _pair_losses_one_by_one(left, right, prior, k, n, out)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _candidates_into(hist_f, n_bins, min_count, total, missing, running, left, right,
+                     candidates, start):
+    """Appends a feature's candidates from column ``start`` on: the bins the scan scores (the
+    rest it skips) and their prefix sums channel by channel; returns the next free column."""
     n_channels = hist_f.shape[1]
-    k = (n_channels - 1) // 2
     count = n_channels - 1
-    total, missing, running = sums[0], sums[1], sums[2]
-    feature_totals_into(hist_f, n_bins, missing_bin, total, missing)
-    left = work[:n_channels]
-    right = work[n_channels:2 * n_channels]
-    left_m = work[2 * n_channels:3 * n_channels]
-    right_m = work[3 * n_channels:4 * n_channels]
-    scores = work[4 * n_channels]
-    scores_m = work[4 * n_channels + 1]
-    side = work[4 * n_channels + 2]
-    # the bins the scan scores (the rest it skips), their prefix sums channel by channel
-    n = 0
+    n = start
     running[:] = 0.0
     for b in range(n_bins - 1):
         for c in range(n_channels):
@@ -127,55 +127,134 @@ def scan_vector_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_cou
             right[c, n] = total[c] - running[c]
         candidates[n] = b
         n += 1
-    if has_missing:
-        for c in range(n_channels):
-            for i in range(n):
-                left_m[c, i] = left[c, i] + missing[c]
-                right_m[c, i] = right[c, i] - missing[c]
-    if n >= _SIMD_MIN_CANDIDATES:
-        _pair_losses(left, right, prior, k, n, side, scores)
-        if has_missing:
-            _pair_losses(left_m, right_m, prior, k, n, side, scores_m)
-    else:
-        _pair_losses_one_by_one(left, right, prior, k, n, scores)
-        if has_missing:
-            _pair_losses_one_by_one(left_m, right_m, prior, k, n, scores_m)
+    return n
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _with_missing_into(left, right, missing, start, stop, left_m, right_m, start_m):
+    """The candidates ``start:stop`` with the missing values on their left, from column
+    ``start_m`` on."""
+    for c in range(left.shape[0]):
+        for i in range(start, stop):
+            left_m[c, start_m + i - start] = left[c, i] + missing[c]
+            right_m[c, start_m + i - start] = right[c, i] - missing[c]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _missing_alone(total, missing, running, prior, k, min_count):
+    """The loss of the split that sends the missing values alone to the right."""
+    for c in range(total.shape[0]):
+        running[c] = total[c] - missing[c]
+    return pair_loss(running, missing, prior, k, min_count)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _feature_best(left, right, scores, candidates, start, stop, left_m, right_m, scores_m,
+                  start_m, has_missing, alone, n_bins, min_count):
+    """Best ``(score, bin, missing_left)`` among a feature's scored candidates, in the scan's
+    order: each bin without and with the missing values on its left, then the missing
+    values alone (score ``alone``)."""
+    count = left.shape[0] - 1
     fbest = np.inf
     fbin = 0
     fml = False
-    for i in range(n):
+    for i in range(start, stop):
         s = np.inf if left[count, i] < min_count or right[count, i] < min_count else scores[i]
         if _better(s, fbest):
             fbest, fbin, fml = s, candidates[i], False
         if has_missing:
-            s = (np.inf if left_m[count, i] < min_count or right_m[count, i] < min_count
-                 else scores_m[i])
+            i_m = start_m + i - start
+            s = (np.inf if left_m[count, i_m] < min_count or right_m[count, i_m] < min_count
+                 else scores_m[i_m])
             if _better(s, fbest):
                 fbest, fbin, fml = s, candidates[i], True
-    if has_missing and n_bins >= 1:
-        for c in range(n_channels):
-            running[c] = total[c] - missing[c]
-        s = pair_loss(running, missing, prior, k, min_count)
-        if _better(s, fbest):
-            fbest, fbin, fml = s, n_bins - 1, False
+    if has_missing and n_bins >= 1 and _better(alone, fbest):
+        fbest, fbin, fml = alone, n_bins - 1, False
     return fbest, fbin, fml
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def scan_vector_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_count, work,
+                        candidates, sums):
+    """Best ``(score, bin, missing_left)`` of one feature under the vector-leaf loss: the
+    result of :func:`.splits.scan_feature` with ``vector_leaf=True``. ``work``: scratch of
+    shape (4 * C + 3, n_bins); ``candidates``: of ``n_bins`` integers; ``sums``: (3, C)."""
+    n_channels = hist_f.shape[1]
+    k = (n_channels - 1) // 2
+    total, missing, running = sums[0], sums[1], sums[2]
+    feature_totals_into(hist_f, n_bins, missing_bin, total, missing)
+    left, right, left_m, right_m, scores, scores_m, side = _work_rows(work, n_channels)
+    n = _candidates_into(hist_f, n_bins, min_count, total, missing, running, left, right,
+                         candidates, 0)
+    _losses(left, right, prior, k, n, side, scores)
+    alone = np.inf
+    if has_missing:
+        _with_missing_into(left, right, missing, 0, n, left_m, right_m, 0)
+        _losses(left_m, right_m, prior, k, n, side, scores_m)
+        alone = _missing_alone(total, missing, running, prior, k, min_count)
+    return _feature_best(left, right, scores, candidates, 0, n, left_m, right_m, scores_m, 0,
+                         has_missing, alone, n_bins, min_count)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _work_rows(work, n_channels):
+    """The scan's rows of ``work``: prefix sums left and right, the same with the missing
+    values on the left, the candidates' losses without and with, and a row of scratch."""
+    return (work[:n_channels], work[n_channels:2 * n_channels],
+            work[2 * n_channels:3 * n_channels], work[3 * n_channels:4 * n_channels],
+            work[4 * n_channels], work[4 * n_channels + 1], work[4 * n_channels + 2])
 
 
 @numba.njit(cache=True, nogil=True)
 def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count, j0, j1,
                 best_score, best_bin, best_missing_left):
+    """:func:`scan_vector_feature` of the features ``j0:j1``, their candidates' losses
+    computed together in batches of up to :data:`_BATCH_CANDIDATES` (a feature of a few bins
+    alone would take them one by one, and pay a loop's start-up for each): the same values,
+    compared in the same order."""
     n_channels = hist.shape[1]
+    k = (n_channels - 1) // 2
     most = 1
     for j in range(j0, j1):
         most = max(most, n_value_bins[features[j]])
-    work = np.empty((4 * n_channels + 3, most))
-    candidates = np.empty(most, dtype=np.intp)
+    capacity = max(most, _BATCH_CELLS // (4 * n_channels + 3))
+    work = np.empty((4 * n_channels + 3, capacity))
+    left, right, left_m, right_m, scores, scores_m, side = _work_rows(work, n_channels)
+    candidates = np.empty(capacity, dtype=np.intp)
     sums = np.empty((3, n_channels))
-    for j in range(j0, j1):
-        f = features[j]
-        best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
-            hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f], n_value_bins[f],
-            prior, min_count, work, candidates, sums)
+    total, missing, running = sums[0], sums[1], sums[2]
+    starts = np.empty(j1 - j0 + 1, dtype=np.intp)
+    starts_m = np.empty(j1 - j0, dtype=np.intp)
+    alone = np.empty(j1 - j0)
+    j = j0
+    while j < j1:
+        first = j
+        n = 0
+        n_m = 0
+        while j < j1 and n + n_value_bins[features[j]] <= capacity:
+            f = features[j]
+            n_bins = n_value_bins[f]
+            hist_f = hist[offsets[f]:offsets[f + 1]]
+            feature_totals_into(hist_f, n_bins, n_bins, total, missing)
+            starts[j - j0] = n
+            n = _candidates_into(hist_f, n_bins, min_count, total, missing, running, left,
+                                 right, candidates, n)
+            starts_m[j - j0] = n_m
+            if has_missing[f]:
+                _with_missing_into(left, right, missing, starts[j - j0], n, left_m, right_m,
+                                   n_m)
+                n_m += n - starts[j - j0]
+                alone[j - j0] = _missing_alone(total, missing, running, prior, k, min_count)
+            j += 1
+        starts[j - j0] = n
+        _losses(left, right, prior, k, n, side, scores)
+        _losses(left_m, right_m, prior, k, n_m, side, scores_m)
+        for i in range(first, j):
+            f = features[i]
+            best_score[i], best_bin[i], best_missing_left[i] = _feature_best(
+                left, right, scores, candidates, starts[i - j0], starts[i - j0 + 1], left_m,
+                right_m, scores_m, starts_m[i - j0], has_missing[f], alone[i - j0],
+                n_value_bins[f], min_count)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
