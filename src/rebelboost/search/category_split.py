@@ -30,7 +30,7 @@ from ..binning import BinLayout
 from ..losses.rebel import STEP_EPS
 from .splits import Split, _better, pick_index
 from .vector_leaf import pair_loss
-from .vector_scan import scan_vector_feature
+from .vector_scan import scan_vector_feature, scan_work
 
 
 class _Scratch(NamedTuple):
@@ -65,7 +65,7 @@ def _scratch(levels, n_channels):
     k = (n_channels - 1) // 2
     return _Scratch(np.empty(levels, dtype=np.int64), np.empty(levels, dtype=np.int64),
                     np.empty(levels, dtype=np.int64), np.empty(levels),
-                    np.empty((levels + 2, n_channels)), np.empty((4 * n_channels + 3, levels + 2)),
+                    np.empty((levels + 2, n_channels)), scan_work(n_channels, levels + 2),
                     np.empty(levels + 2, dtype=np.intp), np.empty((3, n_channels)),
                     np.empty((5, n_channels)), np.empty((_READINGS, levels), dtype=np.int64),
                     np.empty((_READINGS, 3), dtype=np.int64), np.empty((levels, k)),

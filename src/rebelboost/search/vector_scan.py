@@ -30,8 +30,12 @@ _TINY = 2.2250738585072014e-308  # the least normal double, as in vector_leaf._c
 # 1.1-1.3x faster from 32).
 _SIMD_MIN_CANDIDATES = 24
 # Scratch cells (candidates x the scan's rows) of a batch of features whose candidates'
-# losses :func:`_scan_range` computes together.
+# losses :func:`scan_block` computes together: 32 KiB, a core's first-level cache (on
+# random histograms, 60 features of 4-16 bins at K = 3: 0.53-0.68x the time of one feature
+# at a time at 4,096 cells, up to 2x slower at 16,384: benchmarks/leaf_scan_time.py).
 _BATCH_CELLS = 4096
+# Value bins up to which a feature's candidates join a batch (more fill the SIMD lanes alone).
+_BATCH_MOST_BINS = 64
 # Histogram cells x channels from which a leaf's scan runs its features on every thread. A
 # parallel region's start costs microseconds where idle OpenMP threads spin (then: 1.5x the
 # one-thread time at ~2,700 on 2 threads, 1.0x at ~4,000, 0.8x at ~8,000, 0.55-0.65x from
@@ -177,8 +181,8 @@ def _feature_best(left, right, scores, candidates, start, stop, left_m, right_m,
 def scan_vector_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_count, work,
                         candidates, sums):
     """Best ``(score, bin, missing_left)`` of one feature under the vector-leaf loss: the
-    result of :func:`.splits.scan_feature` with ``vector_leaf=True``. ``work``: scratch of
-    shape (4 * C + 3, n_bins); ``candidates``: of ``n_bins`` integers; ``sums``: (3, C)."""
+    result of :func:`.splits.scan_feature` with ``vector_leaf=True``. ``work``: scratch from
+    :func:`scan_work`; ``candidates``: of ``n_bins`` integers; ``sums``: (3, C)."""
     n_channels = hist_f.shape[1]
     k = (n_channels - 1) // 2
     total, missing, running = sums[0], sums[1], sums[2]
@@ -196,6 +200,12 @@ def scan_vector_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_cou
                          has_missing, alone, n_bins, min_count)
 
 
+@numba.njit(cache=True, nogil=True)
+def scan_work(n_channels, n_bins):
+    """Scratch of :func:`scan_vector_feature` for features of at most ``n_bins`` bins."""
+    return np.empty((4 * n_channels + 3, max(n_bins, 1)))
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _work_rows(work, n_channels):
     """The scan's rows of ``work``: prefix sums left and right, the same with the missing
@@ -206,55 +216,83 @@ def _work_rows(work, n_channels):
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count, j0, j1,
-                best_score, best_bin, best_missing_left):
-    """:func:`scan_vector_feature` of the features ``j0:j1``, their candidates' losses
-    computed together in batches of up to :data:`_BATCH_CANDIDATES` (a feature of a few bins
-    alone would take them one by one, and pay a loop's start-up for each): the same values,
-    compared in the same order."""
+def scan_block(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
+               best_score, best_bin, best_missing_left):
+    """:func:`scan_vector_feature` of each feature ``features[j]``, ``j0 <= j < j1``, that
+    ``scanned[j]`` names (0: skipped, its outputs left as they are; 1: its value bins; 2: and
+    its missing bin), into ``best_*[j]``. Features of more value bins than
+    :data:`_BATCH_MOST_BINS` are scanned one by one; the candidates of the others have
+    their losses computed together, in batches of up to :data:`_BATCH_CELLS` scratch cells:
+    alone, such a feature would take its candidates one at a time and pay a loop's start-up
+    for each. The same values, compared in the same order, so the same picks bit for bit."""
     n_channels = hist.shape[1]
     k = (n_channels - 1) // 2
     most = 1
     for j in range(j0, j1):
-        most = max(most, n_value_bins[features[j]])
-    capacity = max(most, _BATCH_CELLS // (4 * n_channels + 3))
-    work = np.empty((4 * n_channels + 3, capacity))
+        most = max(most, np.intp(n_value_bins[features[j]]))
+    sums = np.empty((3, n_channels))
+    if most > _BATCH_MOST_BINS:
+        work = scan_work(n_channels, most)
+        candidates = np.empty(most, dtype=np.intp)
+        for j in range(j0, j1):
+            f = features[j]
+            if scanned[j] and n_value_bins[f] > _BATCH_MOST_BINS:
+                best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
+                    hist[offsets[f]:offsets[f + 1]], n_value_bins[f], scanned[j] == 2,
+                    n_value_bins[f], prior, min_count, work, candidates, sums)
+    capacity = max(_BATCH_MOST_BINS, _BATCH_CELLS // (4 * n_channels + 3))
+    work = scan_work(n_channels, capacity)
     left, right, left_m, right_m, scores, scores_m, side = _work_rows(work, n_channels)
     candidates = np.empty(capacity, dtype=np.intp)
-    sums = np.empty((3, n_channels))
     total, missing, running = sums[0], sums[1], sums[2]
+    batched = np.empty(j1 - j0, dtype=np.intp)  # the positions of a batch's features
     starts = np.empty(j1 - j0 + 1, dtype=np.intp)
     starts_m = np.empty(j1 - j0, dtype=np.intp)
     alone = np.empty(j1 - j0)
     j = j0
     while j < j1:
-        first = j
         n = 0
         n_m = 0
-        while j < j1 and n + n_value_bins[features[j]] <= capacity:
+        size = 0
+        while j < j1:
             f = features[j]
             n_bins = n_value_bins[f]
-            hist_f = hist[offsets[f]:offsets[f + 1]]
-            feature_totals_into(hist_f, n_bins, n_bins, total, missing)
-            starts[j - j0] = n
-            n = _candidates_into(hist_f, n_bins, min_count, total, missing, running, left,
-                                 right, candidates, n)
-            starts_m[j - j0] = n_m
-            if has_missing[f]:
-                _with_missing_into(left, right, missing, starts[j - j0], n, left_m, right_m,
-                                   n_m)
-                n_m += n - starts[j - j0]
-                alone[j - j0] = _missing_alone(total, missing, running, prior, k, min_count)
+            if scanned[j] and n_bins <= _BATCH_MOST_BINS:
+                if n + n_bins > capacity:  # (a feature has fewer candidates than bins)
+                    break
+                hist_f = hist[offsets[f]:offsets[f + 1]]
+                batched[size], starts[size], starts_m[size] = j, n, n_m
+                feature_totals_into(hist_f, n_bins, n_bins, total, missing)
+                n = _candidates_into(hist_f, n_bins, min_count, total, missing, running, left,
+                                     right, candidates, n)
+                if scanned[j] == 2:
+                    _with_missing_into(left, right, missing, starts[size], n, left_m,
+                                       right_m, n_m)
+                    n_m += n - starts[size]
+                    alone[size] = _missing_alone(total, missing, running, prior, k, min_count)
+                size += 1
             j += 1
-        starts[j - j0] = n
+        starts[size] = n
         _losses(left, right, prior, k, n, side, scores)
         _losses(left_m, right_m, prior, k, n_m, side, scores_m)
-        for i in range(first, j):
-            f = features[i]
-            best_score[i], best_bin[i], best_missing_left[i] = _feature_best(
-                left, right, scores, candidates, starts[i - j0], starts[i - j0 + 1], left_m,
-                right_m, scores_m, starts_m[i - j0], has_missing[f], alone[i - j0],
-                n_value_bins[f], min_count)
+        for i in range(size):
+            b = batched[i]
+            best_score[b], best_bin[b], best_missing_left[b] = _feature_best(
+                left, right, scores, candidates, starts[i], starts[i + 1], left_m, right_m,
+                scores_m, starts_m[i], scanned[b] == 2, alone[i], n_value_bins[features[b]],
+                min_count)
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count, j0, j1,
+                best_score, best_bin, best_missing_left):
+    """:func:`scan_block` of the features ``j0:j1``, each scanned with its missing bin where
+    it has one."""
+    scanned = np.empty(j1, dtype=np.int8)
+    for j in range(j0, j1):
+        scanned[j] = 1 + has_missing[features[j]]
+    scan_block(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
+               best_score, best_bin, best_missing_left)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
