@@ -227,27 +227,36 @@ def scan_block(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, mi
     for each. The same values, compared in the same order, so the same picks bit for bit."""
     n_channels = hist.shape[1]
     k = (n_channels - 1) // 2
-    most = 1
+    most_alone = 0  # value bins of the largest feature scanned alone
+    most_batched = 0  # and of those batched, with their sum
+    batched_bins = 0
     for j in range(j0, j1):
-        most = max(most, np.intp(n_value_bins[features[j]]))
+        n_bins = np.intp(n_value_bins[features[j]]) if scanned[j] else 0
+        if n_bins > _BATCH_MOST_BINS:
+            most_alone = max(most_alone, n_bins)
+        else:
+            most_batched = max(most_batched, n_bins)
+            batched_bins += n_bins
     sums = np.empty((3, n_channels))
-    if most > _BATCH_MOST_BINS:
-        work = scan_work(n_channels, most)
-        candidates = np.empty(most, dtype=np.intp)
+    if most_alone:
+        work = scan_work(n_channels, most_alone)
+        candidates = np.empty(most_alone, dtype=np.intp)
         for j in range(j0, j1):
             f = features[j]
             if scanned[j] and n_value_bins[f] > _BATCH_MOST_BINS:
                 best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
                     hist[offsets[f]:offsets[f + 1]], n_value_bins[f], scanned[j] == 2,
                     n_value_bins[f], prior, min_count, work, candidates, sums)
-    capacity = max(_BATCH_MOST_BINS, _BATCH_CELLS // (4 * n_channels + 3))
+    if batched_bins == 0:
+        return
+    capacity = max(most_batched, min(batched_bins, _BATCH_CELLS // (4 * n_channels + 3)))
     work = scan_work(n_channels, capacity)
     left, right, left_m, right_m, scores, scores_m, side = _work_rows(work, n_channels)
     candidates = np.empty(capacity, dtype=np.intp)
     total, missing, running = sums[0], sums[1], sums[2]
-    batched = np.empty(j1 - j0, dtype=np.intp)  # the positions of a batch's features
-    starts = np.empty(j1 - j0 + 1, dtype=np.intp)
-    starts_m = np.empty(j1 - j0, dtype=np.intp)
+    # a batch's features: their positions j, where their candidates start, without and with
+    # the missing values on the left, and the scores of their missing values alone
+    batched, starts, starts_m = np.empty((3, j1 - j0 + 1), dtype=np.intp)
     alone = np.empty(j1 - j0)
     j = j0
     while j < j1:
