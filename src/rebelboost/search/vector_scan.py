@@ -216,6 +216,23 @@ def _work_rows(work, n_channels):
 
 
 @numba.njit(cache=True, nogil=True)
+def _scan_each(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count, most,
+               best_score, best_bin, best_missing_left):
+    """:func:`scan_block`'s features of more than :data:`_BATCH_MOST_BINS` value bins, one by
+    one (``most``: the largest's bins)."""
+    n_channels = hist.shape[1]
+    work = scan_work(n_channels, most)
+    candidates = np.empty(most, dtype=np.intp)
+    sums = np.empty((3, n_channels))
+    for j in range(j0, j1):
+        f = features[j]
+        if scanned[j] and n_value_bins[f] > _BATCH_MOST_BINS:
+            best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
+                hist[offsets[f]:offsets[f + 1]], n_value_bins[f], scanned[j] == 2,
+                n_value_bins[f], prior, min_count, work, candidates, sums)
+
+
+@numba.njit(cache=True, nogil=True)
 def scan_block(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
                best_score, best_bin, best_missing_left):
     """:func:`scan_vector_feature` of each feature ``features[j]``, ``j0 <= j < j1``, that
@@ -237,22 +254,16 @@ def scan_block(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, mi
         else:
             most_batched = max(most_batched, n_bins)
             batched_bins += n_bins
-    sums = np.empty((3, n_channels))
     if most_alone:
-        work = scan_work(n_channels, most_alone)
-        candidates = np.empty(most_alone, dtype=np.intp)
-        for j in range(j0, j1):
-            f = features[j]
-            if scanned[j] and n_value_bins[f] > _BATCH_MOST_BINS:
-                best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
-                    hist[offsets[f]:offsets[f + 1]], n_value_bins[f], scanned[j] == 2,
-                    n_value_bins[f], prior, min_count, work, candidates, sums)
+        _scan_each(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
+                   most_alone, best_score, best_bin, best_missing_left)
     if batched_bins == 0:
         return
     capacity = max(most_batched, min(batched_bins, _BATCH_CELLS // (4 * n_channels + 3)))
     work = scan_work(n_channels, capacity)
     left, right, left_m, right_m, scores, scores_m, side = _work_rows(work, n_channels)
     candidates = np.empty(capacity, dtype=np.intp)
+    sums = np.empty((3, n_channels))
     total, missing, running = sums[0], sums[1], sums[2]
     # a batch's features: their positions j, where their candidates start, without and with
     # the missing values on the left, and the scores of their missing values alone
@@ -295,11 +306,28 @@ def scan_block(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, mi
 @numba.njit(cache=True, nogil=True)
 def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count, j0, j1,
                 best_score, best_bin, best_missing_left):
-    """:func:`scan_block` of the features ``j0:j1``, each scanned with its missing bin where
-    it has one."""
+    """:func:`scan_vector_feature` of the features ``j0:j1``, each with its missing bin where
+    it has one: those of more than :data:`_BATCH_MOST_BINS` value bins here, one by one, the
+    others in batches (:func:`scan_block`). (Scanned inside :func:`scan_block`, the features
+    of many bins took 5-10% longer: benchmarks/leaf_scan_time.py.)"""
+    n_channels = hist.shape[1]
+    most = 1
+    for j in range(j0, j1):
+        most = max(most, n_value_bins[features[j]])
+    if most > _BATCH_MOST_BINS:
+        work = scan_work(n_channels, most)
+        candidates = np.empty(most, dtype=np.intp)
+        sums = np.empty((3, n_channels))
+        for j in range(j0, j1):
+            f = features[j]
+            if n_value_bins[f] > _BATCH_MOST_BINS:
+                best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
+                    hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f],
+                    n_value_bins[f], prior, min_count, work, candidates, sums)
     scanned = np.empty(j1, dtype=np.int8)
     for j in range(j0, j1):
-        scanned[j] = 1 + has_missing[features[j]]
+        f = features[j]
+        scanned[j] = 0 if n_value_bins[f] > _BATCH_MOST_BINS else 1 + has_missing[f]
     scan_block(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
                best_score, best_bin, best_missing_left)
 
