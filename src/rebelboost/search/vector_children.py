@@ -28,7 +28,7 @@ from .histograms._intrinsics import fetch_add
 from .histograms.dense import _task, feature_tile, simd_width
 from .histograms.sparse import _leaf_block
 from .splits import pick_index
-from .vector_scan import scan_block
+from .vector_scan import scan_vector_feature
 
 
 def scan_kinds(is_categorical: np.ndarray, has_missing: np.ndarray) -> np.ndarray:
@@ -72,12 +72,27 @@ def _scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_
                scan_small, scan_big, scores, split_bins, missing_left):
     """The numeric features among ``j0:j1`` (``scanned[j]``) scanned in each child wanted
     (row 0 of the bests: small, 1: big)."""
-    if scan_small:
-        scan_block(small, features, j0, j1, caps, scanned, offsets, prior, min_count,
-                   scores[0], split_bins[0], missing_left[0])
-    if scan_big:
-        scan_block(big, features, j0, j1, caps, scanned, offsets, prior, min_count,
-                   scores[1], split_bins[1], missing_left[1])
+    n_channels = small.shape[1]
+    most = 1
+    for j in range(j0, j1):
+        most = max(most, np.intp(caps[features[j]]))
+    work = np.empty((4 * n_channels + 3, most))
+    candidates = np.empty(most, dtype=np.intp)
+    sums = np.empty((3, n_channels))
+    for j in range(j0, j1):
+        if not scanned[j]:
+            continue
+        f = features[j]
+        n_bins = caps[f]
+        has_missing = scanned[j] == 2
+        if scan_small:
+            scores[0, j], split_bins[0, j], missing_left[0, j] = scan_vector_feature(
+                small[offsets[f]:offsets[f + 1]], n_bins, has_missing, n_bins, prior,
+                min_count, work, candidates, sums)
+        if scan_big:
+            scores[1, j], split_bins[1, j], missing_left[1, j] = scan_vector_feature(
+                big[offsets[f]:offsets[f + 1]], n_bins, has_missing, n_bins, prior,
+                min_count, work, candidates, sums)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

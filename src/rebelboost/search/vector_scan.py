@@ -30,12 +30,15 @@ _TINY = 2.2250738585072014e-308  # the least normal double, as in vector_leaf._c
 # 1.1-1.3x faster from 32).
 _SIMD_MIN_CANDIDATES = 24
 # Scratch cells (candidates x the scan's rows) of a batch of features whose candidates'
-# losses :func:`scan_block` computes together: 32 KiB, a core's first-level cache (on
+# losses :func:`_scan_batched` computes together: 32 KiB, a core's first-level cache (on
 # random histograms, 60 features of 4-16 bins at K = 3: 0.53-0.68x the time of one feature
 # at a time at 4,096 cells, up to 2x slower at 16,384: benchmarks/leaf_scan_time.py).
 _BATCH_CELLS = 4096
 # Value bins up to which a feature's candidates join a batch (more fill the SIMD lanes alone).
 _BATCH_MOST_BINS = 64
+# Candidates a batch must hold at least (else the features are scanned one by one): at K = 26
+# (letter's 16-bin features, 19 candidates a batch) batches of one feature took 2-7% longer.
+_BATCH_LEAST = 32
 # Histogram cells x channels from which a leaf's scan runs its features on every thread. A
 # parallel region's start costs microseconds where idle OpenMP threads spin (then: 1.5x the
 # one-thread time at ~2,700 on 2 threads, 1.0x at ~4,000, 0.8x at ~8,000, 0.55-0.65x from
@@ -216,50 +219,25 @@ def _work_rows(work, n_channels):
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan_each(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count, most,
-               best_score, best_bin, best_missing_left):
-    """:func:`scan_block`'s features of more than :data:`_BATCH_MOST_BINS` value bins, one by
-    one (``most``: the largest's bins)."""
-    n_channels = hist.shape[1]
-    work = scan_work(n_channels, most)
-    candidates = np.empty(most, dtype=np.intp)
-    sums = np.empty((3, n_channels))
-    for j in range(j0, j1):
-        f = features[j]
-        if scanned[j] and n_value_bins[f] > _BATCH_MOST_BINS:
-            best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
-                hist[offsets[f]:offsets[f + 1]], n_value_bins[f], scanned[j] == 2,
-                n_value_bins[f], prior, min_count, work, candidates, sums)
-
-
-@numba.njit(cache=True, nogil=True)
-def scan_block(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
-               best_score, best_bin, best_missing_left):
+def _scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
+                  best_score, best_bin, best_missing_left):
     """:func:`scan_vector_feature` of each feature ``features[j]``, ``j0 <= j < j1``, that
-    ``scanned[j]`` names (0: skipped, its outputs left as they are; 1: its value bins; 2: and
-    its missing bin), into ``best_*[j]``. Features of more value bins than
-    :data:`_BATCH_MOST_BINS` are scanned one by one; the candidates of the others have
-    their losses computed together, in batches of up to :data:`_BATCH_CELLS` scratch cells:
-    alone, such a feature would take its candidates one at a time and pay a loop's start-up
-    for each. The same values, compared in the same order, so the same picks bit for bit."""
+    ``scanned[j]`` names (0: skipped; 1: its value bins; 2: and its missing bin; each of at
+    most :data:`_BATCH_MOST_BINS` value bins), into ``best_*[j]``, their candidates' losses
+    computed together in batches of up to :data:`_BATCH_CELLS` scratch cells: alone, such a
+    feature would take its candidates one at a time and pay a loop's start-up for each. The
+    same values, compared in the same order, so the same picks bit for bit."""
     n_channels = hist.shape[1]
     k = (n_channels - 1) // 2
-    most_alone = 0  # value bins of the largest feature scanned alone
-    most_batched = 0  # and of those batched, with their sum
+    most = 0
     batched_bins = 0
     for j in range(j0, j1):
-        n_bins = np.intp(n_value_bins[features[j]]) if scanned[j] else 0
-        if n_bins > _BATCH_MOST_BINS:
-            most_alone = max(most_alone, n_bins)
-        else:
-            most_batched = max(most_batched, n_bins)
-            batched_bins += n_bins
-    if most_alone:
-        _scan_each(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
-                   most_alone, best_score, best_bin, best_missing_left)
+        if scanned[j]:
+            most = max(most, np.intp(n_value_bins[features[j]]))
+            batched_bins += n_value_bins[features[j]]
     if batched_bins == 0:
         return
-    capacity = max(most_batched, min(batched_bins, _BATCH_CELLS // (4 * n_channels + 3)))
+    capacity = max(most, min(batched_bins, _BATCH_CELLS // (4 * n_channels + 3)))
     work = scan_work(n_channels, capacity)
     left, right, left_m, right_m, scores, scores_m, side = _work_rows(work, n_channels)
     candidates = np.empty(capacity, dtype=np.intp)
@@ -275,9 +253,9 @@ def scan_block(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, mi
         n_m = 0
         size = 0
         while j < j1:
-            f = features[j]
-            n_bins = n_value_bins[f]
-            if scanned[j] and n_bins <= _BATCH_MOST_BINS:
+            if scanned[j]:
+                f = features[j]
+                n_bins = n_value_bins[f]
                 if n + n_bins > capacity:  # (a feature has fewer candidates than bins)
                     break
                 hist_f = hist[offsets[f]:offsets[f + 1]]
@@ -307,29 +285,37 @@ def scan_block(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, mi
 def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count, j0, j1,
                 best_score, best_bin, best_missing_left):
     """:func:`scan_vector_feature` of the features ``j0:j1``, each with its missing bin where
-    it has one: those of more than :data:`_BATCH_MOST_BINS` value bins here, one by one, the
-    others in batches (:func:`scan_block`). (Scanned inside :func:`scan_block`, the features
-    of many bins took 5-10% longer: benchmarks/leaf_scan_time.py.)"""
+    it has one: those of more than :data:`_BATCH_MOST_BINS` value bins one by one, here, the
+    others in batches (:func:`_scan_batched`), except where a batch would hold fewer than
+    :data:`_BATCH_LEAST` of them (many classes: the batching costs more than it saves)."""
     n_channels = hist.shape[1]
+    batching = _BATCH_CELLS // (4 * n_channels + 3) >= _BATCH_LEAST
     most = 1
     for j in range(j0, j1):
         most = max(most, n_value_bins[features[j]])
-    if most > _BATCH_MOST_BINS:
-        work = scan_work(n_channels, most)
-        candidates = np.empty(most, dtype=np.intp)
-        sums = np.empty((3, n_channels))
+    work = scan_work(n_channels, most)
+    candidates = np.empty(most, dtype=np.intp)
+    sums = np.empty((3, n_channels))
+    if not batching:
         for j in range(j0, j1):
             f = features[j]
-            if n_value_bins[f] > _BATCH_MOST_BINS:
-                best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
-                    hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f],
-                    n_value_bins[f], prior, min_count, work, candidates, sums)
+            best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
+                hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f],
+                n_value_bins[f], prior, min_count, work, candidates, sums)
+        return
+    # (a loop of its own: inside the batching function, these scans took 5-10% longer)
+    for j in range(j0, j1):
+        f = features[j]
+        if n_value_bins[f] > _BATCH_MOST_BINS:
+            best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
+                hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f],
+                n_value_bins[f], prior, min_count, work, candidates, sums)
     scanned = np.empty(j1, dtype=np.int8)
     for j in range(j0, j1):
         f = features[j]
         scanned[j] = 0 if n_value_bins[f] > _BATCH_MOST_BINS else 1 + has_missing[f]
-    scan_block(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
-               best_score, best_bin, best_missing_left)
+    _scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
+                  best_score, best_bin, best_missing_left)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
