@@ -28,7 +28,7 @@ from .histograms._intrinsics import fetch_add
 from .histograms.dense import _task, feature_tile, simd_width
 from .histograms.sparse import _leaf_block
 from .splits import pick_index
-from .vector_scan import scan_vector_feature
+from .vector_scan import BATCH_MOST_BINS, batches, scan_batched, scan_vector_feature, scan_work
 
 
 def scan_kinds(is_categorical: np.ndarray, has_missing: np.ndarray) -> np.ndarray:
@@ -73,16 +73,17 @@ def _scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_
     """The numeric features among ``j0:j1`` (``scanned[j]``) scanned in each child wanted
     (row 0 of the bests: small, 1: big)."""
     n_channels = small.shape[1]
+    batching = batches(n_channels)
     most = 1
     for j in range(j0, j1):
         most = max(most, np.intp(caps[features[j]]))
-    work = np.empty((4 * n_channels + 3, most))
+    work = scan_work(n_channels, most)
     candidates = np.empty(most, dtype=np.intp)
     sums = np.empty((3, n_channels))
     for j in range(j0, j1):
-        if not scanned[j]:
-            continue
         f = features[j]
+        if not scanned[j] or (batching and caps[f] <= BATCH_MOST_BINS):
+            continue
         n_bins = caps[f]
         has_missing = scanned[j] == 2
         if scan_small:
@@ -93,6 +94,17 @@ def _scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_
             scores[1, j], split_bins[1, j], missing_left[1, j] = scan_vector_feature(
                 big[offsets[f]:offsets[f + 1]], n_bins, has_missing, n_bins, prior,
                 min_count, work, candidates, sums)
+    if batching:  # the features of few bins, their candidates in batches
+        few = np.zeros(j1, dtype=np.int8)
+        for j in range(j0, j1):
+            if caps[features[j]] <= BATCH_MOST_BINS:
+                few[j] = scanned[j]
+        if scan_small:
+            scan_batched(small, features, j0, j1, caps, few, offsets, prior, min_count,
+                         scores[0], split_bins[0], missing_left[0])
+        if scan_big:
+            scan_batched(big, features, j0, j1, caps, few, offsets, prior, min_count,
+                         scores[1], split_bins[1], missing_left[1])
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

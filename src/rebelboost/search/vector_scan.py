@@ -30,12 +30,12 @@ _TINY = 2.2250738585072014e-308  # the least normal double, as in vector_leaf._c
 # 1.1-1.3x faster from 32).
 _SIMD_MIN_CANDIDATES = 24
 # Scratch cells (candidates x the scan's rows) of a batch of features whose candidates'
-# losses :func:`_scan_batched` computes together: 32 KiB, a core's first-level cache (on
+# losses :func:`scan_batched` computes together: 32 KiB, a core's first-level cache (on
 # random histograms, 60 features of 4-16 bins at K = 3: 0.53-0.68x the time of one feature
 # at a time at 4,096 cells, up to 2x slower at 16,384: benchmarks/leaf_scan_time.py).
 _BATCH_CELLS = 4096
 # Value bins up to which a feature's candidates join a batch (more fill the SIMD lanes alone).
-_BATCH_MOST_BINS = 64
+BATCH_MOST_BINS = 64
 # Candidates a batch must hold at least (else the features are scanned one by one): at K = 26
 # (letter's 16-bin features, 19 candidates a batch) batches of one feature took 2-7% longer.
 _BATCH_LEAST = 32
@@ -219,11 +219,18 @@ def _work_rows(work, n_channels):
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
+def batches(n_channels):
+    """Whether a scan of ``n_channels`` batches its features of few bins
+    (:func:`scan_batched`): where a batch holds :data:`_BATCH_LEAST` candidates or more."""
+    return _BATCH_CELLS // (4 * n_channels + 3) >= _BATCH_LEAST
+
+
+@numba.njit(cache=True, nogil=True)
+def scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
                   best_score, best_bin, best_missing_left):
     """:func:`scan_vector_feature` of each feature ``features[j]``, ``j0 <= j < j1``, that
     ``scanned[j]`` names (0: skipped; 1: its value bins; 2: and its missing bin; each of at
-    most :data:`_BATCH_MOST_BINS` value bins), into ``best_*[j]``, their candidates' losses
+    most :data:`BATCH_MOST_BINS` value bins), into ``best_*[j]``, their candidates' losses
     computed together in batches of up to :data:`_BATCH_CELLS` scratch cells: alone, such a
     feature would take its candidates one at a time and pay a loop's start-up for each. The
     same values, compared in the same order, so the same picks bit for bit."""
@@ -285,11 +292,11 @@ def _scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior,
 def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count, j0, j1,
                 best_score, best_bin, best_missing_left):
     """:func:`scan_vector_feature` of the features ``j0:j1``, each with its missing bin where
-    it has one: those of more than :data:`_BATCH_MOST_BINS` value bins one by one, here, the
-    others in batches (:func:`_scan_batched`), except where a batch would hold fewer than
+    it has one: those of more than :data:`BATCH_MOST_BINS` value bins one by one, here, the
+    others in batches (:func:`scan_batched`), except where a batch would hold fewer than
     :data:`_BATCH_LEAST` of them (many classes: the batching costs more than it saves)."""
     n_channels = hist.shape[1]
-    batching = _BATCH_CELLS // (4 * n_channels + 3) >= _BATCH_LEAST
+    batching = batches(n_channels)
     most = 1
     for j in range(j0, j1):
         most = max(most, n_value_bins[features[j]])
@@ -306,15 +313,15 @@ def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_c
     # (a loop of its own: inside the batching function, these scans took 5-10% longer)
     for j in range(j0, j1):
         f = features[j]
-        if n_value_bins[f] > _BATCH_MOST_BINS:
+        if n_value_bins[f] > BATCH_MOST_BINS:
             best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
                 hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f],
                 n_value_bins[f], prior, min_count, work, candidates, sums)
     scanned = np.empty(j1, dtype=np.int8)
     for j in range(j0, j1):
         f = features[j]
-        scanned[j] = 0 if n_value_bins[f] > _BATCH_MOST_BINS else 1 + has_missing[f]
-    _scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
+        scanned[j] = 0 if n_value_bins[f] > BATCH_MOST_BINS else 1 + has_missing[f]
+    scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
                   best_score, best_bin, best_missing_left)
 
 
