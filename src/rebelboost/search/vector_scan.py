@@ -7,7 +7,9 @@ computed class by class in loops over the bins that the compiler vectorises (num
 model: no division checks in the loop), and the candidates are compared last, in the scan's
 order. Every value is the one :func:`.splits.scan_feature` computes (the same operations in
 the same order: IEEE square roots and divisions are exact in any lane), so both pick the same
-split, bit for bit (checked in the tests on random histograms).
+split, bit for bit (checked in the tests on random histograms). Features of few bins have the
+candidates of several of them scored in one pass (:func:`scan_batched`), so they fill the lanes
+as one feature of many bins does.
 """
 
 from __future__ import annotations
@@ -292,37 +294,29 @@ def scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, 
 def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count, j0, j1,
                 best_score, best_bin, best_missing_left):
     """:func:`scan_vector_feature` of the features ``j0:j1``, each with its missing bin where
-    it has one: those of more than :data:`BATCH_MOST_BINS` value bins one by one, here, the
-    others in batches (:func:`scan_batched`), except where a batch would hold fewer than
-    :data:`_BATCH_LEAST` of them (many classes: the batching costs more than it saves)."""
+    it has one: those of more than :data:`BATCH_MOST_BINS` value bins here, one by one, the
+    others in batches (:func:`scan_batched`). (Scanned inside the batching function, the
+    features of many bins took 5-10% longer: benchmarks/leaf_scan_time.py.)"""
     n_channels = hist.shape[1]
-    batching = batches(n_channels)
     most = 1
     for j in range(j0, j1):
         most = max(most, n_value_bins[features[j]])
-    work = scan_work(n_channels, most)
-    candidates = np.empty(most, dtype=np.intp)
-    sums = np.empty((3, n_channels))
-    if not batching:
+    if most > BATCH_MOST_BINS:
+        work = scan_work(n_channels, most)
+        candidates = np.empty(most, dtype=np.intp)
+        sums = np.empty((3, n_channels))
         for j in range(j0, j1):
             f = features[j]
-            best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
-                hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f],
-                n_value_bins[f], prior, min_count, work, candidates, sums)
-        return
-    # (a loop of its own: inside the batching function, these scans took 5-10% longer)
-    for j in range(j0, j1):
-        f = features[j]
-        if n_value_bins[f] > BATCH_MOST_BINS:
-            best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
-                hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f],
-                n_value_bins[f], prior, min_count, work, candidates, sums)
+            if n_value_bins[f] > BATCH_MOST_BINS:
+                best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
+                    hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f],
+                    n_value_bins[f], prior, min_count, work, candidates, sums)
     scanned = np.empty(j1, dtype=np.int8)
     for j in range(j0, j1):
         f = features[j]
         scanned[j] = 0 if n_value_bins[f] > BATCH_MOST_BINS else 1 + has_missing[f]
     scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
-                  best_score, best_bin, best_missing_left)
+                 best_score, best_bin, best_missing_left)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
