@@ -71,7 +71,9 @@ def _subtract_cells(big, small, start, stop):
 def _scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_count,
                scan_small, scan_big, scores, split_bins, missing_left):
     """The numeric features among ``j0:j1`` (``scanned[j]``) scanned in each child wanted
-    (row 0 of the bests: small, 1: big)."""
+    (row 0 of the bests: small, 1: big): those of few bins in batches
+    (:func:`.vector_scan.scan_batched`) where :func:`.vector_scan.batches` says so, the others
+    one by one in this loop."""
     n_channels = small.shape[1]
     batching = batches(n_channels)
     most = 1

@@ -38,8 +38,9 @@ _SIMD_MIN_CANDIDATES = 24
 _BATCH_CELLS = 4096
 # Value bins up to which a feature's candidates join a batch (more fill the SIMD lanes alone).
 BATCH_MOST_BINS = 64
-# Candidates a batch must hold at least (else the features are scanned one by one): at K = 26
-# (letter's 16-bin features, 19 candidates a batch) batches of one feature took 2-7% longer.
+# Candidates a batch of the children's tiles must be able to hold (else they scan their
+# features one by one; :func:`batches`): on one leaf's scan at K = 26 (16 features of 16
+# bins, 19 candidates a batch) batches of one feature took 2-4% longer.
 _BATCH_LEAST = 32
 # Histogram cells x channels from which a leaf's scan runs its features on every thread. A
 # parallel region's start costs microseconds where idle OpenMP threads spin (then: 1.5x the
