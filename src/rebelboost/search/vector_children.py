@@ -97,15 +97,11 @@ def _scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_
                 big[offsets[f]:offsets[f + 1]], n_bins, has_missing, n_bins, prior,
                 min_count, work, candidates, sums)
     if batching:  # the features of few bins, their candidates in batches
-        few = np.zeros(j1, dtype=np.int8)
-        for j in range(j0, j1):
-            if caps[features[j]] <= BATCH_MOST_BINS:
-                few[j] = scanned[j]
         if scan_small:
-            scan_batched(small, features, j0, j1, caps, few, offsets, prior, min_count,
+            scan_batched(small, features, j0, j1, caps, scanned, offsets, prior, min_count,
                          scores[0], split_bins[0], missing_left[0])
         if scan_big:
-            scan_batched(big, features, j0, j1, caps, few, offsets, prior, min_count,
+            scan_batched(big, features, j0, j1, caps, scanned, offsets, prior, min_count,
                          scores[1], split_bins[1], missing_left[1])
 
 

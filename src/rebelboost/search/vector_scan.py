@@ -231,9 +231,9 @@ def batches(n_channels):
 @numba.njit(cache=True, nogil=True)
 def scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
                   best_score, best_bin, best_missing_left):
-    """:func:`scan_vector_feature` of each feature ``features[j]``, ``j0 <= j < j1``, that
-    ``scanned[j]`` names (0: skipped; 1: its value bins; 2: and its missing bin; each of at
-    most :data:`BATCH_MOST_BINS` value bins), into ``best_*[j]``, their candidates' losses
+    """:func:`scan_vector_feature` of each feature ``features[j]``, ``j0 <= j < j1``, of at
+    most :data:`BATCH_MOST_BINS` value bins that ``scanned[j]`` names (0: skipped; 1: its
+    value bins; 2: and its missing bin), into ``best_*[j]``, their candidates' losses
     computed together in batches of up to :data:`_BATCH_CELLS` scratch cells: alone, such a
     feature would take its candidates one at a time and pay a loop's start-up for each. The
     same values, compared in the same order, so the same picks bit for bit."""
@@ -242,7 +242,7 @@ def scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, 
     most = 0
     batched_bins = 0
     for j in range(j0, j1):
-        if scanned[j]:
+        if scanned[j] and n_value_bins[features[j]] <= BATCH_MOST_BINS:
             most = max(most, np.intp(n_value_bins[features[j]]))
             batched_bins += n_value_bins[features[j]]
     if batched_bins == 0:
@@ -263,9 +263,9 @@ def scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, 
         n_m = 0
         size = 0
         while j < j1:
-            if scanned[j]:
-                f = features[j]
-                n_bins = n_value_bins[f]
+            f = features[j]
+            n_bins = n_value_bins[f]
+            if scanned[j] and n_bins <= BATCH_MOST_BINS:
                 if n + n_bins > capacity:  # (a feature has fewer candidates than bins)
                     break
                 hist_f = hist[offsets[f]:offsets[f + 1]]
@@ -314,8 +314,7 @@ def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_c
                     n_value_bins[f], prior, min_count, work, candidates, sums)
     scanned = np.empty(j1, dtype=np.int8)
     for j in range(j0, j1):
-        f = features[j]
-        scanned[j] = 0 if n_value_bins[f] > BATCH_MOST_BINS else 1 + has_missing[f]
+        scanned[j] = 1 + has_missing[features[j]]
     scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
                  best_score, best_bin, best_missing_left)
 
