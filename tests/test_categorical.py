@@ -18,8 +18,10 @@ from rebelboost.categorical import CategoricalColumns
 from rebelboost.learners.category_sets import category_bitsets
 from rebelboost.learners.compiled_grower import category_words
 from rebelboost.search.category_split import (
+    _floor,
     _one_against_rest,
     _order_by_principal_axis,
+    _reach_into,
     _scratch,
     _weigh,
     best_category_split,
@@ -438,10 +440,16 @@ def test_no_split_of_the_bins_scores_below_their_floor(seed, n_bins, k, prior):
     placed = hist[(hist[:, -1] > 0) | (np.arange(n_bins + 1) == n_bins)]
     priors = np.full(k, prior)
     floor = split_floor(hist, n_bins, priors)
+    weight = placed[:, :k].clip(0).sum(axis=0) + placed[:, k:2 * k].clip(0).sum(axis=0)
+    reach = np.empty(k)
+    _reach_into(weight * 3.0, priors, reach)  # (the search's: the heaviest feature's reach)
+    wider = _floor(hist, n_bins, reach)
     total = placed.sum(axis=0)
     for mask in itertools.product([False, True], repeat=len(placed)):
         left = placed[np.array(mask)].sum(axis=0)
-        assert pair_loss(left, total - left, priors, k, 0.0) >= floor * (1 - 1e-12)
+        score = pair_loss(left, total - left, priors, k, 0.0)
+        assert score >= floor * (1 - 1e-12) and score >= wider * (1 - 1e-12)
+    assert wider <= floor * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -453,6 +461,10 @@ def test_features_that_cannot_win_are_passed_over_with_the_same_split(seed):
     k, n_bins, n_features = 3, 6, 12
     hist = _random_histogram(rng, n_bins, k, n_features)
     hist[:(n_bins + 1), :2 * k] *= 3.0  # one feature with a clear split
+    blocks = hist.reshape(n_features, n_bins + 1, 2 * k + 1)  # (a view)
+    sums = blocks.sum(axis=1, keepdims=True)
+    blocks *= np.where(sums > 0, sums[0] / np.where(sums > 0, sums, 1.0), 1.0)  # (as a leaf's:
+    # every feature's bins hold the leaf's weight, the search's floors take one reach)
     layout = BinLayout(np.full(n_features, n_bins, np.int32), np.ones(n_features, bool), 255,
                        256)
     features = np.arange(n_features)

@@ -497,23 +497,51 @@ def split_floor(hist_f, n_bins, prior):
     search passes it over (QuickBoost's argument: the same split without its orders'
     scans)."""
     k = prior.shape[0]
-    total = 0.0
+    weight = np.zeros(k)
+    _class_weights_into(hist_f, n_bins, weight)
+    reach = np.empty(k)
+    _reach_into(weight, prior, reach)
+    return _floor(hist_f, n_bins, reach)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _class_weights_into(hist_f, n_bins, most):
+    """``most[c]``: the largest of itself and the class-c weight of the feature's bins that
+    the search places."""
+    k = most.shape[0]
+    count = 2 * k
     for c in range(k):
         weight = 0.0
         for b in range(n_bins + 1):
-            if _scanned_bin(hist_f, n_bins, b):
+            if b == n_bins or hist_f[b, count] > 0.0:
                 weight += max(hist_f[b, c], 0.0) + max(hist_f[b, k + c], 0.0)
-        # e^|a| at most (the step's eps as vector_leaf's, generously)
-        reach = (math.sqrt((weight * (1.0 + 2.0 * STEP_EPS) + prior[c]) / prior[c])
-                 if prior[c] > 0.0 else np.inf)
-        for b in range(n_bins + 1):
-            if not _scanned_bin(hist_f, n_bins, b):
-                continue
-            p, m = max(hist_f[b, c], 0.0), max(hist_f[b, k + c], 0.0)
-            if m * reach * reach < p:  # its own best step lies beyond reach
-                total += p / reach + m * reach
-            elif p * reach * reach < m:
-                total += p * reach + m / reach
+        most[c] = max(most[c], weight)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _reach_into(weight, prior, reach):
+    """``reach[c]``: ``e^|a|`` at most for a side of class-c weight ``weight[c]`` at most
+    (the step's eps as vector_leaf's, generously); larger only loosens a floor."""
+    for c in range(prior.shape[0]):
+        reach[c] = (math.sqrt((weight[c] * (1.0 + 2.0 * STEP_EPS) + prior[c]) / prior[c])
+                    if prior[c] > 0.0 else np.inf)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _floor(hist_f, n_bins, reach):
+    """:func:`split_floor` at the classes' ``reach`` (:func:`_reach_into`)."""
+    k = reach.shape[0]
+    count = 2 * k
+    total = 0.0
+    for b in range(n_bins + 1):
+        if not (b == n_bins or hist_f[b, count] > 0.0):
+            continue
+        for c in range(k):
+            p, m, r = max(hist_f[b, c], 0.0), max(hist_f[b, k + c], 0.0), reach[c]
+            if m * r * r < p:  # its own best step lies beyond reach
+                total += p / r + m * r
+            elif p * r * r < m:
+                total += p * r + m / r
             else:
                 total += 2.0 * math.sqrt(p * m)
     return total
@@ -531,10 +559,18 @@ def _scan_category_range(hist, features, n_value_bins, has_missing, offsets, pri
     for j in range(j0, j1):
         most = max(most, n_value_bins[features[j]])
     scratch = _scratch(most, hist.shape[1])
+    # (every feature's floor at the reach of the heaviest: its bins hold the leaf's weight,
+    # up to rounding, so one reach serves all, and a larger one only loosens a floor)
+    weight = np.zeros(prior.shape[0])
+    for j in range(j0, j1):
+        f = features[j]
+        _class_weights_into(hist[offsets[f]:offsets[f + 1]], n_value_bins[f], weight)
+    reach = np.empty(prior.shape[0])
+    _reach_into(weight, prior, reach)
     floors = np.empty(j1 - j0)
     for j in range(j0, j1):
         f = features[j]
-        floors[j - j0] = split_floor(hist[offsets[f]:offsets[f + 1]], n_value_bins[f], prior)
+        floors[j - j0] = _floor(hist[offsets[f]:offsets[f + 1]], n_value_bins[f], reach)
     to_beat = incumbent
     for i in np.argsort(floors, kind="mergesort"):
         if floors[i] * (1.0 - _FLOOR_MARGIN) > to_beat:
