@@ -571,16 +571,25 @@ def _scan_category_range(hist, features, n_value_bins, has_missing, offsets, pri
     for j in range(j0, j1):
         f = features[j]
         floors[j - j0] = _floor(hist[offsets[f]:offsets[f + 1]], n_value_bins[f], reach)
+    # the lowest floor's feature first: its score usually passes over most of the others,
+    # and only the features left are sorted
+    order = np.full(1, np.argmin(floors))
     to_beat = incumbent
-    for i in np.argsort(floors, kind="mergesort"):
-        if floors[i] * (1.0 - _FLOOR_MARGIN) > to_beat:
-            break  # (and every feature after it)
-        j = j0 + i
-        f = features[j]
-        score[j], which[j], last[j], missing_left[j] = _scan_category_feature(
-            hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f], n_value_bins[f],
-            prior, min_count, smooth, min_per_category, max_left, max_onehot, scratch)
-        to_beat = min(to_beat, score[j])
+    for sort in (False, True):
+        if sort:
+            left = np.flatnonzero(floors * (1.0 - _FLOOR_MARGIN) <= to_beat)
+            left = left[left != order[0]]
+            order = left[np.argsort(floors[left], kind="mergesort")]
+        for i in order:
+            if floors[i] * (1.0 - _FLOOR_MARGIN) > to_beat:
+                break  # (and every feature after it)
+            j = j0 + i
+            f = features[j]
+            score[j], which[j], last[j], missing_left[j] = _scan_category_feature(
+                hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f],
+                n_value_bins[f], prior, min_count, smooth, min_per_category, max_left,
+                max_onehot, scratch)
+            to_beat = min(to_beat, score[j])
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
