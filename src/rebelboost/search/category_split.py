@@ -509,11 +509,10 @@ def _class_weights_into(hist_f, n_bins, most):
     """``most[c]``: the largest of itself and the class-c weight of the feature's bins that
     the search places."""
     k = most.shape[0]
-    count = 2 * k
     for c in range(k):
         weight = 0.0
         for b in range(n_bins + 1):
-            if b == n_bins or hist_f[b, count] > 0.0:
+            if _scanned_bin(hist_f, n_bins, b):
                 weight += max(hist_f[b, c], 0.0) + max(hist_f[b, k + c], 0.0)
         most[c] = max(most[c], weight)
 
@@ -531,10 +530,9 @@ def _reach_into(weight, prior, reach):
 def _floor(hist_f, n_bins, reach):
     """:func:`split_floor` at the classes' ``reach`` (:func:`_reach_into`)."""
     k = reach.shape[0]
-    count = 2 * k
     total = 0.0
     for b in range(n_bins + 1):
-        if not (b == n_bins or hist_f[b, count] > 0.0):
+        if not _scanned_bin(hist_f, n_bins, b):
             continue
         for c in range(k):
             p, m, r = max(hist_f[b, c], 0.0), max(hist_f[b, k + c], 0.0), reach[c]
@@ -555,6 +553,8 @@ def _scan_category_range(hist, features, n_value_bins, has_missing, offsets, pri
     features in order of their :func:`split_floor`; those whose floor is above ``incumbent``
     and every score found here are passed over (their scores stay inf): they could neither
     be picked (:func:`.splits.pick_index`) nor beat the incumbent."""
+    if j1 <= j0:
+        return
     most = 1
     for j in range(j0, j1):
         most = max(most, n_value_bins[features[j]])
