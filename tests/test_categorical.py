@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
 
 import rebelboost
 from rebelboost import RebelClassifier, load_model
@@ -18,7 +18,7 @@ from rebelboost.categorical import CategoricalColumns
 from rebelboost.learners.category_sets import category_bitsets
 from rebelboost.learners.compiled_grower import category_words
 from rebelboost.search.category_split import (
-    _floor,
+    _class_weights_into,
     _one_against_rest,
     _order_by_principal_axis,
     _reach_into,
@@ -439,11 +439,15 @@ def test_no_split_of_the_bins_scores_below_their_floor(seed, n_bins, k, prior):
     hist = _random_histogram(rng, n_bins, k)
     placed = hist[(hist[:, -1] > 0) | (np.arange(n_bins + 1) == n_bins)]
     priors = np.full(k, prior)
-    floor = split_floor(hist, n_bins, priors)
-    weight = placed[:, :k].clip(0).sum(axis=0) + placed[:, k:2 * k].clip(0).sum(axis=0)
-    reach = np.empty(k)
-    _reach_into(weight * 3.0, priors, reach)  # (the search's: the heaviest feature's reach)
-    wider = _floor(hist, n_bins, reach)
+    weight = np.zeros(k)
+    _class_weights_into(hist, n_bins, weight)
+    assert_allclose(weight, placed[:, :k].clip(0).sum(axis=0)
+                    + placed[:, k:2 * k].clip(0).sum(axis=0), rtol=1e-12)
+    reach, wider_reach = np.empty(k), np.empty(k)
+    _reach_into(weight, priors, reach)
+    _reach_into(weight * 3.0, priors, wider_reach)  # (the search's: the heaviest feature's)
+    floor = split_floor(hist, n_bins, reach)
+    wider = split_floor(hist, n_bins, wider_reach)
     total = placed.sum(axis=0)
     for mask in itertools.product([False, True], repeat=len(placed)):
         left = placed[np.array(mask)].sum(axis=0)

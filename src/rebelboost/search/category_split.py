@@ -484,26 +484,6 @@ def scan_category_feature(hist_f: np.ndarray, n_bins: int, has_missing: bool,
 _FLOOR_MARGIN = 1e-9
 
 
-@numba.njit(cache=True, nogil=True)
-def split_floor(hist_f, n_bins, prior):
-    """A lower bound on the score of every split the search can make of a feature's bins
-    (those :func:`_scanned_bin`) into two sides: each bin at its own best step within the
-    steps a side can take, summed over bins and classes. A side's class-k loss is
-    ``W+ e^-a + W- e^a`` at one smoothed step ``a`` for all its bins
-    (:func:`.vector_leaf._class_loss`), so it is never below the sum of its bins' least
-    values over the steps such a side can take: ``|a| <= 1/2 ln(1 + W_k / prior_k)``
-    (``W_k``: the bins' class-k weight), ``2 sqrt(W+ W-)`` where a bin's own best step lies
-    within. A feature whose floor is above the best score found so far cannot win, and the
-    search passes it over (QuickBoost's argument: the same split without its orders'
-    scans)."""
-    k = prior.shape[0]
-    weight = np.zeros(k)
-    _class_weights_into(hist_f, n_bins, weight)
-    reach = np.empty(k)
-    _reach_into(weight, prior, reach)
-    return _floor(hist_f, n_bins, reach)
-
-
 @numba.njit(cache=True, nogil=True, inline="always")
 def _class_weights_into(hist_f, n_bins, most):
     """``most[c]``: the largest of itself and the class-c weight of the feature's bins that
@@ -527,8 +507,18 @@ def _reach_into(weight, prior, reach):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _floor(hist_f, n_bins, reach):
-    """:func:`split_floor` at the classes' ``reach`` (:func:`_reach_into`)."""
+def split_floor(hist_f, n_bins, reach):
+    """A lower bound on the score of every split the search can make of a feature's bins
+    (those :func:`_scanned_bin`) into two sides: each bin at its own best step within the
+    steps a side can take, summed over bins and classes. A side's class-k loss is
+    ``W+ e^-a + W- e^a`` at one smoothed step ``a`` for all its bins
+    (:func:`.vector_leaf._class_loss`), so it is never below the sum of its bins' least
+    values over the steps such a side can take: ``|a| <= 1/2 ln(1 + W_k / prior_k)``
+    (``W_k``: the bins' class-k weight), ``2 sqrt(W+ W-)`` where a bin's own best step lies
+    within. ``reach``: ``e^|a|`` at most (:func:`_reach_into` of the bins' weights, or of
+    more). A feature whose floor is above the best score found so far cannot win, and the
+    search passes it over (QuickBoost's argument: the same split without its orders'
+    scans)."""
     k = reach.shape[0]
     total = 0.0
     for b in range(n_bins + 1):
@@ -570,7 +560,7 @@ def _scan_category_range(hist, features, n_value_bins, has_missing, offsets, pri
     floors = np.empty(j1 - j0)
     for j in range(j0, j1):
         f = features[j]
-        floors[j - j0] = _floor(hist[offsets[f]:offsets[f + 1]], n_value_bins[f], reach)
+        floors[j - j0] = split_floor(hist[offsets[f]:offsets[f + 1]], n_value_bins[f], reach)
     # the lowest floor's feature first: its score usually passes over most of the others,
     # and only the features left are sorted
     order = np.full(1, np.argmin(floors))
