@@ -28,7 +28,7 @@ from .histograms._intrinsics import fetch_add
 from .histograms.dense import _task, feature_tile, simd_width
 from .histograms.sparse import _leaf_block
 from .splits import pick_index
-from .vector_scan import BATCH_MOST_BINS, batches, scan_batched, scan_vector_feature, scan_work
+from .vector_scan import BATCH_MOST_BINS, batches, scan_batched, scan_one_by_one
 
 
 def scan_kinds(is_categorical: np.ndarray, has_missing: np.ndarray) -> np.ndarray:
@@ -73,29 +73,15 @@ def _scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_
     """The numeric features among ``j0:j1`` (``scanned[j]``) scanned in each child wanted
     (row 0 of the bests: small, 1: big): those of few bins in batches
     (:func:`.vector_scan.scan_batched`) where :func:`.vector_scan.batches` says so, the others
-    one by one in this loop."""
-    n_channels = small.shape[1]
-    batching = batches(n_channels)
-    most = 1
-    for j in range(j0, j1):
-        most = max(most, np.intp(caps[features[j]]))
-    work = scan_work(n_channels, most)
-    candidates = np.empty(most, dtype=np.intp)
-    sums = np.empty((3, n_channels))
-    for j in range(j0, j1):
-        f = features[j]
-        if not scanned[j] or (batching and caps[f] <= BATCH_MOST_BINS):
-            continue
-        n_bins = caps[f]
-        has_missing = scanned[j] == 2
-        if scan_small:
-            scores[0, j], split_bins[0, j], missing_left[0, j] = scan_vector_feature(
-                small[offsets[f]:offsets[f + 1]], n_bins, has_missing, n_bins, prior,
-                min_count, work, candidates, sums)
-        if scan_big:
-            scores[1, j], split_bins[1, j], missing_left[1, j] = scan_vector_feature(
-                big[offsets[f]:offsets[f + 1]], n_bins, has_missing, n_bins, prior,
-                min_count, work, candidates, sums)
+    one by one (:func:`.vector_scan.scan_one_by_one`, inlined in this loop)."""
+    batching = batches(small.shape[1])
+    alone = BATCH_MOST_BINS if batching else 0  # (value bins above which one by one)
+    if scan_small:
+        scan_one_by_one(small, features, j0, j1, caps, scanned, offsets, prior, min_count,
+                        alone, scores[0], split_bins[0], missing_left[0])
+    if scan_big:
+        scan_one_by_one(big, features, j0, j1, caps, scanned, offsets, prior, min_count,
+                        alone, scores[1], split_bins[1], missing_left[1])
     if batching:  # the features of few bins, their candidates in batches
         if scan_small:
             scan_batched(small, features, j0, j1, caps, scanned, offsets, prior, min_count,

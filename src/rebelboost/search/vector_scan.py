@@ -291,30 +291,43 @@ def scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, 
                 min_count)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def scan_one_by_one(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
+                    least_bins, best_score, best_bin, best_missing_left):
+    """:func:`scan_vector_feature` of each feature ``features[j]``, ``j0 <= j < j1``, that
+    ``scanned[j]`` names (as :func:`scan_batched`) and that has more than ``least_bins``
+    value bins, into ``best_*[j]``: the features a scan does not batch. Inlined into its
+    caller's own loop (inside the batching function they took 5-10% longer:
+    benchmarks/leaf_scan_time.py); its scratch allocated only where one is scanned."""
+    most = 0
+    for j in range(j0, j1):
+        if scanned[j] and n_value_bins[features[j]] > least_bins:
+            most = max(most, np.intp(n_value_bins[features[j]]))
+    if most == 0:
+        return
+    n_channels = hist.shape[1]
+    work = scan_work(n_channels, most)
+    candidates = np.empty(most, dtype=np.intp)
+    sums = np.empty((3, n_channels))
+    for j in range(j0, j1):
+        f = features[j]
+        if scanned[j] and n_value_bins[f] > least_bins:
+            best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
+                hist[offsets[f]:offsets[f + 1]], n_value_bins[f], scanned[j] == 2,
+                n_value_bins[f], prior, min_count, work, candidates, sums)
+
+
 @numba.njit(cache=True, nogil=True)
 def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count, j0, j1,
                 best_score, best_bin, best_missing_left):
     """:func:`scan_vector_feature` of the features ``j0:j1``, each with its missing bin where
-    it has one: those of more than :data:`BATCH_MOST_BINS` value bins here, one by one, the
-    others in batches (:func:`scan_batched`). (Scanned inside the batching function, the
-    features of many bins took 5-10% longer: benchmarks/leaf_scan_time.py.)"""
-    n_channels = hist.shape[1]
-    most = 1
-    for j in range(j0, j1):
-        most = max(most, n_value_bins[features[j]])
-    if most > BATCH_MOST_BINS:
-        work = scan_work(n_channels, most)
-        candidates = np.empty(most, dtype=np.intp)
-        sums = np.empty((3, n_channels))
-        for j in range(j0, j1):
-            f = features[j]
-            if n_value_bins[f] > BATCH_MOST_BINS:
-                best_score[j], best_bin[j], best_missing_left[j] = scan_vector_feature(
-                    hist[offsets[f]:offsets[f + 1]], n_value_bins[f], has_missing[f],
-                    n_value_bins[f], prior, min_count, work, candidates, sums)
+    it has one: those of more than :data:`BATCH_MOST_BINS` value bins one by one
+    (:func:`scan_one_by_one`), the others in batches (:func:`scan_batched`)."""
     scanned = np.empty(j1, dtype=np.int8)
     for j in range(j0, j1):
         scanned[j] = 1 + has_missing[features[j]]
+    scan_one_by_one(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
+                    BATCH_MOST_BINS, best_score, best_bin, best_missing_left)
     scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
                  best_score, best_bin, best_missing_left)
 
