@@ -44,7 +44,7 @@ from ..search.vector_children import children_claimed, sparse_blocks, sparse_chi
 from ..search.vector_leaf import leaf_loss
 from ..search.vector_scan import best_in_tasks
 from .category_sets import masks_to_bitsets
-from .row_channels import _gather_into, row_sums
+from .row_channels import _gather_into
 from .row_set import (
     BinTree,
     LocalRows,
@@ -156,22 +156,35 @@ def _gather_rows(out, channels, rows, amplify, row_weight):
 
 
 @numba.njit(cache=True, nogil=True)
-def _build_in_blocks(hist, buffer, channels, amplify, row_weight, order, start, stop, sums,
-                     bins, features, caps, offsets, starts, tile, sparse):
-    """:func:`_build` for a leaf of more rows than ``buffer`` holds: its rows' channels are
-    gathered a buffer at a time (each cell still adds its rows in row order: the same
-    histogram as from one gathered copy of them all, which cost up to half the rows'
-    channels in memory)."""
+def _build_in_blocks(hist, buffer, channels, amplify, row_weight, order, start, stop, bins,
+                     features, caps, offsets, starts, tile, sparse):
+    """:func:`_build` for a leaf of more rows than ``buffer`` holds, returning the leaf's
+    sums: its rows' channels are gathered a buffer at a time (each cell still adds its rows in
+    row order: the same histogram as from one gathered copy of them all, which cost up to half
+    the rows' channels in memory), and summed from the buffer as they come (in row order: the
+    bits of :func:`.row_channels.row_sums`, without reading the scattered rows a second
+    time)."""
     rows = order[start:stop]
     n_rows, size = stop - start, buffer.shape[0]
+    sums = np.zeros(buffer.shape[1])
     parallel = _threads_pay(n_rows, bins, features, buffer.shape[1], starts, sparse)
     for b0 in range(0, n_rows, size):
         b1 = min(n_rows, b0 + size)
         block = buffer[:b1 - b0]
         _gather_rows(block, channels, rows[b0:b1], amplify, row_weight)
+        _add_into(sums, block)
         _add_block(hist, block, rows[b0:b1], bins, features, caps, offsets, starts, tile,
                    sparse, parallel, b0 == 0)
     _fill_sparse_defaults(hist, sparse, offsets, sums, parallel)
+    return sums
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_into(total, block):
+    """``total += block``'s rows, one after another (a running sum in row order)."""
+    for r in range(block.shape[0]):
+        for c in range(block.shape[1]):
+            total[c] += block[r, c]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -354,12 +367,20 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
         small, big = (left, right) if middle - start <= stop - middle else (right, left)
         s0, s1 = leaf[small, _START], leaf[small, _STOP]
         gathered = buffer[:s1 - s0]
-        whole = s1 - s0 <= buffer.shape[0]  # (else gathered in blocks if built)
+        whole = s1 - s0 <= buffer.shape[0]  # (else gathered in blocks, and built there)
+        slot = -1
         if whole:
             _gather_rows(gathered, channels, order[s0:s1], amplify, row_weight)
             sums[small] = _column_sums(gathered)
-        else:
-            sums[small] = row_sums(channels, order[s0:s1], amplify, row_weight)
+        else:  # built while its rows are summed: one read of them (wasted if neither child
+            # can be split, which so many rows rarely are)
+            if len(free) == 0:
+                pool.append(np.empty((n_cells, n_channels)))
+                free.append(len(pool) - 1)
+            slot = free.pop()
+            sums[small] = _build_in_blocks(pool[slot], buffer, channels, amplify, row_weight,
+                                           order, s0, s1, bins, features, caps, offsets,
+                                           starts, tile, sparse)
         sums[big] = sums[i] - sums[small]
         losses[left] = leaf_loss(sums[left], prior, k)
         losses[right] = leaf_loss(sums[right], prior, k)
@@ -370,10 +391,11 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
         parent_slot = leaf[i, _SLOT]
         leaf[i, _SLOT] = -1
         if want_small or want_big:
-            if len(free) == 0:
-                pool.append(np.empty((n_cells, n_channels)))
-                free.append(len(pool) - 1)
-            slot = free.pop()
+            if slot < 0:
+                if len(free) == 0:
+                    pool.append(np.empty((n_cells, n_channels)))
+                    free.append(len(pool) - 1)
+                slot = free.pop()
             updates += (s1 - s0) * n_features
             # both children in one region on every thread where the work pays: the larger
             # child can be split, and the smaller one's histogram is built there too where
@@ -383,14 +405,9 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             if not built:
                 work += (s1 - s0) * entry_features * n_channels
             claimed = threaded and want_big and work >= least_work
-            if built or not claimed:
-                if whole:
-                    _build(pool[slot], gathered, order, s0, s1, sums[small], bins, features,
-                           caps, offsets, starts, tile, sparse)
-                else:
-                    _build_in_blocks(pool[slot], buffer, channels, amplify, row_weight, order,
-                                     s0, s1, sums[small], bins, features, caps, offsets,
-                                     starts, tile, sparse)
+            if (built or not claimed) and whole:
+                _build(pool[slot], gathered, order, s0, s1, sums[small], bins, features,
+                       caps, offsets, starts, tile, sparse)
             if claimed:
                 child_scores[:] = np.inf
                 if sparse is not None and not built:
@@ -421,6 +438,8 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 free.append(slot)
         else:
             free.append(parent_slot)
+            if slot >= 0:
+                free.append(slot)
         to_search = [left, right]
     return (leaf[:n_made].copy(), sums[:n_made].copy(), losses[:n_made].copy(),
             nodes[:n_nodes].copy(), gains[:n_nodes].copy(), updates, searched, len(pool),
