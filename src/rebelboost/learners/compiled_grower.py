@@ -44,7 +44,7 @@ from ..search.vector_children import children_claimed, sparse_blocks, sparse_chi
 from ..search.vector_leaf import leaf_loss
 from ..search.vector_scan import best_in_tasks
 from .category_sets import masks_to_bitsets
-from .row_channels import _gather_into
+from .row_channels import _gather_into, row_sums
 from .row_set import (
     BinTree,
     LocalRows,
@@ -368,10 +368,13 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
         s0, s1 = leaf[small, _START], leaf[small, _STOP]
         gathered = buffer[:s1 - s0]
         whole = s1 - s0 <= buffer.shape[0]  # (else gathered in blocks, and built there)
+        last = n_made - n_nodes >= max_leaves  # (the children are the tree's last leaves)
         slot = -1
         if whole:
             _gather_rows(gathered, channels, order[s0:s1], amplify, row_weight)
             sums[small] = _column_sums(gathered)
+        elif last:
+            sums[small] = row_sums(channels, order[s0:s1], amplify, row_weight)
         else:  # built while its rows are summed: one read of them (wasted if neither child
             # can be split, which so many rows rarely are)
             if len(free) == 0:
@@ -386,8 +389,11 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
         losses[right] = leaf_loss(sums[right], prior, k)
         # the children's histograms (_children_histograms): the smaller built, the larger
         # its parent's minus it
-        want_small = _can_split(leaf, sums, losses, small, min_weight, max_depth, n_features)
-        want_big = _can_split(leaf, sums, losses, big, min_weight, max_depth, n_features)
+        # (the last split's children are never split: neither built nor searched)
+        want_small = not last and _can_split(leaf, sums, losses, small, min_weight, max_depth,
+                                             n_features)
+        want_big = not last and _can_split(leaf, sums, losses, big, min_weight, max_depth,
+                                           n_features)
         parent_slot = leaf[i, _SLOT]
         leaf[i, _SLOT] = -1
         if want_small or want_big:
@@ -440,6 +446,8 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             free.append(parent_slot)
             if slot >= 0:
                 free.append(slot)
+        if last:  # (nothing more to search: the tree is whole)
+            break
         to_search = [left, right]
     return (leaf[:n_made].copy(), sums[:n_made].copy(), losses[:n_made].copy(),
             nodes[:n_nodes].copy(), gains[:n_nodes].copy(), updates, searched, len(pool),

@@ -182,7 +182,11 @@ class VectorTreeGrower:
             threshold.append(self.binner.threshold(f, b) if left_bins is None else np.nan)
             split_bins.append(b)
             # (split now, or earlier by the look-ahead)
-            children = self._split_leaf(leaf, rows) if leaf.children is None else leaf.children
+            if leaf.children is None:  # the last split's children are never split: not
+                # searched
+                children = self._split_leaf(leaf, rows, len(leaves) + 1 < opt.max_leaves)
+            else:
+                children = leaf.children
             rows.release(leaf.rows)
             n_left, n_right = children[0].n_rows, children[1].n_rows
             if not self.has_missing[f]:  # NaN at prediction: the larger side
@@ -258,9 +262,9 @@ class VectorTreeGrower:
 
     # ------------------------------------------------------------------ pieces
 
-    def _split_leaf(self, leaf: _Leaf, rows: RowSet) -> list[_Leaf]:
-        """``leaf``'s children [left, right], searched (their parent node set when the leaf
-        becomes one)."""
+    def _split_leaf(self, leaf: _Leaf, rows: RowSet, search: bool = True) -> list[_Leaf]:
+        """``leaf``'s children [left, right], searched unless not ``search`` (their parent
+        node set when the leaf becomes one)."""
         _, f, b, m_left, left_bins = leaf.split
         sides = rows.split(leaf.rows, f, b, m_left, left_bins)
         n_left, n_right = (rows.count(h) for h in sides)
@@ -273,7 +277,9 @@ class VectorTreeGrower:
         children = [small, big] if small_side == 0 else [big, small]
         for child in children:
             child.loss = leaf_loss(child.sums, self.prior, self.k)
-        if not self._search_children(leaf, small, big, rows):
+        if not search:
+            self._release(leaf)
+        elif not self._search_children(leaf, small, big, rows):
             self._children_histograms(leaf, children)
             for child in children:
                 self._search(child, child.hist)
