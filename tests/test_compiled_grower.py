@@ -210,3 +210,20 @@ def test_a_tree_holds_at_most_max_leaves_histograms(monkeypatch, max_leaves):
         assert model.trees_.left.shape[1] == max_leaves - 1
     assert len(used) == 32 and max(used) <= max_leaves
     assert max(used) >= max_leaves // 2  # (the trees did grow)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_the_last_split_grows_nothing_for_its_children(monkeypatch, compiled):
+    """The split that makes a tree's last leaf builds and searches nothing for its children
+    (they are never split), in both growers: a stump adds its root's rows alone, and a tree of
+    three leaves its root's and its first split's smaller child's."""
+    n, d = 1500, 5
+    X, y = _data(0, n, d, 3)
+    _tree_by_tree(monkeypatch)
+    if not compiled:
+        monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
+    stumps = RebelClassifier(4, max_leaves=2).fit(X, y)
+    np.testing.assert_array_equal(stumps.histogram_updates_, n * d)
+    trees = RebelClassifier(4, max_leaves=3).fit(X, y)
+    assert np.all(trees.histogram_updates_ > n * d)
+    assert np.all(trees.histogram_updates_ <= n * d + n // 2 * d)
