@@ -37,6 +37,7 @@ from ..search.histograms.sparse import (
     _fill_defaults_serial,
     _sparse_parallel,
     _sparse_serial,
+    add_column_sums,
     entry_share,
 )
 from ..search.splits import TIE_RTOL, pick_index
@@ -172,19 +173,11 @@ def _build_in_blocks(hist, buffer, channels, amplify, row_weight, order, start, 
         b1 = min(n_rows, b0 + size)
         block = buffer[:b1 - b0]
         _gather_rows(block, channels, rows[b0:b1], amplify, row_weight)
-        _add_into(sums, block)
+        add_column_sums(sums, block)
         _add_block(hist, block, rows[b0:b1], bins, features, caps, offsets, starts, tile,
                    sparse, parallel, b0 == 0)
     _fill_sparse_defaults(hist, sparse, offsets, sums, parallel)
     return sums
-
-
-@numba.njit(cache=True, nogil=True)
-def _add_into(total, block):
-    """``total += block``'s rows, one after another (a running sum in row order)."""
-    for r in range(block.shape[0]):
-        for c in range(block.shape[1]):
-            total[c] += block[r, c]
 
 
 @numba.njit(cache=True, nogil=True)

@@ -355,10 +355,15 @@ def _leaf_serial(indptr, entries, channels, n_channels, rows, hist, offsets, cap
 
 @numba.njit(cache=True, nogil=True)
 def _column_sums(row_channels):
-    n_rows, n_channels = row_channels.shape
-    total = np.zeros(n_channels)
-    for r in range(n_rows):
-        for c in range(n_channels):
+    return add_column_sums(np.zeros(row_channels.shape[1]), row_channels)
+
+
+@numba.njit(cache=True, nogil=True)
+def add_column_sums(total, row_channels):
+    """``total`` plus the rows of ``row_channels``, added one after another (a running sum
+    in row order: summed block by block, the bits of one pass over all the rows)."""
+    for r in range(row_channels.shape[0]):
+        for c in range(row_channels.shape[1]):
             total[c] += row_channels[r, c]
     return total
 
