@@ -214,10 +214,12 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     the larger one's subtracted, both scanned. Every other kernel runs on the calling
     thread (partitions and gathers on threads, from 2,048-32,768 rows, did not pay:
     BENCHMARKS.md, stop 52). Returns ``(leaves, sums, losses, nodes, gains, updates, searched,
-    n_buffers)``: ``leaves`` (L, 9) the int fields of every leaf made (the root, then each
+    held)``: ``leaves`` (L, 9) the int fields of every leaf made (the root, then each
     split's children, left and right), ``sums`` (L, C) and ``losses`` (L,) theirs, ``nodes`` the
     leaves split, in split order, with their loss reductions ``gains``; the histogram additions
-    made here and the leaves searched; ``tables`` (L, n_bins_total) the bins each leaf's split
+    made here and the leaves searched, the most histograms held at once (at most
+    ``max_leaves // 2 + 1``: those of leaves ranked below the splits left are given back);
+    ``tables`` (L, n_bins_total) the bins each leaf's split
     sends left where it splits a set of categories (``leaves[:, _SET]``).
 
     ``categories`` (:func:`category_search`): the tree's categorical features (at least
@@ -245,7 +247,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     buffer = np.empty((min(order.shape[0], gather_rows), n_channels))  # (a child's channels)
     pool = [store[s] for s in range(store.shape[0])]  # histograms, taken and given back
     free = [s for s in range(store.shape[0] - 1, -1, -1)]  # (slot 0 first: the root's)
-    n_made, n_nodes, updates, searched, ticket = 1, 0, 0, 0, 1
+    n_made, n_nodes, updates, searched, ticket, held = 1, 0, 0, 0, 1, 0
     min_weight = 2.0 * min_samples_leaf
     sums[0] = root_sums
     leaf[0, _START], leaf[0, _STOP], leaf[0, _DEPTH], leaf[0, _SIDE] = 0, order.shape[0], 0, 0
@@ -306,6 +308,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             slot = leaf[j, _SLOT]
             if slot < 0:  # the root: its histogram came built
                 slot = free.pop()
+                held = max(held, len(pool) - len(free))
                 leaf[j, _SLOT] = slot
             searched += 1
             if found[j] == -2:
@@ -340,6 +343,17 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 leaf[j, _SLOT] = -1
         if len(heap) == 0 or n_made - n_nodes >= max_leaves:
             break
+        splits_left = max_leaves - (n_made - n_nodes)
+        if len(heap) > splits_left:  # (the Python grower's _enforce_budget) those ranked
+            # below the splits left are never split: each split takes the best leaf, and
+            # those above them all go first; their histograms are given back
+            heap.sort()
+            for e in range(splits_left, len(heap)):
+                j = heap[e][2]
+                if leaf[j, _SLOT] >= 0:
+                    free.append(leaf[j, _SLOT])
+                    leaf[j, _SLOT] = -1
+            del heap[splits_left:]  # (a sorted list is a heap)
         neg_gain, _, i = heapq.heappop(heap)
         nodes[n_nodes], gains[n_nodes] = i, -neg_gain
         n_nodes += 1
@@ -374,6 +388,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 pool.append(np.empty((n_cells, n_channels)))
                 free.append(len(pool) - 1)
             slot = free.pop()
+            held = max(held, len(pool) - len(free))
             sums[small] = _build_in_blocks(pool[slot], buffer, channels, amplify, row_weight,
                                            order, s0, s1, bins, features, caps, offsets,
                                            starts, tile, sparse)
@@ -395,6 +410,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                     pool.append(np.empty((n_cells, n_channels)))
                     free.append(len(pool) - 1)
                 slot = free.pop()
+                held = max(held, len(pool) - len(free))
             updates += (s1 - s0) * n_features
             # both children in one region on every thread where the work pays: the larger
             # child can be split, and the smaller one's histogram is built there too where
@@ -443,7 +459,7 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             break
         to_search = [left, right]
     return (leaf[:n_made].copy(), sums[:n_made].copy(), losses[:n_made].copy(),
-            nodes[:n_nodes].copy(), gains[:n_nodes].copy(), updates, searched, len(pool),
+            nodes[:n_nodes].copy(), gains[:n_nodes].copy(), updates, searched, held,
             tables)
 
 
@@ -507,10 +523,10 @@ def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, or
                   category_prior, categories, together):
     """:func:`grow_numeric` and :func:`_lay_out` in one call (each array a call returns
     costs a microsecond or so): ``(nodes, threshold, missing_left, leaf sums, loss, leaf of
-    every row, gains, updates, searched, n_buffers, set tables)``, ``nodes`` (4,
+    every row, gains, updates, searched, histograms held at once, set tables)``, ``nodes`` (4,
     max_leaves - 1) int32: feature, left, right and split bin; the set tables: the bins
     each node of a category-set split sends left (:func:`_lay_out`)."""
-    leaves, sums, losses, split, gains, updates, searched, n_buffers, tables = grow_numeric(
+    leaves, sums, losses, split, gains, updates, searched, held, tables = grow_numeric(
         store, root_rows, root_sums, channels, row_weight, amplify, order, scratch, bins,
         features, n_value_bins, has_missing, offsets, missing_bin, n_bins_total, prior,
         min_samples_leaf, max_leaves, max_depth, starts, tile, sparse, gather_rows,
@@ -520,7 +536,7 @@ def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, or
         leaves, sums, losses, split, has_missing, thresholds, order, leaf_of_row, max_leaves,
         tables, missing_bin)
     return (nodes, threshold, missing_left, ordered, loss, leaf_of_row, gains, updates,
-            searched, n_buffers, node_tables)
+            searched, held, node_tables)
 
 
 @numba.njit(cache=True, nogil=True)

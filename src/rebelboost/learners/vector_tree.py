@@ -462,12 +462,13 @@ class VectorTreeGrower:
     @property
     def histogram_store(self) -> np.ndarray:
         """The compiled grower's histogram buffers, kept from tree to tree (fresh memory
-        costs a page fault a page): ``max_leaves`` of them, as many as a tree holds at once
-        (each leaf its own), allocated once; a buffer never used is never touched, so it
-        costs no memory (growing the store as trees needed more held the old one beside
-        the new: the peak of small fits' memory)."""
+        costs a page fault a page): ``max_leaves // 2 + 1`` of them, as many as a tree holds
+        at once (the leaves that can still be split, :func:`.compiled_grower.grow_numeric`),
+        allocated once; a buffer never used is never touched, so it costs no memory (growing
+        the store as trees needed more held the old one beside the new: the peak of small
+        fits' memory)."""
         if self._store is None:
-            self._store = np.empty((self.options.max_leaves, *self.hist_shape))
+            self._store = np.empty((self.options.max_leaves // 2 + 1, *self.hist_shape))
         return self._store
 
     def histograms_in_budget(self) -> int:
@@ -484,12 +485,13 @@ class VectorTreeGrower:
 
 
 def sample_rows(channels: np.ndarray, options: VectorTreeOptions, rng: np.random.RandomState
-                ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Rows of this iteration's tree (increasing) and each row's amplification (None: 1);
-    drawn from the grower's generator before it samples features."""
+                ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Rows of this iteration's tree (increasing; None: every row, whose order the row set
+    makes itself) and each row's amplification (None: 1); drawn from the grower's generator
+    before it samples features."""
     n = channels.shape[0]
     if options.subsample >= 1.0:
-        return np.arange(n, dtype=np.intp), None
+        return None, None
     if options.sampling == "uniform":
         size = max(1, int(round(options.subsample * n)))
         return np.sort(rng.choice(n, size, replace=False)).astype(np.intp), None
