@@ -186,3 +186,25 @@ def test_map_survives_its_dictionary_and_refuses_bad_ones():
 def test_row_log_loss_is_finite_for_a_zero_probability():
     loss = row_log_loss(np.array([[1.0, 0.0]]), np.array([1]))
     assert np.isfinite(loss).all() and loss[0] == pytest.approx(-np.log(1e-12))
+
+
+def test_the_calibration_does_not_depend_on_blas_threads():
+    """The maps and their evidence are the same whatever BLAS's thread count around the fit
+    (scipy's L-BFGS-B steps differed in their last bits on two threads, and a cost route's
+    threads changed the count under them: model files that differed from run to run)."""
+    from threadpoolctl import threadpool_limits
+
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        n, k = 528, 11
+        codes = rng.integers(0, k, n)
+        scores = rng.normal(size=(n, k)) * 3
+        scores[np.arange(n), codes] += 2.5
+        folds = rng.integers(0, 3, n)
+        fits = []
+        for threads in (1, 2):
+            with threadpool_limits(threads, user_api="blas"):
+                fits.append(fit_calibration(scores, codes, None, folds))
+        (map1, proba1, evidence1), (map2, proba2, evidence2) = fits
+        assert evidence1 == evidence2
+        np.testing.assert_array_equal(proba1, proba2)

@@ -146,6 +146,39 @@ def test_numba_threads_sets_and_restores(monkeypatch):
     assert _blas_threads() == blas_before
 
 
+def test_blas_threads_stay_with_the_thread_that_set_them_first():
+    """A block on another thread (a cost route's fold model) does not change BLAS's thread
+    count under the holding thread's products, nor leave it changed when it ends; the
+    holding thread's nested blocks still set it, and its last block restores it."""
+    import threading
+
+    np.ones((4, 4)) @ np.ones((4, 4))  # BLAS loaded
+    blas_before = _blas_threads()
+    entered, release, seen = threading.Event(), threading.Event(), []
+
+    def other():
+        with numba_threads(1):  # (BLAS on one thread, were it the holder)
+            seen.append(_blas_threads())
+            entered.set()
+            release.wait(10)
+        seen.append(_blas_threads())
+
+    with numba_threads(2, blas_threads=2):
+        thread = threading.Thread(target=other)
+        thread.start()
+        assert entered.wait(10)
+        assert _blas_threads() == {2}
+        with numba_threads(1):  # the holder's nested block
+            assert _blas_threads() == {1}
+        release.set()
+        thread.join(10)
+        assert _blas_threads() == {2}
+    assert seen == [{2}, {2}]
+    assert _blas_threads() == blas_before
+    with numba_threads(1):  # nobody holds them now: set again
+        assert _blas_threads() == {1}
+
+
 def test_nested_default_keeps_the_enclosing_count():
     with numba_threads(1):
         with numba_threads(None):

@@ -22,6 +22,7 @@ from scipy.optimize import minimize, minimize_scalar
 from scipy.special import log_softmax
 
 from .costs import proba_from_scores
+from .parallel import blas_threads_held
 
 KINDS = ("temperature", "vector", "matrix")
 LOG_T_BOUNDS = (-4.0, 5.0)  # T in [0.018, 148]
@@ -161,8 +162,10 @@ def fit_scaling(log_p: np.ndarray, codes: np.ndarray, sample_weight, kind: str,
         start = np.concatenate([np.ones(k) if diagonal else np.eye(k).ravel(), np.zeros(k)])
     else:
         start = _packed(*start, diagonal)
-    theta = minimize(objective, start, jac=True, method="L-BFGS-B",
-                     options={"maxiter": 500, "maxcor": MEMORY, "ftol": TOLERANCE}).x
+    with blas_threads_held(1):  # (L-BFGS-B's steps differ in their last bits on 2 threads:
+        # the same map for any n_jobs)
+        theta = minimize(objective, start, jac=True, method="L-BFGS-B",
+                         options={"maxiter": 500, "maxcor": MEMORY, "ftol": TOLERANCE}).x
     if diagonal:
         return np.diag(theta[:k]), theta[k:]
     return theta[:k * k].reshape(k, k), theta[k * k:]

@@ -197,8 +197,42 @@ def numba_threads(n_jobs: int | None, blas_threads: int | None = 1):
     numba.set_num_threads(wanted)
     _state.depth = depth + 1
     try:
-        with _threadpools().limit(limits=blas_threads or wanted, user_api="blas"):
+        with blas_threads_held(blas_threads or wanted):
             yield
     finally:
         _state.depth = depth
         numba.set_num_threads(previous)
+
+
+_blas_holder = {"thread": None, "depth": 0}  # the thread whose blocks set BLAS's threads
+_blas_lock = threading.Lock()
+
+
+@contextmanager
+def blas_threads_held(n: int):
+    """BLAS on ``n`` threads in the block, unless another thread's block holds them.
+
+    BLAS's thread count is one setting for the whole process. Where threads of one fit run
+    blocks beside each other (a cost route's fold models beside its calibration), each
+    setting and restoring it would change the count under the others' products, and some of
+    BLAS's results depend on it in their last bits (scipy's L-BFGS-B steps on 1 or 2 threads:
+    a calibration map, and the model file, that differed from run to run). So the first
+    thread to enter a block holds the setting until its blocks end; the others' blocks run
+    with it, and nested blocks of the holding thread set it as before."""
+    me = threading.get_ident()
+    with _blas_lock:
+        held = _blas_holder["thread"] in (None, me)
+        if held:
+            _blas_holder["thread"] = me
+            _blas_holder["depth"] += 1
+    if not held:
+        yield
+        return
+    try:
+        with _threadpools().limit(limits=n, user_api="blas"):
+            yield
+    finally:
+        with _blas_lock:
+            _blas_holder["depth"] -= 1
+            if _blas_holder["depth"] == 0:
+                _blas_holder["thread"] = None

@@ -41,7 +41,7 @@ from sklearn.base import clone
 
 from ..calibration import CalibrationMap, fit_calibration, median_margin, row_margins
 from ..costs import binary_threshold, certain_codes, min_risk_codes, row_costs
-from ..parallel import numba_threads, resolve_n_jobs
+from ..parallel import blas_threads_held, numba_threads, resolve_n_jobs
 from ._size_defaults import smooth_alternative
 
 # A rule must beat the one kept by this many standard errors. Chosen on all 480 cases of the
@@ -254,7 +254,17 @@ def choose_route_alongside(model, X, codes, sample_weight, sample_cost, folds, t
 
 def _choose(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, alongside=None
             ) -> tuple[RouteChoice, object]:
-    """(:func:`choose_route`'s choice, ``alongside(n_jobs)``'s result or None)."""
+    """(:func:`choose_route`'s choice, ``alongside(n_jobs)``'s result or None). BLAS runs on
+    one thread throughout, held by this thread (:func:`.parallel.blas_threads_held`): the
+    fold models, the final fit and the calibration run beside each other, each with its
+    share of the threads, and none changes the count under another's products."""
+    with blas_threads_held(1):
+        return _choose_held(model, X, codes, sample_weight, sample_cost, folds, out_of_fold,
+                            alongside)
+
+
+def _choose_held(model, X, codes, sample_weight, sample_cost, folds, out_of_fold, alongside
+                 ) -> tuple[RouteChoice, object]:
     out_of_fold = out_of_fold_scores if out_of_fold is None else out_of_fold
     if folds is None:
         return RouteChoice("loss", "loss"), _run(alongside, model)
