@@ -26,7 +26,8 @@ from a few thousand cells run on every thread too
 (:func:`~rebelboost.search.vector_scan.scan_tasks`), and so they do under numba's TBB layer
 (:func:`threads_wake_quickly`).
 BLAS threads get no work beside numba kernels: :func:`numba_threads` limits BLAS to one thread
-there, and to the same count where BLAS does the parallel work.
+there, and to the same count where BLAS does the parallel work; the count is one setting of the
+process, held by the first thread that sets it (:func:`blas_threads_held`).
 """
 
 from __future__ import annotations
