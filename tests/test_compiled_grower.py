@@ -191,10 +191,9 @@ def test_the_python_grower_keeps_what_the_compiled_one_does_not_take(monkeypatch
 @pytest.mark.parametrize("max_leaves", [2, 5, 31])
 def test_a_tree_holds_at_most_half_its_leaves_histograms(monkeypatch, max_leaves):
     """A tree holds at most ``max_leaves // 2 + 1`` histograms at once (those of leaves ranked
-    below the splits left are given back: they are never split), the store the grower keeps,
-    on dense and sparse bins, with and without a leaf minimum
-    that stops some leaves from splitting; and the trees are those of the Python grower,
-    which gives the same histograms back."""
+    below the splits left are given back: they are never split), on dense and sparse bins,
+    with and without a leaf minimum that stops some leaves from splitting; and the trees are
+    those of the Python grower, which gives the same histograms back."""
     used = []
     real = compiled_grower.grow_laid_out
 
@@ -204,22 +203,20 @@ def test_a_tree_holds_at_most_half_its_leaves_histograms(monkeypatch, max_leaves
         return out
 
     _tree_by_tree(monkeypatch)
-    fits = []
+    monkeypatch.setattr(compiled_grower, "grow_laid_out", spy)
+    cases = []
     for seed in range(4):
         X, y = _data(seed, 2000, 6, 2 + seed, missing=seed == 1, binary=seed == 3)
         params = dict(n_estimators=8, max_leaves=max_leaves,
                       min_samples_leaf=1 + 20 * (seed % 2), random_state=seed)
-        monkeypatch.setattr(compiled_grower, "grow_laid_out", spy)
         model = RebelClassifier(**params).fit(X, y)
-        monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
-        fits.append((model, RebelClassifier(**params).fit(X, y), X))
-        monkeypatch.undo()
-        _tree_by_tree(monkeypatch)
         assert model.trees_.left.shape[1] == max_leaves - 1
+        cases.append((params, model, X, y))
     assert len(used) == 32 and max(used) <= max_leaves // 2 + 1
     assert max(used) >= max_leaves // 4 + 1  # (the trees did grow)
-    for compiled, python, X in fits:
-        _assert_same_models(compiled, python, X)
+    monkeypatch.setattr(compiled_grower, "applies", lambda grower, rows: False)
+    for params, model, X, y in cases:
+        _assert_same_models(model, RebelClassifier(**params).fit(X, y), X)
 
 
 @pytest.mark.parametrize("compiled", [False, True])

@@ -181,6 +181,17 @@ def _build_in_blocks(hist, buffer, channels, amplify, row_weight, order, start, 
 
 
 @numba.njit(cache=True, nogil=True)
+def _take_slot(pool, free, n_cells, n_channels):
+    """A free histogram buffer of ``pool`` (one more allocated if none is free), and how many
+    are now taken."""
+    if len(free) == 0:
+        pool.append(np.empty((n_cells, n_channels)))
+        free.append(len(pool) - 1)
+    slot = free.pop()
+    return slot, len(pool) - len(free)
+
+
+@numba.njit(cache=True, nogil=True)
 def _can_split(leaf, sums, losses, j, min_weight, max_depth, n_features):
     """:meth:`.vector_tree.VectorTreeGrower._can_split`."""
     return (leaf[j, _STOP] - leaf[j, _START] >= 2 and sums[j, sums.shape[1] - 1] >= min_weight
@@ -307,8 +318,8 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 continue
             slot = leaf[j, _SLOT]
             if slot < 0:  # the root: its histogram came built
-                slot = free.pop()
-                held = max(held, len(pool) - len(free))
+                slot, taken = _take_slot(pool, free, n_cells, n_channels)
+                held = max(held, taken)
                 leaf[j, _SLOT] = slot
             searched += 1
             if found[j] == -2:
@@ -384,11 +395,8 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             sums[small] = row_sums(channels, order[s0:s1], amplify, row_weight)
         else:  # built while its rows are summed: one read of them (wasted if neither child
             # can be split, which so many rows rarely are)
-            if len(free) == 0:
-                pool.append(np.empty((n_cells, n_channels)))
-                free.append(len(pool) - 1)
-            slot = free.pop()
-            held = max(held, len(pool) - len(free))
+            slot, taken = _take_slot(pool, free, n_cells, n_channels)
+            held = max(held, taken)
             sums[small] = _build_in_blocks(pool[slot], buffer, channels, amplify, row_weight,
                                            order, s0, s1, bins, features, caps, offsets,
                                            starts, tile, sparse)
@@ -406,11 +414,8 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
         leaf[i, _SLOT] = -1
         if want_small or want_big:
             if slot < 0:
-                if len(free) == 0:
-                    pool.append(np.empty((n_cells, n_channels)))
-                    free.append(len(pool) - 1)
-                slot = free.pop()
-                held = max(held, len(pool) - len(free))
+                slot, taken = _take_slot(pool, free, n_cells, n_channels)
+                held = max(held, taken)
             updates += (s1 - s0) * n_features
             # both children in one region on every thread where the work pays: the larger
             # child can be split, and the smaller one's histogram is built there too where
