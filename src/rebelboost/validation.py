@@ -24,7 +24,7 @@ def check_fit_input(estimator, X, y, sample_weight):
             y_numeric=False,
             ensure_min_samples=2,
         )
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:  # (TypeError: a column of dicts, timestamps...)
         _name_text_columns(X, exc)
         raise
     estimator.classes_, codes = check_labels(y)
@@ -42,7 +42,7 @@ def check_predict_input(estimator, X) -> np.ndarray:
     try:
         return validate_data(estimator, X, dtype=np.float64, ensure_all_finite="allow-nan",
                              reset=False)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         _name_text_columns(X, exc)
         raise
 
@@ -110,18 +110,23 @@ def refuse_time_columns(X) -> None:
             "categorical column")
 
 
-def _name_text_columns(X, exc: ValueError) -> None:
+def _name_text_columns(X, exc: Exception) -> None:
     """Raise a ValueError naming the columns of X that are not numbers, if that caused ``exc``
-    (or saying that a DataFrame X has no columns at all)."""
+    (or saying that a DataFrame X has no columns at all). Whatever numpy said (text: "could
+    not convert"; lists: "setting an array element with a sequence"; dicts or timestamps: a
+    TypeError), the columns are tried one by one; where each converts, ``exc`` stands."""
     if hasattr(X, "columns") and len(X.columns) == 0:
         raise ValueError(f"X has no feature columns (a DataFrame of shape {X.shape})") from None
-    if "could not convert" not in str(exc):
+    if not hasattr(X, "columns") and not isinstance(X, np.ndarray | list):
         return
     if hasattr(X, "columns"):
         columns = [(name, X[name].to_numpy()) for name in X.columns]
         what = "X columns {} are not numeric"
     else:
-        X = np.asarray(X, dtype=object)
+        try:
+            X = np.asarray(X, dtype=object)
+        except ValueError:  # (ragged rows: not a table whose columns could be named)
+            return
         if X.ndim != 2:
             return
         columns = list(enumerate(X.T))
