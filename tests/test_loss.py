@@ -309,3 +309,19 @@ def test_weights_and_loss_stay_sane_for_huge_scores(magnitude):
         big = np.argmax(log_w.ravel())
         assert channels.ravel()[big] == 1.0
         assert np.isfinite(scale) or log_loss > 700
+
+
+@pytest.mark.parametrize("n", [40, 20_000])  # (one compiled call; the kernels on threads)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_weights_total_is_the_loss_bit_for_bit(n, seed):
+    """The booster takes its initial loss from :meth:`weights_and_loss` instead of a pass of
+    its own (:meth:`RebelLoss.loss`): the two must be the same number, for any costs,
+    weights and scores, on one thread's kernels and the parallel ones."""
+    rng = np.random.default_rng(seed)
+    k = 5
+    cost = rng.uniform(0.5, 5.0, size=(k, k)) * (rng.random((k, k)) > 0.2)
+    np.fill_diagonal(cost, 0.0)
+    y = rng.integers(0, k, size=n)
+    loss = RebelLoss(cost, y, rng.uniform(0.1, 3.0, size=n))
+    for scores in (np.zeros((n, k)), rng.standard_normal((n, k)) * 3.0):
+        assert loss.weights_and_loss(scores)[2] == loss.loss(scores)

@@ -40,10 +40,13 @@ class RebelBooster:
         if self.scores is None:
             n, k = len(self.family.codes), self.loss.n_classes
             self.scores = np.zeros((n, k))
-            self._initial_loss = self.loss.loss(self.scores)
             out = (self.family.channels_out(2 * k) if hasattr(self.family, "channels_out")
                    else None)  # (where the family wants the channels written, if anywhere)
-            self.channels, self.scale, _ = self.loss.weights_and_loss(self.scores, out)
+            # the loss is the channels' total, the same bits as the loss alone: no pass, and
+            # no kernel of its own loaded into the fit (2 MiB of a first fit's memory:
+            # BENCHMARKS.md, stop 61), but where the weights overflow
+            self.channels, self.scale, loss = self.loss.weights_and_loss(self.scores, out)
+            self._initial_loss = loss if np.isfinite(loss) else self.loss.loss(self.scores)
         return self._initial_loss
 
     def fit_stage(self, iteration: int) -> Stage:
