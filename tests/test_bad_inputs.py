@@ -96,6 +96,8 @@ API_CASES = [
     ("weights-negative", _fit(sample_weight=np.r_[-1.0, np.ones(59)]), ValueError,
      "non-negative"),
     ("weights-zero", _fit(sample_weight=np.zeros(60)), ValueError, "zero"),
+    ("weights-text", _fit(sample_weight=np.array(["a"] * 60)), ValueError,
+     "sample_weight must hold numbers"),
     # cost matrices
     ("cost-shape", _fit(cost_matrix=[[0, 1], [1, 0]]), ValueError, "shape (3, 3)"),
     ("cost-negative", _fit(cost_matrix=[[0, 1, -1], [1, 0, 1], [1, 1, 0]]), ValueError,

@@ -28,7 +28,7 @@ def check_fit_input(estimator, X, y, sample_weight):
         _name_text_columns(X, exc)
         raise
     estimator.classes_, codes = check_labels(y)
-    sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+    sample_weight = _checked_weights(sample_weight, X, "sample_weight")
     if (sample_weight < 0).any():
         raise ValueError("sample_weight must be non-negative")
     if sample_weight.sum() <= 0:
@@ -79,10 +79,21 @@ def check_eval_set(estimator, eval_set, eval_sample_weight=None, encode=None):
         raise ValueError(f"eval_set: labels {unknown} are not among the training classes "
                          f"{classes.tolist()}")
     codes = np.searchsorted(classes, y_val).astype(np.intp)
-    w = _check_sample_weight(eval_sample_weight, X_val, dtype=np.float64)
+    w = _checked_weights(eval_sample_weight, X_val, "eval_sample_weight")
     if (w < 0).any() or w.sum() <= 0:
         raise ValueError("eval_sample_weight must be non-negative with a positive sum")
     return X_val, codes, w
+
+
+def _checked_weights(weights, X, name: str) -> np.ndarray:
+    """scikit-learn's checked float64 sample weights, with ``name`` in the error where they
+    are not numbers (its own says only "could not convert string to float")."""
+    try:
+        return _check_sample_weight(weights, X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        if "convert" in str(exc) or isinstance(exc, TypeError):
+            raise ValueError(f"{name} must hold numbers: {exc}") from None
+        raise
 
 
 def refuse_time_columns(X) -> None:
