@@ -166,3 +166,24 @@ def test_evaluate_reports_a_mean_cost_only_for_cost_sensitive_models(data, tmp_p
     costly = _invoke("evaluate", tmp_path / "costly.json", folder / "d.csv", "-t", "y")
     assert neutral.exit_code == costly.exit_code == 0
     assert "mean cost" not in neutral.output and "mean cost" in costly.output
+
+
+def test_a_numeric_column_with_a_few_text_values_is_warned_about(data, tmp_path):
+    """A typo in a numeric CSV column makes pandas read it as text, which the fit would split
+    as categories without a word: it is named, with the first offending value."""
+    folder, X, y = data
+    frame = pd.DataFrame(X.round(3), columns=list("abcd")).assign(y=y)
+    frame["b"] = frame["b"].astype(object)
+    frame.loc[7, "b"] = "oops"
+    frame.to_csv(tmp_path / "typo.csv", index=False)
+    fit = ("fit", tmp_path / "typo.csv", "-t", "y", "-o", tmp_path / "m.json",
+           "--n-estimators", 3, "--quiet")
+    result = _invoke(*fit)
+    assert result.exit_code == 0, result.output
+    assert ("column 'b' is read as text, so as categories, because 1 of its 300 values is not "
+            "a number, such as 'oops' (data row 7)") in result.stderr
+    named = _invoke(*fit, "--categorical", "b")  # (declared categories: as asked, no warning)
+    clean = _invoke("fit", folder / "d.csv", "-t", "y", "-o", tmp_path / "c.json",
+                    "--n-estimators", 3, "--quiet")
+    assert named.exit_code == clean.exit_code == 0
+    assert "warning" not in named.stderr and "warning" not in clean.stderr

@@ -198,6 +198,33 @@ def features(table: Table, target: str | None = None, names=None, n_features: in
     return X.to_numpy(dtype=np.float64) if names is None and n_features is not None else X
 
 
+def numbers_read_as_text(X, share: float = 0.9) -> list[str]:
+    """One line for each text column of DataFrame ``X`` whose values are numbers but for a
+    few (at least ``share`` of those present): a numeric column with a typo, which the fit
+    would otherwise split as categories without a word."""
+    if not hasattr(X, "columns"):
+        return []
+    import pandas as pd
+
+    lines = []
+    for name in X.columns:
+        column = X[name]
+        if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+            continue
+        present = column.dropna()
+        as_numbers = pd.to_numeric(present.astype(str), errors="coerce")
+        bad = as_numbers.isna().to_numpy()
+        if len(present) and 0 < bad.sum() <= (1 - share) * len(present):
+            first = int(bad.argmax())
+            n_bad = int(bad.sum())
+            what = "is not a number" if n_bad == 1 else "are not numbers"
+            lines.append(f"column {name!r} is read as text, so as categories, because {n_bad} "
+                         f"of its {len(present)} values {what}, such as {present.iloc[first]!r} (data "
+                         f"row {present.index[first]}); fix them, or name the column in "
+                         "--categorical to keep it as categories")
+    return lines
+
+
 def categorical_columns(X, spec: str | None):
     """``categorical_features`` for ``--categorical``: 'from_dtype' without it (text columns),
     else the named columns (names, or 0-based indices of an array) and the text columns."""
