@@ -218,10 +218,11 @@ def numbers_read_as_text(X, share: float = 0.9) -> list[str]:
             first = int(bad.argmax())
             n_bad = int(bad.sum())
             what = "is not a number" if n_bad == 1 else "are not numbers"
+            example, row = present.iloc[first], present.index[first]
             lines.append(f"column {name!r} is read as text, so as categories, because {n_bad} "
-                         f"of its {len(present)} values {what}, such as {present.iloc[first]!r} (data "
-                         f"row {present.index[first]}); fix them, or name the column in "
-                         "--categorical to keep it as categories")
+                         f"of its {len(present)} values {what}, such as {example!r} (data row "
+                         f"{row}); fix them, or name the column in --categorical to keep it as "
+                         "categories")
     return lines
 
 
