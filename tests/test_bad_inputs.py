@@ -76,16 +76,18 @@ API_CASES = [
      ValueError, "X columns ['day'] hold dates"),
     ("X-timestamps-in-object-column", _fit(X=_frame(day=pd.Series(
         pd.date_range("2020-01-01", periods=60, tz="UTC")).astype(object)),
-        categorical_features=None), ValueError, "X columns ['day'] are not numeric"),
-    # (numpy's own words: "setting an array element with a sequence", a TypeError for dicts)
+        categorical_features=None), TypeError, "X columns ['day'] are not numeric"),
+    # (numpy's own words: "setting an array element with a sequence"; for dicts and
+    # timestamps a TypeError, whose words scikit-learn's estimator checks expect)
     ("X-lists-in-object-column", _fit(X=_frame(tags=pd.Series([[i % 3] for i in range(60)],
                                                               dtype=object))),
      ValueError, "X columns ['tags'] are not numeric"),
     ("X-dicts-in-object-column", _fit(X=_frame(meta=pd.Series([{"k": i} for i in range(60)],
                                                               dtype=object))),
-     ValueError, "X columns ['meta'] are not numeric"),
+     TypeError, "X columns ['meta'] are not numeric; encode them as numbers first (or drop "
+     "them) (float() argument must be a string"),
     ("X-object-array-dicts", _fit(X=np.c_[X, np.array([{"k": i} for i in range(60)])].astype(
-        object)), ValueError, "X columns [3] (0-based) are not numeric"),
+        object)), TypeError, "X columns [3] (0-based) are not numeric"),
     ("X-one-row", _fit(X=X[:1], y=Y[:1]), ValueError, "minimum of 2"),
     ("similarity-NaN", _fit(X=_with(0, np.nan), weak_learner="similarity"), ValueError,
      "impute"),

@@ -122,13 +122,18 @@ def refuse_time_columns(X) -> None:
 
 
 def _name_text_columns(X, exc: Exception) -> None:
-    """Raise a ValueError naming the columns of X that are not numbers, if that caused ``exc``
-    (or saying that a DataFrame X has no columns at all). Whatever numpy said (text: "could
-    not convert"; lists: "setting an array element with a sequence"; dicts or timestamps: a
-    TypeError), the columns are tried one by one; where each converts, ``exc`` stands."""
+    """Raise an error naming the columns of X that are not numbers, if that caused ``exc``
+    (or saying that a DataFrame X has no columns at all): numpy's "could not convert" (text)
+    and "setting an array element with a sequence" (lists) as a ValueError, its "float()
+    argument must be a string or a real number" (dicts, timestamps) as a TypeError that keeps
+    those words (scikit-learn's estimator checks expect them)."""
     if hasattr(X, "columns") and len(X.columns) == 0:
         raise ValueError(f"X has no feature columns (a DataFrame of shape {X.shape})") from None
-    if not hasattr(X, "columns") and not isinstance(X, np.ndarray | list):
+    said = " ".join(str(exc).split())
+    if isinstance(exc, TypeError):
+        if "argument must be" not in said:
+            return
+    elif "could not convert" not in said and "with a sequence" not in said:
         return
     if hasattr(X, "columns"):
         columns = [(name, X[name].to_numpy()) for name in X.columns]
@@ -149,8 +154,10 @@ def _name_text_columns(X, exc: Exception) -> None:
         except (TypeError, ValueError):
             bad.append(name)
     if bad:
-        raise ValueError(what.format(bad) + "; encode them as numbers first (or drop them)") \
-            from None
+        message = what.format(bad) + "; encode them as numbers first (or drop them)"
+        if isinstance(exc, TypeError):
+            raise TypeError(f"{message} ({said})") from None
+        raise ValueError(message) from None
 
 
 def check_labels(y) -> tuple[np.ndarray, np.ndarray]:
