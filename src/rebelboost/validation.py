@@ -90,8 +90,10 @@ def _checked_weights(weights, X, name: str) -> np.ndarray:
     are not numbers (its own says only "could not convert string to float")."""
     try:
         return _check_sample_weight(weights, X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        if "convert" in str(exc) or isinstance(exc, TypeError):
+    except TypeError as exc:
+        raise TypeError(f"{name} must hold numbers: {exc}") from None
+    except ValueError as exc:
+        if "convert" in str(exc):
             raise ValueError(f"{name} must hold numbers: {exc}") from None
         raise
 

@@ -42,9 +42,9 @@ class RebelBooster:
             self.scores = np.zeros((n, k))
             out = (self.family.channels_out(2 * k) if hasattr(self.family, "channels_out")
                    else None)  # (where the family wants the channels written, if anywhere)
-            # the loss is the channels' total, the same bits as the loss alone: no pass, and
-            # no kernel of its own loaded into the fit (2 MiB of a first fit's memory:
-            # BENCHMARKS.md, stop 61), but where the weights overflow
+            # the loss is the channels' total, the same bits as the loss alone: no pass and no
+            # kernel of its own loaded into the fit (BENCHMARKS.md, stop 61), but where the
+            # weights overflow
             self.channels, self.scale, loss = self.loss.weights_and_loss(self.scores, out)
             self._initial_loss = loss if np.isfinite(loss) else self.loss.loss(self.scores)
         return self._initial_loss
