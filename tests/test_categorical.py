@@ -653,3 +653,31 @@ def test_rare_categories_are_split_on_small_data():
     small_error = np.mean(small.predict(X[test]) != y[test])
     lumped_error = np.mean(lumped.predict(X[test]) != y[test])
     assert small_error + 0.1 <= lumped_error, (small_error, lumped_error)
+
+
+def test_a_numeric_text_column_with_a_typo_is_warned_about():
+    """A CSV column of numbers with one typo reads as text, which 'from_dtype' splits as
+    categories: a NumbersAsTextWarning names it and the first such value. Declared columns,
+    columns of real categories and pandas categoricals are not warned about."""
+    import warnings
+
+    from rebelboost.categorical import NumbersAsTextWarning
+
+    rng = np.random.default_rng(0)
+    n = 200
+    typo = pd.Series(rng.normal(size=n).round(3)).astype(str)
+    typo[11] = "1,5"
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": typo})
+    y = rng.integers(0, 3, n)
+    with pytest.warns(NumbersAsTextWarning, match=r"column 'b' holds text.* such as '1,5' "
+                                                   r"\(row 11\)"):
+        RebelClassifier(3).fit(X, y)
+    marked = X["b"].where(rng.random(n) > 0.03, "?")  # (the UCI sets' missing values)
+    with pytest.warns(NumbersAsTextWarning, match="such as '\\?'"):
+        RebelClassifier(3).fit(X.assign(b=marked.where(marked != "1,5", "0.5")), y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NumbersAsTextWarning)
+        RebelClassifier(3, categorical_features=["b"]).fit(X, y)
+        RebelClassifier(3).fit(X.assign(b=X["b"].astype("category")), y)
+        codes = rng.choice([str(v) for v in range(20)] + ["other", "none"], n)
+        RebelClassifier(3).fit(X.assign(b=codes), y)  # (2 of 22 levels: categories)

@@ -180,8 +180,9 @@ def test_a_numeric_column_with_a_few_text_values_is_warned_about(data, tmp_path)
            "--n-estimators", 3, "--quiet")
     result = _invoke(*fit)
     assert result.exit_code == 0, result.output
-    assert ("column 'b' is read as text, so as categories, because 1 of its 300 values is not "
-            "a number, such as 'oops' (data row 7)") in result.stderr
+    assert "column 'b' is read as text, so as categories, because 1 of its" in result.stderr
+    assert "values is not a number, such as 'oops' (data row 7)" in result.stderr
+    assert result.stderr.count("'oops'") == 1  # (the library's own warning is not repeated)
     named = _invoke(*fit, "--categorical", "b")  # (declared categories: as asked, no warning)
     clean = _invoke("fit", folder / "d.csv", "-t", "y", "-o", tmp_path / "c.json",
                     "--n-estimators", 3, "--quiet")

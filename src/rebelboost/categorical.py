@@ -13,6 +13,7 @@ codes). pandas is optional: numpy object arrays work the same way.
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral
 
 import numpy as np
@@ -21,6 +22,11 @@ from scipy.sparse import issparse
 # Levels a categorical column may have (values seen in training). The trees give the
 # max_bins most frequent levels their own bins and treat the rest as missing values.
 MAX_CATEGORIES = 1_000_000
+
+
+class NumbersAsTextWarning(UserWarning):
+    """A text column split as categories whose values are numbers but for a few: a numeric
+    column with a typo, most likely."""
 
 
 class CategoricalColumns:
@@ -56,6 +62,8 @@ class CategoricalColumns:
                 raise ValueError(f"categorical column {_name(names, j)} has {len(levels)} "
                                  f"levels; at most {MAX_CATEGORIES} are supported")
             categories[j] = levels
+            if isinstance(categorical_features, str) and not _is_categorical_dtype(columns[j]):
+                _warn_numbers_as_text(columns[j], levels, _name(names, j))
         return cls(mask, categories)
 
     @classmethod
@@ -158,6 +166,44 @@ class CategoricalColumns:
         if not any(mask):
             raise ValueError("categorical section without a categorical feature")
         return cls(np.asarray(mask), categories)
+
+
+def text_among_numbers(levels, values: np.ndarray, levels_share: float = 0.9,
+                       rows_share: float = 0.95) -> list:
+    """The distinct values (``levels``) of a text column that are not numbers, where the
+    others are numbers (at least ``levels_share`` of ten or more levels) and hold most rows
+    (``rows_share`` of ``values``, the rows present): a numeric column with a typo or a
+    marker such as '?'. ``[]`` otherwise: codes with a few named levels ('other', 'none')
+    that many rows take are categories."""
+    bad = [v for v in levels if not _reads_as_number(v)]
+    if not bad or len(levels) < 10 or len(bad) > (1 - levels_share) * len(levels):
+        return []
+    n_bad = int(np.isin(values, np.asarray(bad, dtype=object)).sum())
+    return bad if n_bad <= (1 - rows_share) * len(values) else []
+
+
+def _reads_as_number(value) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _warn_numbers_as_text(col, levels: np.ndarray, name: str) -> None:
+    """A :class:`NumbersAsTextWarning` where a text column taken as categorical by its dtype
+    holds numbers but for a few of its values (the first row of the first such value)."""
+    values = _values(col)
+    bad = text_among_numbers(levels, values[~_missing(col)])
+    if not bad:
+        return
+    row = int(np.flatnonzero(values == bad[0])[0])
+    what = "is not a number" if len(bad) == 1 else "are not numbers"
+    warnings.warn(f"column {name} holds text, so it is split as categories, but {len(bad)} of "
+                  f"its {len(levels)} distinct values {what} and the others are, such as "
+                  f"{bad[0]!r} (row {row}): a numeric column with a typo? Fix those values, or "
+                  "name the column in categorical_features to keep it as categories",
+                  NumbersAsTextWarning, stacklevel=6)  # (the caller of fit)
 
 
 def part_levels(X, categorical_features) -> tuple[np.ndarray, list]:

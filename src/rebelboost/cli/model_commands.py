@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -160,6 +161,7 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
 
     from .. import RebelClassifier, mean_cost
     from ..callbacks import IterationInfo
+    from ..categorical import NumbersAsTextWarning
     from .progress import ProgressBar
 
     if n_iter_no_change is not None and validation_fraction is None:
@@ -222,7 +224,10 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
     bar = None if quiet else ProgressBar("cost" if costly else "error")
     with _replacing(model_out) as temporary:  # checks that model_out can be written
         start = time.perf_counter()
-        with _library_errors(f"cannot fit {data!r}"), bar or nullcontext():
+        with (_library_errors(f"cannot fit {data!r}"), bar or nullcontext(),
+              warnings.catch_warnings()):
+            # (said above, in the command line's words)
+            warnings.simplefilter("ignore", NumbersAsTextWarning)
             model.fit(X, y, callbacks=[history.append, *([bar] if bar else [])],
                       sample_cost=sample_cost)
         seconds = time.perf_counter() - start

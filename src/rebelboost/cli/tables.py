@@ -198,31 +198,34 @@ def features(table: Table, target: str | None = None, names=None, n_features: in
     return X.to_numpy(dtype=np.float64) if names is None and n_features is not None else X
 
 
-def numbers_read_as_text(X, share: float = 0.9) -> list[str]:
-    """One line for each text column of DataFrame ``X`` whose values are numbers but for a
-    few (at least ``share`` of those present): a numeric column with a typo, which the fit
-    would otherwise split as categories without a word."""
+def numbers_read_as_text(X) -> list[str]:
+    """One line for each text column of DataFrame ``X`` whose distinct values are numbers but
+    for a few (:func:`..categorical.text_among_numbers`): a numeric column with a typo, which
+    the fit would otherwise split as categories."""
     if not hasattr(X, "columns"):
         return []
+    import numpy as np
     import pandas as pd
+
+    from ..categorical import text_among_numbers
 
     lines = []
     for name in X.columns:
         column = X[name]
-        if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        if (pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)
+                or isinstance(column.dtype, pd.CategoricalDtype)):
             continue
         present = column.dropna()
-        as_numbers = pd.to_numeric(present.astype(str), errors="coerce")
-        bad = as_numbers.isna().to_numpy()
-        if len(present) and 0 < bad.sum() <= (1 - share) * len(present):
-            first = int(bad.argmax())
-            n_bad = int(bad.sum())
-            what = "is not a number" if n_bad == 1 else "are not numbers"
-            example, row = present.iloc[first], present.index[first]
-            lines.append(f"column {name!r} is read as text, so as categories, because {n_bad} "
-                         f"of its {len(present)} values {what}, such as {example!r} (data row "
-                         f"{row}); fix them, or name the column in --categorical to keep it as "
-                         "categories")
+        values = present.astype(str).to_numpy(dtype=object)
+        levels = sorted(set(values))
+        bad = text_among_numbers(levels, values)
+        if bad:
+            row = present.index[int(np.flatnonzero(values == bad[0])[0])]
+            what = "is not a number" if len(bad) == 1 else "are not numbers"
+            lines.append(f"column {name!r} is read as text, so as categories, because {len(bad)} "
+                         f"of its {len(levels)} distinct values {what}, such as {bad[0]!r} (data "
+                         f"row {row}); fix them, or name the column in --categorical to keep it "
+                         "as categories")
     return lines
 
 
