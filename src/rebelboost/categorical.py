@@ -168,16 +168,20 @@ class CategoricalColumns:
         return cls(np.asarray(mask), categories)
 
 
-def text_among_numbers(levels, values: np.ndarray, levels_share: float = 0.9,
+def text_among_numbers(levels, present, levels_share: float = 0.9,
                        rows_share: float = 0.95) -> list:
     """The distinct values (``levels``) of a text column that are not numbers, where the
     others are numbers (at least ``levels_share`` of ten or more levels) and hold most rows
-    (``rows_share`` of ``values``, the rows present): a numeric column with a typo or a
-    marker such as '?'. ``[]`` otherwise: codes with a few named levels ('other', 'none')
-    that many rows take are categories."""
-    bad = [v for v in levels if not _reads_as_number(v)]
-    if not bad or len(levels) < 10 or len(bad) > (1 - levels_share) * len(levels):
+    (``rows_share`` of the rows present, which ``present()`` returns: read only for a column
+    that passes the levels' rule): a numeric column with a typo or a marker such as '?'.
+    ``[]`` otherwise: codes with a few named levels ('other', 'none') that many rows take are
+    categories."""
+    if len(levels) < 10:
         return []
+    bad = [v for v in levels if not _reads_as_number(v)]
+    if not bad or len(bad) > (1 - levels_share) * len(levels):
+        return []
+    values = present()
     n_bad = int(np.isin(values, np.asarray(bad, dtype=object)).sum())
     return bad if n_bad <= (1 - rows_share) * len(values) else []
 
@@ -193,11 +197,10 @@ def _reads_as_number(value) -> bool:
 def _warn_numbers_as_text(col, levels: np.ndarray, name: str) -> None:
     """A :class:`NumbersAsTextWarning` where a text column taken as categorical by its dtype
     holds numbers but for a few of its values (the first row of the first such value)."""
-    values = _values(col)
-    bad = text_among_numbers(levels, values[~_missing(col)])
+    bad = text_among_numbers(levels, lambda: _values(col)[~_missing(col)])
     if not bad:
         return
-    row = int(np.flatnonzero(values == bad[0])[0])
+    row = int(np.flatnonzero(_values(col) == bad[0])[0])
     what = "is not a number" if len(bad) == 1 else "are not numbers"
     warnings.warn(f"column {name} holds text, so it is split as categories, but {len(bad)} of "
                   f"its {len(levels)} distinct values {what} and the others are, such as "

@@ -218,7 +218,7 @@ def numbers_read_as_text(X) -> list[str]:
         present = column.dropna()
         values = present.astype(str).to_numpy(dtype=object)
         levels = sorted(set(values))
-        bad = text_among_numbers(levels, values)
+        bad = text_among_numbers(levels, lambda values=values: values)
         if bad:
             row = present.index[int(np.flatnonzero(values == bad[0])[0])]
             what = "is not a number" if len(bad) == 1 else "are not numbers"
