@@ -681,3 +681,17 @@ def test_a_numeric_text_column_with_a_typo_is_warned_about():
         RebelClassifier(3).fit(X.assign(b=X["b"].astype("category")), y)
         codes = rng.choice([str(v) for v in range(20)] + ["other", "none"], n)
         RebelClassifier(3).fit(X.assign(b=codes), y)  # (2 of 22 levels: categories)
+
+
+def test_text_in_a_column_fitted_numeric_is_named_at_prediction():
+    """A column that was numeric in training but holds text at prediction (a CSV with a typo)
+    is refused, naming the first value that is not a number and its row (a model with a
+    categorical column; without one, validation names the column as not numeric)."""
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({"a": rng.normal(size=60), "b": rng.normal(size=60),
+                      "c": rng.choice(["red", "blue"], 60)})
+    model = RebelClassifier(3).fit(X, rng.integers(0, 3, 60))
+    typo = X.head(5).assign(b=["0.5", "1.5", "2,5", "oops", "3"])
+    with pytest.raises(ValueError, match=r"column 'b' holds text \(such as '2,5' in row 2\), "
+                                         "but it was numeric when the model was fitted"):
+        model.predict(typo)

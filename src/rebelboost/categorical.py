@@ -115,8 +115,12 @@ class CategoricalColumns:
         for j, col in enumerate(columns):
             if not self.mask[j]:
                 if _is_text(col):
-                    raise ValueError(f"column {_name(names, j)} holds text, but it was numeric "
-                                     "when the model was fitted")
+                    values = _values(col)
+                    row = next((i for i, v in enumerate(values)
+                                if isinstance(v, str) and not _reads_as_number(v)), None)
+                    such = "" if row is None else f" (such as {values[row]!r} in row {row})"
+                    raise ValueError(f"column {_name(names, j)} holds text{such}, but it was "
+                                     "numeric when the model was fitted")
                 encoded.append(col)
                 continue
             encoded.append(encode(col, self.categories[j], _name(names, j)))
