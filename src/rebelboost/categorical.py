@@ -172,22 +172,26 @@ class CategoricalColumns:
         return cls(np.asarray(mask), categories)
 
 
-def text_among_numbers(levels, present, levels_share: float = 0.9,
-                       rows_share: float = 0.95) -> list:
-    """The distinct values (``levels``) of a text column that are not numbers, where the
-    others are numbers (at least ``levels_share`` of ten or more levels) and hold most rows
-    (``rows_share`` of the rows present, which ``present()`` returns: read only for a column
-    that passes the levels' rule): a numeric column with a typo or a marker such as '?'.
-    ``[]`` otherwise: codes with a few named levels ('other', 'none') that many rows take are
-    categories."""
+def numbers_as_text(col, levels=None, levels_share: float = 0.9, rows_share: float = 0.95
+                    ) -> tuple[list, int] | None:
+    """``(the distinct values that are not numbers, the row of the first)`` for a text column
+    whose other values are numbers (at least ``levels_share`` of ten or more distinct values)
+    and hold most rows (``rows_share`` of those present): a numeric column with a typo, or
+    a marker such as '?'. None otherwise: codes with a few named levels ('other', 'none')
+    that many rows take are categories. ``levels``: the column's sorted distinct values, if
+    known; its rows are read only for a column that passes the levels' rule."""
+    if levels is None:
+        levels = _sorted_levels(_present(col, "column"), "column")
     if len(levels) < 10:
-        return []
+        return None
     bad = [v for v in levels if not _reads_as_number(v)]
     if not bad or len(bad) > (1 - levels_share) * len(levels):
-        return []
-    values = present()
-    n_bad = int(np.isin(values, np.asarray(bad, dtype=object)).sum())
-    return bad if n_bad <= (1 - rows_share) * len(values) else []
+        return None
+    values = _values(col)
+    present = values[~_missing(col)]
+    if np.isin(present, np.asarray(bad, dtype=object)).sum() > (1 - rows_share) * len(present):
+        return None
+    return bad, int(np.flatnonzero(values == bad[0])[0])
 
 
 def _reads_as_number(value) -> bool:
@@ -200,11 +204,11 @@ def _reads_as_number(value) -> bool:
 
 def _warn_numbers_as_text(col, levels: np.ndarray, name: str) -> None:
     """A :class:`NumbersAsTextWarning` where a text column taken as categorical by its dtype
-    holds numbers but for a few of its values (the first row of the first such value)."""
-    bad = text_among_numbers(levels, lambda: _values(col)[~_missing(col)])
-    if not bad:
+    holds numbers but for a few of its values (:func:`numbers_as_text`)."""
+    found = numbers_as_text(col, levels)
+    if found is None:
         return
-    row = int(np.flatnonzero(_values(col) == bad[0])[0])
+    bad, row = found
     what = "is not a number" if len(bad) == 1 else "are not numbers"
     warnings.warn(f"column {name} holds text, so it is split as categories, but {len(bad)} of "
                   f"its {len(levels)} distinct values {what} and the others are, such as "

@@ -201,9 +201,7 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
             sample_cost, names = read_cost_columns(table.frame, np.unique(y))
         table.frame = table.frame.drop(columns=names)
     X = features(table, target=target)
-    named = set() if categorical is None else {c.strip() for c in categorical.split(",")}
-    for line in numbers_read_as_text(X.drop(columns=[c for c in named if c in X.columns])
-                                     if hasattr(X, "columns") else X):
+    for line in numbers_read_as_text(X, categorical):
         click.echo(f"warning: {line}", err=True)
     params = dict(weak_learner=weak_learner, max_depth=max_depth, max_leaves=max_leaves,
                   learning_rate=learning_rate, max_bins=max_bins,

@@ -198,34 +198,32 @@ def features(table: Table, target: str | None = None, names=None, n_features: in
     return X.to_numpy(dtype=np.float64) if names is None and n_features is not None else X
 
 
-def numbers_read_as_text(X) -> list[str]:
-    """One line for each text column of DataFrame ``X`` whose distinct values are numbers but
-    for a few (:func:`..categorical.text_among_numbers`): a numeric column with a typo, which
-    the fit would otherwise split as categories."""
+def numbers_read_as_text(X, declared: str | None) -> list[str]:
+    """One line for each text column of DataFrame ``X`` not ``declared`` categorical (the
+    ``--categorical`` list) whose values are numbers but for a few
+    (:func:`..categorical.numbers_as_text`): a numeric column with a typo, which the fit
+    would otherwise split as categories."""
     if not hasattr(X, "columns"):
         return []
-    import numpy as np
     import pandas as pd
 
-    from ..categorical import text_among_numbers
+    from ..categorical import numbers_as_text
 
+    skip = set() if declared is None else {c.strip() for c in declared.split(",")}
     lines = []
     for name in X.columns:
         column = X[name]
-        if (pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)
+        if (name in skip or pd.api.types.is_numeric_dtype(column)
+                or pd.api.types.is_bool_dtype(column)
                 or isinstance(column.dtype, pd.CategoricalDtype)):
             continue
-        present = column.dropna()
-        values = present.astype(str).to_numpy(dtype=object)
-        levels = sorted(set(values))
-        bad = text_among_numbers(levels, lambda values=values: values)
-        if bad:
-            row = present.index[int(np.flatnonzero(values == bad[0])[0])]
+        found = numbers_as_text(column.astype(str).where(column.notna()))
+        if found is not None:
+            bad, row = found
             what = "is not a number" if len(bad) == 1 else "are not numbers"
             lines.append(f"column {name!r} is read as text, so as categories, because {len(bad)} "
-                         f"of its {len(levels)} distinct values {what}, such as {bad[0]!r} (data "
-                         f"row {row}); fix them, or name the column in --categorical to keep it "
-                         "as categories")
+                         f"of its distinct values {what}, such as {bad[0]!r} (data row {row}); "
+                         "fix them, or name the column in --categorical to keep it as categories")
     return lines
 
 
