@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 #: 32-bit digits: 2046 bit positions of doubles plus a 53-bit significand, and room for
 #: carries (an accumulator stays exact up to 2^62 additions between normalisations).
@@ -79,6 +81,20 @@ def _sum_values(bits, acc):
         normalize(acc)
 
 
+def as_channel(channels, value):
+    """``value`` rounded to ``channels``' dtype (float32 rows) or as it is (float64): what a
+    gathered copy of an amplified channel holds, and so what every sum of them adds.
+    (Compiled only.)"""
+    raise NotImplementedError
+
+
+@overload(as_channel, inline="always")
+def _as_channel_typed(channels, value):
+    if channels.dtype == types.float32:
+        return lambda channels, value: np.float64(np.float32(value))
+    return lambda channels, value: value
+
+
 @numba.njit(cache=True, nogil=True)
 def _sum_rows(channels, rows, amplify, row_weight, acc):
     """Channel sums (times ``amplify``; None: 1) and the row weight of ``rows``."""
@@ -91,8 +107,8 @@ def _sum_rows(channels, rows, amplify, row_weight, acc):
             r = rows[i]
             s = 1.0 if amplify is None else amplify[r]
             for j in range(c):
-                buffer[j] = channels[r, j] * s
-            buffer[c] = row_weight[r]
+                buffer[j] = as_channel(channels, channels[r, j] * s)
+            buffer[c] = as_channel(channels, row_weight[r])
             for j in range(c + 1):
                 add_value(acc[j], bits[j])
         normalize(acc)

@@ -26,7 +26,7 @@ from ..categorical import CategoricalColumns
 from ..costs import check_sample_cost
 from ..exact_sums import accumulator, sum_by_group, sum_by_slot, sum_rows, sum_values
 from ..learners.row_set import BinTree, RowArrays
-from ..losses.rebel import RebelLoss, add_slot_values
+from ..losses.rebel import CHANNEL_DTYPE, RebelLoss, add_slot_values
 from ..search.binned import BinnedData
 from ..search.histograms import build_leaf_histogram, feature_cells
 from ..search.quantize import gather_as_float, quantize_channels, weight_range
@@ -337,7 +337,7 @@ def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, object
     shape = (part.scores.shape[0], k2 + 2)
     counted = part.spent  # (channels written in place)
     if counted is None or counted.shape != shape:
-        counted = np.empty(shape)
+        counted = np.empty(shape, CHANNEL_DTYPE)  # (a local fit's packed rows' dtype)
     _, row_totals = part.loss.scaled_row_weights(part.scores, shift, counted[:, :k2])
     counted[:, k2] = part.weight
     counted[:, k2 + 1] = 1.0  # the row count

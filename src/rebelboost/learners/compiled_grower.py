@@ -255,7 +255,8 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     nodes = np.empty(max_leaves, dtype=np.int64)
     gains = np.empty(max_leaves)
     caps = n_value_bins.astype(np.intp)
-    buffer = np.empty((min(order.shape[0], gather_rows), n_channels))  # (a child's channels)
+    # (a child's channels, in the channels' dtype)
+    buffer = np.empty((min(order.shape[0], gather_rows), n_channels), channels.dtype)
     pool = [store[s] for s in range(store.shape[0])]  # histograms, taken and given back
     free = [s for s in range(store.shape[0] - 1, -1, -1)]  # (slot 0 first: the root's)
     n_made, n_nodes, updates, searched, ticket, held = 1, 0, 0, 0, 1, 0
@@ -468,9 +469,6 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
             tables)
 
 
-_NO_ROWS = np.empty((0, 0))
-
-
 def children_together(scanned: np.ndarray, tile: int, features: np.ndarray, data) -> tuple:
     """:func:`grow_numeric`'s ``together`` for a tree's ``features`` over binned ``data``:
     numba's threads now, :data:`PARALLEL_CHILDREN_WORK` (read at each call, so that tests
@@ -620,7 +618,7 @@ def grow_tree(grower, rows, root) -> tuple:
     # or by the row set, on every thread
     if root_rows is None or threads_pay(root.n_rows, len(features), n_channels,
                                         data.entry_fraction):
-        root_rows = _NO_ROWS
+        root_rows = np.empty((0, 0), rows.channels.dtype)  # (none: one signature a dtype)
         if grower._can_split(root):
             root_updates = root.n_rows * len(features)
             rows.histogram(root.rows, root.sums, features, store[0])

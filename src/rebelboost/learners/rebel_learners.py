@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..losses.rebel import CHANNEL_DTYPE
 from ..search.binned import BinnedData
 from ..search.histograms import HistogramPool
 from ..search.splits import is_better
@@ -159,8 +160,9 @@ class VectorTreeFamily:
     def channels_out(self, n_channels: int) -> np.ndarray:
         """Where the loss writes each iteration's channels: the first ``n_channels`` columns
         of one (n, n_channels + 1) array whose last column is the sample weight, so that a
-        histogram of every row reads the rows in place instead of gathering a copy."""
-        self._packed = np.empty((len(self.sample_weight), n_channels + 1))
+        histogram of every row reads the rows in place instead of gathering a copy; in
+        :data:`~..losses.rebel.CHANNEL_DTYPE`."""
+        self._packed = np.empty((len(self.sample_weight), n_channels + 1), CHANNEL_DTYPE)
         self._packed[:, -1] = self.sample_weight
         return self._packed[:, :-1]
 

@@ -3,7 +3,9 @@ sums, and gathered copies (the compact rows a histogram kernel reads) with the s
 
 Sums add the rows in the given order, so a gathered copy's totals
 (:func:`~rebelboost.search.histograms.sparse.row_totals`) are the row sums bit for bit; a
-leaf's rows are read once for both (:class:`.row_set.LocalRows`).
+leaf's rows are read once for both (:class:`.row_set.LocalRows`). Channels may be float32
+(the boosters' lean state): a gathered copy keeps their dtype, an amplified channel is rounded
+to it, and sums are float64 of those values.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..exact_sums import as_channel
 from ..search.histograms._intrinsics import prefetch_ahead
 
 # Rows from which a gather or a partition of the Python row set uses every thread.
@@ -29,8 +32,8 @@ def row_sums(channels, rows, amplify, row_weight):
         r = rows[i]
         s = 1.0 if amplify is None else amplify[r]
         for j in range(c):
-            out[j] += channels[r, j] * s
-        out[c] += row_weight[r]
+            out[j] += as_channel(channels, channels[r, j] * s)
+        out[c] += as_channel(channels, row_weight[r])
     return out
 
 
@@ -48,8 +51,9 @@ def _gather_into(out, channels, rows, amplify, row_weight, i0, i1):
 
 @numba.njit(cache=True, nogil=True)
 def _gather(channels, rows, amplify, row_weight):
-    """The histogram channels of ``rows`` (their weights, amplified, and sample weight)."""
-    out = np.empty((rows.shape[0], channels.shape[1] + 1))
+    """The histogram channels of ``rows`` (their weights, amplified, and sample weight), in
+    the channels' dtype."""
+    out = np.empty((rows.shape[0], channels.shape[1] + 1), channels.dtype)
     _gather_into(out, channels, rows, amplify, row_weight, 0, rows.shape[0])
     return out
 
@@ -58,7 +62,7 @@ def _gather(channels, rows, amplify, row_weight):
 def _gather_parallel(channels, rows, amplify, row_weight, n_tasks):
     """:func:`_gather` in ``n_tasks`` blocks of rows on every thread."""
     n = rows.shape[0]
-    out = np.empty((n, channels.shape[1] + 1))
+    out = np.empty((n, channels.shape[1] + 1), channels.dtype)
     bounds = np.linspace(0, n, n_tasks + 1).astype(np.intp)
     for t in numba.prange(n_tasks):
         _gather_into(out, channels, rows, amplify, row_weight, bounds[t], bounds[t + 1])

@@ -17,7 +17,7 @@ from ..exact_sums import rounded, sum_rows
 from ..search.binned import BinnedData
 from ..search.histograms import build_leaf_histogram, row_totals
 from ..search.histograms._intrinsics import prefetch_ahead
-from ..search.histograms.dense import threads_pay
+from ..search.histograms.dense import ROW_DTYPES, float_rows, threads_pay
 from ..search.quantize import (
     build_quantized_histogram,
     dequantize,
@@ -104,17 +104,20 @@ class RowArrays:
     counts (None: 1). Every method is pure (Dask's partitions use it as is);
     :class:`LocalRows` partitions one index array in place instead.
 
-    :meth:`packed` takes the channels and the row weight as one (n, C + 1) float64 array, so
-    that a histogram of every row reads it in place instead of gathering a copy of it."""
+    :meth:`packed` takes the channels and the row weight as one (n, C + 1) float array
+    (float32: the boosters' lean state), so that a histogram of every row reads it in place
+    instead of gathering a copy of it. Gathered copies keep the channels' dtype; every sum
+    and histogram cell is float64."""
 
     def __init__(self, data: BinnedData, channels: np.ndarray,
                  amplify: np.ndarray | None = None, row_weight: np.ndarray | None = None):
         n = data.n_samples
         self.data = data
-        self.channels = np.asarray(channels, dtype=np.float64)
+        self.channels = float_rows(channels, contiguous=False)
         if self.channels.ndim != 2 or self.channels.shape[0] != n:
             raise ValueError(f"channels must have shape ({n}, C), got {self.channels.shape}")
-        if self.channels.strides[1] != 8:  # (rows may be the first columns of a wider array)
+        if self.channels.strides[1] != self.channels.itemsize:
+            # (rows may be the first columns of a wider array)
             self.channels = np.ascontiguousarray(self.channels)
         self.amplify = amplify
         self.row_weight = (np.ones(n) if row_weight is None
@@ -124,11 +127,11 @@ class RowArrays:
     @classmethod
     def packed(cls, data: BinnedData, packed: np.ndarray) -> RowArrays:
         """Rows whose channels are ``packed[:, :-1]`` and row weights ``packed[:, -1]`` (views
-        of one C-ordered float64 array: nothing is copied)."""
-        if (packed.dtype != np.float64 or not packed.flags.c_contiguous or packed.ndim != 2
-                or packed.shape[0] != data.n_samples):
-            raise ValueError(f"packed must be a C-ordered float64 array of {data.n_samples} "
-                             f"rows, got {packed.dtype} {packed.shape}")
+        of one C-ordered float32 or float64 array: nothing is copied)."""
+        if (packed.dtype not in ROW_DTYPES or not packed.flags.c_contiguous
+                or packed.ndim != 2 or packed.shape[0] != data.n_samples):
+            raise ValueError(f"packed must be a C-ordered float32 or float64 array of "
+                             f"{data.n_samples} rows, got {packed.dtype} {packed.shape}")
         rows = cls.__new__(cls)
         rows.data, rows.amplify, rows._packed = data, None, packed
         rows.channels, rows.row_weight = packed[:, :-1], packed[:, -1]

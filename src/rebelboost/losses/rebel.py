@@ -40,6 +40,13 @@ from scipy.special import logsumexp
 
 from ..exact_sums import exact_sum
 
+# The dtype the vector-leaf boosters keep their rows' weight channels in (the largest row
+# per iteration scaled to 1, so float32's range holds them): half the bytes per row of
+# float64, and the fits it gives err the same (a float64 fit with its weights and scores
+# rounded to float32 matched float64's test error on all nine sets of
+# benchmarks/float32_state_study.py, BENCHMARKS.md, stop 61). Every sum of them is float64.
+CHANNEL_DTYPE = np.float32
+
 # Smoothing of empty sums, relative to each class's total weight: caps |a_k| at ln(1/eps)/2.
 STEP_EPS = 1e-10
 
@@ -174,10 +181,10 @@ class RebelLoss:
     def _channels_out(self, scores: np.ndarray, out: np.ndarray | None) -> np.ndarray:
         shape = (scores.shape[0], 2 * self.n_classes)
         channels = np.empty(shape) if out is None else out
-        if (channels.shape != shape or channels.dtype != np.float64
-                or (channels.shape[0] > 0 and channels.strides[1] != 8)):
-            raise ValueError(f"out must be a float64 array of shape {shape} with contiguous "
-                             "rows")
+        if (channels.shape != shape or channels.dtype not in (np.float64, CHANNEL_DTYPE)
+                or (channels.shape[0] > 0 and channels.strides[1] != channels.itemsize)):
+            raise ValueError(f"out must be a float64 or float32 array of shape {shape} with "
+                             "contiguous rows")
         return channels
 
     def _total(self, row_sums: np.ndarray) -> float:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .histograms.dense import add_rows
+from .histograms.dense import add_rows, float_rows
 
 BITS_RANGE = (2, 16)
 _PARALLEL_ROWS = 1 << 14
@@ -42,6 +42,7 @@ def channel_scales(top: np.ndarray, weight_range: tuple[bool, float, float], bit
     levels = (1 << bits) - 1
     integral, least, largest = weight_range
     scales = np.empty(len(top) + 1)
+    top = np.asarray(top, dtype=np.float64)  # (float32 channels' maxima: divided as float64)
     scales[:-1] = np.where(top > 0, top / levels, 1.0)
     exact = integral and least >= 0 and largest <= levels
     scales[-1] = 1.0 if exact else max(largest / levels, 1e-300)
@@ -80,7 +81,7 @@ def quantize_channels(channels: np.ndarray, amplify: np.ndarray | None,
     dtype = np.uint8 if bits <= 8 else np.uint16
     out = np.empty((n, c + 1), dtype=dtype)
     kernel = _quantize if n >= _PARALLEL_ROWS else _quantize_serial
-    kernel(np.asarray(values, dtype=np.float64),  # (a strided view as it is: no copy)
+    kernel(float_rows(values, contiguous=False),  # (a strided view as it is: no copy)
            np.ascontiguousarray(row_weight, dtype=np.float64), 1.0 / scales, levels,
            np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first_row, out)
     return out, scales

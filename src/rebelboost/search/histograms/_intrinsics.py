@@ -21,11 +21,16 @@ def add_row(typingctx, dst, dst_start, src, src_start, width):
     """``dst[dst_start + c] += src[src_start + c]`` for ``c < len(width)``, unrolled.
 
     Emits <4 x double> (then <2 x double>, then scalar) loads, adds and stores: IEEE addition
-    lane by lane, the same bits as the scalar loop. No bounds checks (like numba's indexing).
+    lane by lane, the same bits as the scalar loop. ``src`` may be float32 (the rows' lean
+    channels): its lanes are widened exactly to double before the add. No bounds checks (like
+    numba's indexing).
     """
     if not isinstance(width, (types.UniTuple, types.Tuple)):
         raise errors.TypingError("width must be a tuple whose length is the channel count")
     count = len(width)
+    if count and (dst.dtype != types.float64 or src.dtype not in (types.float64, types.float32)):
+        raise errors.TypingError("add_row adds float64 or float32 rows into float64 cells")
+    narrow = src.dtype == types.float32
     sig = types.void(dst, dst_start, src, src_start, width)
 
     def codegen(context, builder, signature, args):
@@ -36,11 +41,17 @@ def add_row(typingctx, dst, dst_start, src, src_start, width):
         done = 0
         for lanes in (4, 2, 1):
             vec = ir.VectorType(ir.DoubleType(), lanes) if lanes > 1 else ir.DoubleType()
+            src_vec = (vec if not narrow else
+                       ir.VectorType(ir.FloatType(), lanes) if lanes > 1 else ir.FloatType())
             while count - done >= lanes:
                 offset = [ir.Constant(ir.IntType(64), done)]
                 d = builder.bitcast(builder.gep(dst_ptr, offset, inbounds=True), vec.as_pointer())
-                s = builder.bitcast(builder.gep(src_ptr, offset, inbounds=True), vec.as_pointer())
-                total = builder.fadd(builder.load(d, align=8), builder.load(s, align=8))
+                s = builder.bitcast(builder.gep(src_ptr, offset, inbounds=True),
+                                    src_vec.as_pointer())
+                value = builder.load(s, align=4 if narrow else 8)
+                if narrow:
+                    value = builder.fpext(value, vec)
+                total = builder.fadd(builder.load(d, align=8), value)
                 builder.store(total, d, align=8)
                 done += lanes
         return context.get_dummy_value()

@@ -23,6 +23,9 @@ from ._intrinsics import add_row, prefetch_ahead
 
 # Histogram additions (rows x features x channels) from which the kernels use every thread.
 PARALLEL_ADDS = 1 << 20
+# The rows' channels the kernels add into float64 cells: float64, or float32 (the boosters'
+# lean per-row state, widened exactly as it is added).
+ROW_DTYPES = (np.float64, np.float32)
 # Bins are uint8 codes: a feature has at most this many bins.
 N_CODES = 256
 # Additions from which the kernels (dense, sparse, layer) are compiled for their channel count
@@ -83,7 +86,7 @@ def add_rows(bins: np.ndarray, row_channels: np.ndarray, rows: np.ndarray,
     kernel = _add_rows_parallel if parallel else _add_rows_serial
     n_features = max(1, len(caps))
     n_channels = out.shape[1]
-    floats = (out.dtype == np.float64 and row_channels.dtype == np.float64
+    floats = (out.dtype == np.float64 and row_channels.dtype in ROW_DTYPES
               and out.flags.c_contiguous and row_channels.flags.c_contiguous)
     width = simd_width((r1 - r0) * len(features) * n_channels, n_channels) if floats else ()
     kernel(bins, row_channels, rows, r0, r1, features, starts, out, caps, offsets,
@@ -152,12 +155,22 @@ def _fixed_channel_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist
     return done
 
 
-def float_cells(*array_types) -> bool:
-    """Whether numba array types are float64 and C-ordered: the arrays a fixed channel
-    count's loop reads flat (integer cells and strided channels keep the loop over
-    channels)."""
-    return all(isinstance(a, types.Array) and a.dtype == types.float64 and a.layout == "C"
-               for a in array_types)
+def float_rows(channels: np.ndarray, contiguous: bool = True) -> np.ndarray:
+    """``channels`` as the kernels read them: float32 or float64 kept (float32 is never
+    widened into a copy), any other dtype as float64; C-ordered if ``contiguous``."""
+    dtype = channels.dtype if channels.dtype in ROW_DTYPES else np.float64
+    if contiguous:
+        return np.ascontiguousarray(channels, dtype=dtype)
+    return np.asarray(channels, dtype=dtype)
+
+
+def float_cells(row_channels, hist) -> bool:
+    """Whether numba array types are float rows (:data:`ROW_DTYPES`) and float64 cells, both
+    C-ordered: the arrays a fixed channel count's loop reads flat (integer cells and strided
+    channels keep the loop over channels)."""
+    return (isinstance(row_channels, types.Array) and isinstance(hist, types.Array)
+            and row_channels.dtype in (types.float64, types.float32)
+            and hist.dtype == types.float64 and row_channels.layout == hist.layout == "C")
 
 
 def _fixed_tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets):

@@ -23,7 +23,7 @@ from numba import literal_unroll
 from numba.extending import overload
 
 from ._intrinsics import add_row, prefetch
-from .dense import _FIXED_CHANNELS, N_CODES, float_cells, simd_width, threads_pay
+from .dense import _FIXED_CHANNELS, N_CODES, float_cells, float_rows, simd_width, threads_pay
 
 # Sparse layout only when at most this fraction of the entries lies outside the default bins:
 # an entry costs 4 bytes and an indirect read there, against 1 byte read in the dense layout.
@@ -152,7 +152,7 @@ def add_entries(sparse: SparseBins, row_channels: np.ndarray, rows: np.ndarray,
     ``hist`` (n_cells, C; bin ``b`` of feature ``f`` is cell ``offsets[f] + min(b, caps[f])``),
     in place; ``row_channels[r]`` belongs to ``rows[r]``. The default bins are left to the
     caller. ``parallel`` None: on every thread where :func:`.dense.threads_pay`."""
-    row_channels = np.ascontiguousarray(row_channels, dtype=np.float64)
+    row_channels = float_rows(row_channels)
     rows = np.ascontiguousarray(rows, dtype=np.intp)
     r1 = len(rows) if r1 is None else r1
     n_channels = row_channels.shape[1]
@@ -176,7 +176,7 @@ def leaf_entries(sparse: SparseBins, row_channels: np.ndarray, rows: np.ndarray,
     channel sums): a feature block's cells cleared, added and completed by the thread that
     owns them (``parallel``), where clearing the whole histogram first held the calling
     thread alone (MNIST: 10.7 MB a leaf)."""
-    row_channels = np.ascontiguousarray(row_channels, dtype=np.float64)
+    row_channels = float_rows(row_channels)
     rows = np.ascontiguousarray(rows, dtype=np.intp)
     n_channels = row_channels.shape[1]
     width = _width(sparse, len(rows), n_channels)
@@ -188,7 +188,7 @@ def leaf_entries(sparse: SparseBins, row_channels: np.ndarray, rows: np.ndarray,
 
 def row_totals(row_channels: np.ndarray) -> np.ndarray:
     """Channel totals of a node's rows, summed in row order (one definition for every search)."""
-    return _column_sums(np.ascontiguousarray(row_channels, dtype=np.float64))
+    return _column_sums(float_rows(row_channels))
 
 
 def fill_default_bins(
