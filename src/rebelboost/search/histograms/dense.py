@@ -174,8 +174,9 @@ def float_cells(row_channels, hist) -> bool:
 
 
 def _fixed_tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets):
-    """:func:`_fixed_channel_rows` where the cells and channels are float64 and C-ordered
-    (else False: the loop over channels). (Compiled only: :func:`_fixed_tile_rows_typed`.)"""
+    """:func:`_fixed_channel_rows` where the cells are float64 and the channels float32 or
+    float64, both C-ordered (else False: the loop over channels). (Compiled only:
+    :func:`_fixed_tile_rows_typed`.)"""
     raise NotImplementedError
 
 

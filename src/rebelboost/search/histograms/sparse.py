@@ -250,8 +250,9 @@ def _fixed_channel_entries(indptr, entries, channels, n_channels, rows, r0, r1, 
 
 def _fixed_sparse_rows(indptr, entries, channels, n_channels, rows, r0, r1, blk, flat, offsets,
                        caps):
-    """:func:`_fixed_channel_entries` where the cells and channels are float64 (else False:
-    the loop over channels). (Compiled only: :func:`_fixed_sparse_rows_typed`.)"""
+    """:func:`_fixed_channel_entries` where the cells are float64 and the channels float32 or
+    float64 (else False: the loop over channels). (Compiled only:
+    :func:`_fixed_sparse_rows_typed`.)"""
     raise NotImplementedError
 
 
