@@ -113,6 +113,31 @@ def test_the_generic_kernel_adds_every_channel_count_in_row_order(n_channels):
             assert_array_equal(hist, expected)
 
 
+@pytest.mark.parametrize("n_channels", [3, 7])
+def test_float32_rows_add_into_the_cells_as_their_float64_values(n_channels):
+    """The boosters' float32 channels (``CHANNEL_DTYPE``) go into float64 cells widened
+    exactly: the loop over channels (3), a fixed count's SIMD adds (7) and an explicit
+    ``width`` give the histogram of the same values as float64 rows, bit for bit."""
+    rng = np.random.default_rng(n_channels)
+    n, d, n_bins = 400, 6, 9
+    bins = rng.integers(0, n_bins, size=(n, d)).astype(np.uint8)
+    rows = np.sort(rng.permutation(n)[:300]).astype(np.intp)
+    caps = np.full(d, n_bins - 1, np.int32)
+    offsets = np.arange(d + 1, dtype=np.int64) * n_bins
+    features = np.arange(d, dtype=np.intp)
+    narrow = (rng.exponential(size=(len(rows), n_channels))
+              * 10.0 ** rng.integers(-30, 1, (len(rows), 1))).astype(np.float32)
+    for kernel, width in ((_add_rows_serial, ()), (_add_rows_parallel, ()),
+                          (_add_rows_serial, (0,) * n_channels)):
+        want = np.zeros((offsets[-1], n_channels))
+        got = np.zeros_like(want)
+        for channels, hist in ((narrow.astype(np.float64), want), (narrow, got)):
+            kernel(bins, channels, rows, 0, len(rows), features, _task_starts(d, 2), hist,
+                   caps, offsets, 4, True, None, width)
+        assert_array_equal(got, want)
+        assert np.any(want != want.astype(np.float32))  # (the sums are float64 sums)
+
+
 def _sparse_problem(rng, n=300, d=9, n_channels=5, zero_rate=0.8):
     X = rng.integers(1, 40, size=(n, d)).astype(float)
     X[rng.random((n, d)) < zero_rate] = 0.0  # most entries in one bin, like MNIST's pixels

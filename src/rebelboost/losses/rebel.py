@@ -40,11 +40,11 @@ from scipy.special import logsumexp
 
 from ..exact_sums import exact_sum
 
-# The dtype the vector-leaf boosters keep their rows' weight channels in (the largest row
+# The dtype the vector-leaf boosters keep their rows' weight channels in (the largest weight
 # per iteration scaled to 1, so float32's range holds them): half the bytes per row of
-# float64, and the fits it gives err the same (a float64 fit with its weights and scores
-# rounded to float32 matched float64's test error on all nine sets of
-# benchmarks/float32_state_study.py, BENCHMARKS.md, stop 61). Every sum of them is float64.
+# float64, and the fits it gives predict the same (every test label of the 46-set suite the
+# same as with float64 channels: benchmarks/ab_test_error.py, BENCHMARKS.md, stop 62). Every
+# sum of them is float64.
 CHANNEL_DTYPE = np.float32
 
 # Smoothing of empty sums, relative to each class's total weight: caps |a_k| at ln(1/eps)/2.
