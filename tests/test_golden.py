@@ -82,25 +82,32 @@ BITWISE = [(case, dataset) for case, dataset in CASES if case.startswith("rebel_
 MAX_ULP = 64
 
 
-def _assert_bitwise(got, want, where=""):
-    """JSON documents equal, floats within MAX_ULP ulps."""
+def _assert_documents(got, want, close, where=""):
+    """JSON documents with the same structure, integers, flags and strings; their floats
+    (a list of floats at once) compared by ``close(got, want, where)``."""
     assert type(got) is type(want) or {type(got), type(want)} <= {int, float}, where
     if isinstance(want, dict):
         assert got.keys() == want.keys(), where
         for key in want:
-            _assert_bitwise(got[key], want[key], f"{where}.{key}")
+            _assert_documents(got[key], want[key], close, f"{where}.{key}")
     elif isinstance(want, list):
         assert len(got) == len(want), where
         floats = [isinstance(v, float) for v in want]
         if want and all(floats) and all(isinstance(v, float) for v in got):
-            np.testing.assert_array_max_ulp(np.array(got), np.array(want), MAX_ULP)
+            close(np.array(got), np.array(want), where)
             return
         for i, (a, b) in enumerate(zip(got, want, strict=True)):
-            _assert_bitwise(a, b, f"{where}[{i}]")
+            _assert_documents(a, b, close, f"{where}[{i}]")
     elif isinstance(want, float):
-        np.testing.assert_array_max_ulp(np.float64(got), np.float64(want), MAX_ULP)
+        close(np.float64(got), np.float64(want), where)
     else:
         assert got == want, where
+
+
+def _assert_bitwise(got, want, where=""):
+    """JSON documents equal, floats within MAX_ULP ulps."""
+    _assert_documents(got, want, lambda a, b, _: np.testing.assert_array_max_ulp(a, b, MAX_ULP),
+                      where)
 
 
 @pytest.mark.parametrize(("case", "dataset"), BITWISE)
@@ -132,20 +139,9 @@ def test_the_bitwise_comparison_fails_on_a_tiny_change():
 
 
 def _assert_close(got, want, where=""):
-    """JSON documents with the same structure, integers, flags and strings; floats within
-    1e-5 relative (or 1e-7 absolute)."""
-    if isinstance(want, dict):
-        assert got.keys() == want.keys(), where
-        for key in want:
-            _assert_close(got[key], want[key], f"{where}.{key}")
-    elif isinstance(want, list):
-        assert len(got) == len(want), where
-        for i, (a, b) in enumerate(zip(got, want, strict=True)):
-            _assert_close(a, b, f"{where}[{i}]")
-    elif isinstance(want, float):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, err_msg=where)
-    else:
-        assert got == want, where
+    """JSON documents equal but for floats, within 1e-5 relative (or 1e-7 absolute)."""
+    _assert_documents(got, want, lambda a, b, at: np.testing.assert_allclose(
+        a, b, rtol=1e-5, atol=1e-7, err_msg=at), where)
 
 
 @pytest.mark.parametrize(("case", "dataset"),
