@@ -6,10 +6,11 @@ Bandwidth: a STREAM-like copy (``b[:] = a``: 16 bytes a float64) and sum (8 byte
 grower (``search.histograms.build_leaf_histogram``, every row, every feature, 2K + 1
 channels) on a dense synthetic set (60,000 x 784 bins, K = 10) and on MNIST's training rows
 (sparse path: the zero pixels are each feature's default bin). Its *effective* traffic is the
-least it must move: the bins (1 byte a cell), the rows' channels once (8 (2K + 1) bytes a row;
-for the sparse path the stored entries, 4 bytes each, instead of the bins), and the histogram
-written once; effective bandwidth = that / time (best of 5). A fraction far below 1 means the
-kernel is bound by its scattered additions, not by memory traffic. Results to
+least it must move: the bins (1 byte a cell), the rows' channels once (4 (2K + 1) bytes a row:
+float32, as a fit keeps them; for the sparse path the stored entries, 4 bytes each, instead of
+the bins), and the histogram (float64 cells) written once; effective bandwidth = that / time
+(best of 5). A fraction far below 1 means the kernel is bound by its scattered additions, not
+by memory traffic. Results to
 ``benchmarks/results/roofline.json``::
 
     python benchmarks/bench_roofline.py
@@ -28,6 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from rebelboost.losses.rebel import CHANNEL_DTYPE  # noqa: E402
 from rebelboost.search.binned import BinnedData  # noqa: E402
 from rebelboost.search.histograms import build_leaf_histogram  # noqa: E402
 from rebelboost.search.histograms import dense as dense_kernel  # noqa: E402
@@ -72,18 +74,18 @@ def kernel(data: BinnedData, k: int) -> dict:
     n, d = data.bins.shape
     c = 2 * k + 1
     rng = np.random.default_rng(1)
-    channels = rng.random((n, c))
+    channels = rng.random((n, c)).astype(CHANNEL_DTYPE)  # (as a fit holds them)
     channels[:, -1] = 1.0
     rows = np.arange(n, dtype=np.intp)
-    totals = channels.sum(axis=0)
+    totals = channels.sum(axis=0, dtype=np.float64)
     features = np.arange(d, dtype=np.intp)
     out = np.empty((data.cell_offsets[-1], c))  # the compact leaf histogram
     seconds = best(build_leaf_histogram, data, channels, rows, totals, features, out)
     cells = int(np.sum(data.layout.n_value_bins) + d)
     if data.sparse is None:
-        moved = n * d + n * c * 8 + cells * c * 8
+        moved = n * d + channels.nbytes + cells * c * 8
     else:
-        moved = int(data.sparse.entries.size) * 4 + n * c * 8 + cells * c * 8
+        moved = int(data.sparse.entries.size) * 4 + channels.nbytes + cells * c * 8
     return {"seconds": seconds, "effective_GBps": moved / seconds / 1e9, "bytes": moved,
             "adds_per_s": n * d * c / seconds}
 
