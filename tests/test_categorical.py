@@ -672,6 +672,10 @@ def test_a_numeric_text_column_with_a_typo_is_warned_about():
     with pytest.warns(NumbersAsTextWarning, match=r"column 'b' holds text.* such as '1,5' "
                                                    r"\(row 11\)"):
         RebelClassifier(3).fit(X, y)
+    missing = typo.astype("string").where(rng.random(n) > 0.1)  # (pandas' NA among them)
+    missing[11] = "1,5"
+    with pytest.warns(NumbersAsTextWarning, match=r"such as '1,5' \(row 11\)"):
+        RebelClassifier(3).fit(X.assign(b=missing), y)  # (crashed on NA up to stop 61)
     marked = X["b"].where(rng.random(n) > 0.03, "?")  # (the UCI sets' missing values)
     with pytest.warns(NumbersAsTextWarning, match="such as '\\?'"):
         RebelClassifier(3).fit(X.assign(b=marked.where(marked != "1,5", "0.5")), y)

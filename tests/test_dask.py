@@ -509,3 +509,33 @@ def test_tasks_on_a_block_prefer_its_worker_and_blocks_weigh_their_arrays(client
     assert total.result() == 0.0 and anywhere.result().sum() == 3
     X = np.zeros((1000, 8), dtype=np.float32)
     assert sizeof(RawPartition(X, np.zeros(1000), np.ones(1000))) >= X.nbytes + 16000
+
+
+def test_a_numeric_text_column_with_a_typo_is_warned_about_naming_its_partition(client):
+    """As a local fit (``test_categorical.py``): a column of numbers as text with one typo,
+    split as categories under 'from_dtype', gets a NumbersAsTextWarning, here with the
+    partition and its row; real categories are not warned about."""
+    import warnings
+
+    import pandas as pd
+
+    from rebelboost.categorical import NumbersAsTextWarning
+
+    rng = np.random.default_rng(0)
+    n = 200
+    typo = pd.Series(rng.normal(size=n).round(3)).astype(str)
+    typo[111] = "1,5"
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": typo})
+    y = pd.Series(rng.integers(0, 3, n))
+    Xd, yd = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
+    with pytest.warns(NumbersAsTextWarning) as record:
+        DaskRebelClassifier(n_estimators=2).fit(Xd, yd)
+    message = str(record[0].message)
+    assert "column 'b' holds text" in message and "such as '1,5' (partition 1, row 11)" in message
+    assert record[0].filename == __file__  # (the caller of fit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NumbersAsTextWarning)
+        codes = pd.Series(rng.choice([str(v) for v in range(20)] + ["other", "none"], n))
+        DaskRebelClassifier(n_estimators=2).fit(dd.from_pandas(X.assign(b=codes),
+                                                               npartitions=2), yd)
+        DaskRebelClassifier(n_estimators=2, categorical_features=["b"]).fit(Xd, yd)

@@ -67,13 +67,14 @@ class CategoricalColumns:
         return cls(mask, categories)
 
     @classmethod
-    def merge(cls, parts: list[tuple[np.ndarray, list]], names: list | None
+    def merge(cls, parts: list[tuple[np.ndarray, list, dict]], names: list | None
               ) -> CategoricalColumns | None:
         """The categorical columns of a training X held in parts (a distributed fit's
         partitions), from each part's :func:`part_levels`: the same as :meth:`fit` on all
-        rows at once). Every part must hold the same columns, each of the same kind (a
-        column categorical in one part and numeric in another is an error naming both)."""
-        masks = [np.asarray(m, dtype=bool) for m, _ in parts]
+        rows at once, its :class:`NumbersAsTextWarning` included (naming the partition and
+        its row). Every part must hold the same columns, each of the same kind (a column
+        categorical in one part and numeric in another is an error naming both)."""
+        masks = [np.asarray(m, dtype=bool) for m, _, _ in parts]
         for i, m in enumerate(masks):
             if len(m) != len(masks[0]):
                 raise ValueError(f"partition {i}: X has {len(m)} columns, partition 0 has "
@@ -92,13 +93,15 @@ class CategoricalColumns:
             return None
         categories: list[np.ndarray | None] = [None] * len(mask)
         for j in np.flatnonzero(mask):
-            found = [levels[j] for _, levels in parts if levels[j] is not None]
+            found = [levels[j] for _, levels, _ in parts if levels[j] is not None]
             levels = (_sorted_levels(np.concatenate(found), _name(names, j)) if found
                       else np.empty(0))
             if len(levels) > MAX_CATEGORIES:
                 raise ValueError(f"categorical column {_name(names, j)} has {len(levels)} "
                                  f"levels; at most {MAX_CATEGORIES} are supported")
             categories[j] = levels
+            if all(j in text for _, _, text in parts):
+                _warn_parts_typo([text[j] for _, _, text in parts], levels, _name(names, j))
         return cls(mask, categories)
 
     def transform(self, X):
@@ -182,16 +185,25 @@ def numbers_as_text(col, levels=None, levels_share: float = 0.9, rows_share: flo
     known; its rows are read only for a column that passes the levels' rule."""
     if levels is None:
         levels = _sorted_levels(_present(col, "column"), "column")
-    if len(levels) < 10:
-        return None
     bad = [v for v in levels if not _reads_as_number(v)]
-    if not bad or len(bad) > (1 - levels_share) * len(levels):
+    if not _few_not_numbers(len(levels), len(bad), 0, 1, levels_share, 1.0):
+        return None  # (the levels' rule fails: the rows need not be read)
+    rows = np.flatnonzero(~_missing(col))
+    present = _values(col)[rows]  # (no missing value: pandas' NA compares as NA)
+    bad_rows = int(np.isin(present, np.asarray(bad, dtype=object)).sum())
+    if not _few_not_numbers(len(levels), len(bad), bad_rows, len(present), levels_share,
+                            rows_share):
         return None
-    values = _values(col)
-    present = values[~_missing(col)]
-    if np.isin(present, np.asarray(bad, dtype=object)).sum() > (1 - rows_share) * len(present):
-        return None
-    return bad, int(np.flatnonzero(values == bad[0])[0])
+    return bad, int(rows[np.flatnonzero(present == bad[0])[0]])
+
+
+def _few_not_numbers(n_levels: int, n_bad: int, bad_rows: int, present_rows: int,
+                     levels_share: float = 0.9, rows_share: float = 0.95) -> bool:
+    """:func:`numbers_as_text`'s rule: ten or more distinct values, at least one and at most
+    ``1 - levels_share`` of them not numbers, on at most ``1 - rows_share`` of the present
+    rows."""
+    return (n_levels >= 10 and 0 < n_bad <= (1 - levels_share) * n_levels
+            and bad_rows <= (1 - rows_share) * present_rows)
 
 
 def _reads_as_number(value) -> bool:
@@ -206,29 +218,54 @@ def _warn_numbers_as_text(col, levels: np.ndarray, name: str) -> None:
     """A :class:`NumbersAsTextWarning` where a text column taken as categorical by its dtype
     holds numbers but for a few of its values (:func:`numbers_as_text`)."""
     found = numbers_as_text(col, levels)
-    if found is None:
+    if found is not None:
+        bad, row = found
+        _warn_typo(name, bad, len(levels), f"row {row}", stacklevel=7)
+
+
+def _warn_parts_typo(parts: list[tuple[int, dict]], levels: np.ndarray, name: str) -> None:
+    """:func:`_warn_numbers_as_text` for a column held in parts, from each part's present
+    rows and its values that are not numbers (:func:`part_levels`)."""
+    found_bad = {v for _, found in parts for v in found}
+    bad = [v for v in levels if v in found_bad]  # (in the levels' order, as a local fit's)
+    bad_rows = sum(n for _, found in parts for n, _ in found.values())
+    if not _few_not_numbers(len(levels), len(bad), bad_rows, sum(p for p, _ in parts)):
         return
-    bad, row = found
+    i = next(i for i, (_, found) in enumerate(parts) if bad[0] in found)
+    _warn_typo(name, bad, len(levels), f"partition {i}, row {parts[i][1][bad[0]][1]}",
+               stacklevel=6)  # (the caller of DaskRebelClassifier.fit)
+
+
+def _warn_typo(name: str, bad: list, n_levels: int, where: str, stacklevel: int) -> None:
     what = "is not a number" if len(bad) == 1 else "are not numbers"
     warnings.warn(f"column {name} holds text, so it is split as categories, but {len(bad)} of "
-                  f"its {len(levels)} distinct values {what} and the others are, such as "
-                  f"{bad[0]!r} (row {row}): a numeric column with a typo? Fix those values, or "
+                  f"its {n_levels} distinct values {what} and the others are, such as "
+                  f"{bad[0]!r} ({where}): a numeric column with a typo? Fix those values, or "
                   "name the column in categorical_features to keep it as categories",
-                  NumbersAsTextWarning, stacklevel=6)  # (the caller of fit)
+                  NumbersAsTextWarning, stacklevel=stacklevel)  # (the caller of fit)
 
 
-def part_levels(X, categorical_features) -> tuple[np.ndarray, list]:
-    """One part of a training X: the categorical mask its rows resolve to and each
-    categorical column's distinct values (None where it has none), for
+def part_levels(X, categorical_features) -> tuple[np.ndarray, list, dict]:
+    """One part of a training X: the categorical mask its rows resolve to, each categorical
+    column's distinct values (None where it has none), and, for a column taken as categorical
+    because it holds text (``'from_dtype'``), its present rows and, per value that is not a
+    number, its rows and its first row (what :func:`numbers_as_text` reads), for
     :meth:`CategoricalColumns.merge`."""
     columns, names = _columns(X)
     mask = resolve_mask(categorical_features, columns, names)
     levels: list[np.ndarray | None] = [None] * len(columns)
+    text: dict[int, tuple[int, dict]] = {}
     for j in np.flatnonzero(mask):
         values = _present(columns[j], _name(names, j))
         if len(values):
             levels[j] = _sorted_levels(values, _name(names, j))
-    return mask, levels
+        if isinstance(categorical_features, str) and not _is_categorical_dtype(columns[j]):
+            bad = [v for v in (levels[j] if len(values) else ()) if not _reads_as_number(v)]
+            rows = np.flatnonzero(~_missing(columns[j]))  # (the rows of ``values``)
+            hits = [rows[np.flatnonzero(values == v)] for v in bad]
+            text[int(j)] = (len(values), {v: (len(at), int(at[0]))
+                                          for v, at in zip(bad, hits, strict=True)})
+    return mask, levels, text
 
 
 def resolve_mask(categorical_features, columns: list, names: list | None) -> np.ndarray:
