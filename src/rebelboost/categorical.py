@@ -186,24 +186,26 @@ def numbers_as_text(col, levels=None, levels_share: float = 0.9, rows_share: flo
     if levels is None:
         levels = _sorted_levels(_present(col, "column"), "column")
     bad = [v for v in levels if not _reads_as_number(v)]
-    if not _few_not_numbers(len(levels), len(bad), 0, 1, levels_share, 1.0):
-        return None  # (the levels' rule fails: the rows need not be read)
+    if not _few_levels_not_numbers(len(levels), len(bad), levels_share):
+        return None  # (the rows need not be read)
     rows = np.flatnonzero(~_missing(col))
     present = _values(col)[rows]  # (no missing value: pandas' NA compares as NA)
     bad_rows = int(np.isin(present, np.asarray(bad, dtype=object)).sum())
-    if not _few_not_numbers(len(levels), len(bad), bad_rows, len(present), levels_share,
-                            rows_share):
+    if not _few_rows_not_numbers(bad_rows, len(present), rows_share):
         return None
     return bad, int(rows[np.flatnonzero(present == bad[0])[0]])
 
 
-def _few_not_numbers(n_levels: int, n_bad: int, bad_rows: int, present_rows: int,
-                     levels_share: float = 0.9, rows_share: float = 0.95) -> bool:
-    """:func:`numbers_as_text`'s rule: ten or more distinct values, at least one and at most
-    ``1 - levels_share`` of them not numbers, on at most ``1 - rows_share`` of the present
-    rows."""
-    return (n_levels >= 10 and 0 < n_bad <= (1 - levels_share) * n_levels
-            and bad_rows <= (1 - rows_share) * present_rows)
+def _few_levels_not_numbers(n_levels: int, n_bad: int, levels_share: float = 0.9) -> bool:
+    """:func:`numbers_as_text`'s rule on the distinct values: ten or more, at least one and
+    at most ``1 - levels_share`` of them not numbers."""
+    return n_levels >= 10 and 0 < n_bad <= (1 - levels_share) * n_levels
+
+
+def _few_rows_not_numbers(bad_rows: int, present_rows: int, rows_share: float = 0.95) -> bool:
+    """:func:`numbers_as_text`'s rule on the rows: those values on at most ``1 - rows_share``
+    of the present rows."""
+    return bad_rows <= (1 - rows_share) * present_rows
 
 
 def _reads_as_number(value) -> bool:
@@ -229,7 +231,8 @@ def _warn_parts_typo(parts: list[tuple[int, dict]], levels: np.ndarray, name: st
     found_bad = {v for _, found in parts for v in found}
     bad = [v for v in levels if v in found_bad]  # (in the levels' order, as a local fit's)
     bad_rows = sum(n for _, found in parts for n, _ in found.values())
-    if not _few_not_numbers(len(levels), len(bad), bad_rows, sum(p for p, _ in parts)):
+    if not (_few_levels_not_numbers(len(levels), len(bad))
+            and _few_rows_not_numbers(bad_rows, sum(p for p, _ in parts))):
         return
     i = next(i for i, (_, found) in enumerate(parts) if bad[0] in found)
     _warn_typo(name, bad, len(levels), f"partition {i}, row {parts[i][1][bad[0]][1]}",
