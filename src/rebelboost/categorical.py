@@ -22,6 +22,10 @@ from scipy.sparse import issparse
 # Levels a categorical column may have (values seen in training). The trees give the
 # max_bins most frequent levels their own bins and treat the rest as missing values.
 MAX_CATEGORIES = 1_000_000
+# :func:`numbers_as_text`'s rule: a text column whose distinct values are numbers but for at
+# most a tenth of ten or more, and those few on at most 5% of its present rows.
+NUMBER_LEVELS_SHARE = 0.9
+NUMBER_ROWS_SHARE = 0.95
 
 
 class NumbersAsTextWarning(UserWarning):
@@ -175,8 +179,8 @@ class CategoricalColumns:
         return cls(np.asarray(mask), categories)
 
 
-def numbers_as_text(col, levels=None, levels_share: float = 0.9, rows_share: float = 0.95
-                    ) -> tuple[list, int] | None:
+def numbers_as_text(col, levels=None, levels_share: float = NUMBER_LEVELS_SHARE,
+                    rows_share: float = NUMBER_ROWS_SHARE) -> tuple[list, int] | None:
     """``(the distinct values that are not numbers, the row of the first)`` for a text column
     whose other values are numbers (at least ``levels_share`` of ten or more distinct values)
     and hold most rows (``rows_share`` of those present): a numeric column with a typo, or
@@ -196,16 +200,24 @@ def numbers_as_text(col, levels=None, levels_share: float = 0.9, rows_share: flo
     return bad, int(rows[np.flatnonzero(present == bad[0])[0]])
 
 
-def _few_levels_not_numbers(n_levels: int, n_bad: int, levels_share: float = 0.9) -> bool:
+def _few_levels_not_numbers(n_levels: int, n_bad: int,
+                            levels_share: float = NUMBER_LEVELS_SHARE) -> bool:
     """:func:`numbers_as_text`'s rule on the distinct values: ten or more, at least one and
     at most ``1 - levels_share`` of them not numbers."""
     return n_levels >= 10 and 0 < n_bad <= (1 - levels_share) * n_levels
 
 
-def _few_rows_not_numbers(bad_rows: int, present_rows: int, rows_share: float = 0.95) -> bool:
+def _few_rows_not_numbers(bad_rows: int, present_rows: int,
+                          rows_share: float = NUMBER_ROWS_SHARE) -> bool:
     """:func:`numbers_as_text`'s rule on the rows: those values on at most ``1 - rows_share``
     of the present rows."""
     return bad_rows <= (1 - rows_share) * present_rows
+
+
+def not_numbers(bad: list) -> str:
+    """"is not a number" or "are not numbers", as many as ``bad`` holds (the messages of
+    :func:`numbers_as_text`'s findings)."""
+    return "is not a number" if len(bad) == 1 else "are not numbers"
 
 
 def _reads_as_number(value) -> bool:
@@ -240,7 +252,7 @@ def _warn_parts_typo(parts: list[tuple[int, dict]], levels: np.ndarray, name: st
 
 
 def _warn_typo(name: str, bad: list, n_levels: int, where: str, stacklevel: int) -> None:
-    what = "is not a number" if len(bad) == 1 else "are not numbers"
+    what = not_numbers(bad)
     warnings.warn(f"column {name} holds text, so it is split as categories, but {len(bad)} of "
                   f"its {n_levels} distinct values {what} and the others are, such as "
                   f"{bad[0]!r} ({where}): a numeric column with a typo? Fix those values, or "

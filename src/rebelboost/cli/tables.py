@@ -207,7 +207,7 @@ def numbers_read_as_text(X, declared: str | None) -> list[str]:
         return []
     import pandas as pd
 
-    from ..categorical import numbers_as_text
+    from ..categorical import not_numbers, numbers_as_text
 
     skip = set() if declared is None else {c.strip() for c in declared.split(",")}
     lines = []
@@ -220,9 +220,9 @@ def numbers_read_as_text(X, declared: str | None) -> list[str]:
         found = numbers_as_text(column.astype(str).where(column.notna()))
         if found is not None:
             bad, row = found
-            what = "is not a number" if len(bad) == 1 else "are not numbers"
             lines.append(f"column {name!r} is read as text, so as categories, because {len(bad)} "
-                         f"of its distinct values {what}, such as {bad[0]!r} (data row {row}); "
+                         f"of its distinct values {not_numbers(bad)}, such as {bad[0]!r} "
+                         f"(data row {row}); "
                          "fix them, or name the column in --categorical to keep it as categories")
     return lines
 
