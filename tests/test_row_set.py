@@ -88,7 +88,7 @@ def test_in_place_partition_is_the_stable_copying_partition(kernel, missing_left
     assert_array_equal(copied[1], right)
     args = (bins, order, scratch, start, stop, 1, table)
     if kernel == "_partition_in_place":
-        args += (7,)  # tasks of uneven sizes
+        args += (7, np.full(len(order), 9, dtype=np.uint8))  # tasks of uneven sizes
     middle = start + getattr(row_set, kernel)(*args)
     assert_array_equal(order[start:middle], left)
     assert_array_equal(order[middle:stop], right)

@@ -20,6 +20,7 @@ from rebelboost.search.histograms.sparse import (
 )
 from rebelboost.search.vector_children import (
     children_claimed,
+    claimed_tiles,
     search_children,
     sparse_blocks,
     sparse_children_claimed,
@@ -248,3 +249,28 @@ def test_a_sparse_leaf_histogram_by_blocks_is_the_serial_kernels(seed):
         finally:
             numba.set_num_threads(before)
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n_features", [1, 2, 7, 50, 51, 784])
+@pytest.mark.parametrize("tile", [1, 7, 18, 1000])
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("per_thread", [1, 4])
+def test_claimed_tiles_cover_the_features_in_shares_the_threads_end_together(
+        n_features, tile, n_threads, per_thread):
+    edges = claimed_tiles(n_features, tile, n_threads, per_thread)
+    widths = np.diff(edges)
+    assert edges[0] == 0 and edges[-1] == n_features and (widths > 0).all()
+    assert widths.max() <= tile  # within the cache's share
+    assert widths.max() - widths.min() <= 1
+    if n_features >= n_threads * per_thread:
+        assert len(widths) >= n_threads * per_thread
+        assert len(widths) % n_threads == 0 or len(widths) == n_features  # (one a tile)
+    # the busiest thread (tiles dealt in turn) adds at most a feature a tile more than an
+    # even share
+    per = [widths[t::n_threads].sum() for t in range(n_threads)]
+    assert max(per) <= n_features / n_threads + -(-len(widths) // n_threads)
+
+
+def test_fifty_features_on_two_threads_are_shared_evenly():
+    # (the tiles of 18 features that left one thread 32 features and the other 18)
+    assert np.diff(claimed_tiles(50, 18, 2)).tolist() == [12, 13, 12, 13]

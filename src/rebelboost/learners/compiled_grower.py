@@ -41,7 +41,13 @@ from ..search.histograms.sparse import (
     entry_share,
 )
 from ..search.splits import TIE_RTOL, pick_index
-from ..search.vector_children import children_claimed, sparse_blocks, sparse_children_claimed
+from ..search.vector_children import (
+    TILES_PER_THREAD,
+    children_claimed,
+    claimed_tiles,
+    sparse_blocks,
+    sparse_children_claimed,
+)
 from ..search.vector_leaf import leaf_loss
 from ..search.vector_scan import best_in_tasks
 from .category_sets import masks_to_bitsets
@@ -473,11 +479,10 @@ def children_together(scanned: np.ndarray, tile: int, features: np.ndarray, data
     """:func:`grow_numeric`'s ``together`` for a tree's ``features`` over binned ``data``:
     numba's threads now, :data:`PARALLEL_CHILDREN_WORK` (read at each call, so that tests
     can lower it), what each feature scans (:func:`.vector_children.scan_kinds`), the tiles
-    of at most ``tile`` features, four a thread, that the threads claim over dense bins, and
+    that the threads claim over dense bins (:func:`.vector_children.claimed_tiles`), and
     over sparse bins their entries' feature blocks (:func:`.vector_children.sparse_blocks`)."""
-    n_threads, n_features = numba.get_num_threads(), len(scanned)
-    step = max(1, min(tile, -(-n_features // (4 * n_threads))))
-    tiles = np.append(np.arange(0, n_features, step), n_features).astype(np.intp)
+    n_threads = numba.get_num_threads()
+    tiles = claimed_tiles(len(scanned), tile, n_threads, TILES_PER_THREAD)
     blocks = (np.empty((2, 0), dtype=np.intp) if data.sparse is None
               else sparse_blocks(data.sparse.edges, features))
     return n_threads, PARALLEL_CHILDREN_WORK, np.ascontiguousarray(scanned), tiles, blocks

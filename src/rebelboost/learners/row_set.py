@@ -229,6 +229,7 @@ class LocalRows(RowArrays):
                       else np.array(rows, dtype=np.intp))
         self.sampled = len(self.order) < n
         self._scratch = np.empty_like(self.order)  # the right sides during a partition
+        self._sides = np.empty(len(self.order), dtype=np.uint8)  # (a threaded one's)
         self._gathered = None  # (leaf, its rows' channels): from sums() for histogram()
         self.quantized = self.scales = None
         self.hist_dtype = np.float64
@@ -276,7 +277,7 @@ class LocalRows(RowArrays):
                 self._table(split_bin, missing_left, left_bins))
         n_tasks = row_tasks(stop - start, numba.get_num_threads())
         if n_tasks > 1:
-            middle = start + _partition_in_place(*args, n_tasks)
+            middle = start + _partition_in_place(*args, n_tasks, self._sides)
         else:
             middle = start + _partition_in_place_serial(*args)
         return (start, middle), (middle, stop)
@@ -378,10 +379,12 @@ def _partition_in_place_serial(bins, order, scratch, start, stop, feature, left_
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _partition_in_place(bins, order, scratch, start, stop, feature, left_bins, n_tasks):
+def _partition_in_place(bins, order, scratch, start, stop, feature, left_bins, n_tasks, sides):
     """:func:`_partition_in_place_serial` in ``n_tasks`` parallel tasks: each counts its
-    chunk's left rows, then writes its rows at their final places in ``scratch`` (stable),
-    copied back."""
+    chunk's left rows, noting each row's side in ``sides`` (a byte per position of
+    ``order``), then writes its rows at their final places in ``scratch`` (stable), copied
+    back. The bins are read once: the rows of a deep leaf lie scattered in them, and the
+    second pass reads the sides in order instead."""
     n = stop - start
     n_tasks = max(1, n_tasks)
     bounds = np.linspace(start, stop, n_tasks + 1).astype(np.intp)
@@ -390,8 +393,9 @@ def _partition_in_place(bins, order, scratch, start, stop, feature, left_bins, n
         c = 0
         for i in range(bounds[t], bounds[t + 1]):
             prefetch_ahead(bins, order, i, bounds[t + 1], feature)
-            if _goes_left(bins, order[i], feature, left_bins):
-                c += 1
+            side = _goes_left(bins, order[i], feature, left_bins)
+            sides[i] = side
+            c += side
         lefts[t] = c
     left_at = np.empty(n_tasks, dtype=np.intp)
     right_at = np.empty(n_tasks, dtype=np.intp)
@@ -406,9 +410,8 @@ def _partition_in_place(bins, order, scratch, start, stop, feature, left_bins, n
     for t in numba.prange(n_tasks):
         a, b = left_at[t], right_at[t]
         for i in range(bounds[t], bounds[t + 1]):
-            prefetch_ahead(bins, order, i, bounds[t + 1], feature)
             r = order[i]
-            if _goes_left(bins, r, feature, left_bins):
+            if sides[i]:
                 scratch[a] = r
                 a += 1
             else:
