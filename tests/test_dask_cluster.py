@@ -119,6 +119,27 @@ def test_the_cli_fits_on_a_scheduler_address(address, tmp_path):
     assert bad.exit_code != 0 and "--validation-fraction" in bad.output
 
 
+def test_the_cli_on_a_scheduler_says_which_column_holds_numbers_as_text(address, tmp_path):
+    """A column of numbers with one typo is read as text, so as categories: the cluster's fit
+    says so on a ``warning:`` line naming the column, the typo and its partition and row, as
+    the local fit's command line does (its own line), and still writes a model."""
+    X, y = _data(n=600, d=2, seed=2)
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1].round(3).astype(str), "label": y})
+    frame.loc[7, "b"] = "1,5"
+    parts = tmp_path / "typo"
+    parts.mkdir()
+    for i, (a, b) in enumerate([(0, 300), (300, 600)]):
+        frame.iloc[a:b].to_csv(parts / f"part{i}.csv", index=False)
+    result = CliRunner().invoke(main, ["fit", str(parts / "*.csv"), "--target", "label",
+                                       "--n-estimators", "2", "-q", "--scheduler", address,
+                                       "-o", str(tmp_path / "typo.json")])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("warning: ")]
+    assert len(lines) == 1, result.output
+    assert "column 'b' holds text" in lines[0] and "'1,5' (partition 0, row 7)" in lines[0]
+    assert load_model(tmp_path / "typo.json").n_features_in_ == 2
+
+
 def test_a_worker_killed_mid_fit_is_restarted_and_the_model_is_the_same(address):
     X, y = _data(n=3000, seed=1)
     Xd, yd = da.from_array(X, chunks=(750, 5)), da.from_array(y, chunks=750)

@@ -9,9 +9,11 @@ through this process; the model file written is the local estimator's
 from __future__ import annotations
 
 import time
+import warnings
 
 import click
 
+from ..categorical import NumbersAsTextWarning
 from .tables import categorical_columns, read_decision_costs
 
 
@@ -54,8 +56,16 @@ def fit_on_cluster(address: str, data: str, target: str | None, n_estimators: in
                                                                              classes)
         model = DaskRebelClassifier(n_estimators, client=client, **params)
         start = time.perf_counter()
-        model.fit(X, y)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", NumbersAsTextWarning)
+            model.fit(X, y)
         seconds = time.perf_counter() - start
+        for warning in caught:  # (the workers' finding, in the command line's form)
+            if issubclass(warning.category, NumbersAsTextWarning):
+                click.echo(f"warning: {warning.message}", err=True)
+            else:
+                warnings.showwarning(warning.message, warning.category, warning.filename,
+                                     warning.lineno)
         if not quiet:
             n_rows = int(len(frame))
             local = model.to_local()  # each partition scored where it lives
