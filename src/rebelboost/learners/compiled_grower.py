@@ -42,7 +42,6 @@ from ..search.histograms.sparse import (
 )
 from ..search.splits import TIE_RTOL, pick_index
 from ..search.vector_children import (
-    TILES_PER_THREAD,
     children_claimed,
     claimed_tiles,
     sparse_blocks,
@@ -482,7 +481,7 @@ def children_together(scanned: np.ndarray, tile: int, features: np.ndarray, data
     that the threads claim over dense bins (:func:`.vector_children.claimed_tiles`), and
     over sparse bins their entries' feature blocks (:func:`.vector_children.sparse_blocks`)."""
     n_threads = numba.get_num_threads()
-    tiles = claimed_tiles(len(scanned), tile, n_threads, TILES_PER_THREAD)
+    tiles = claimed_tiles(len(scanned), tile, n_threads)
     blocks = (np.empty((2, 0), dtype=np.intp) if data.sparse is None
               else sparse_blocks(data.sparse.edges, features))
     return n_threads, PARALLEL_CHILDREN_WORK, np.ascontiguousarray(scanned), tiles, blocks
