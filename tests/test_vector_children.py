@@ -253,37 +253,31 @@ def test_a_sparse_leaf_histogram_by_blocks_is_the_serial_kernels(seed):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("kind", ["shared", "claimed"])
 @pytest.mark.parametrize("n_features", [1, 2, 7, 13, 50, 51, 784])
 @pytest.mark.parametrize("tile", [1, 7, 18, 1000])
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
-def test_shared_tiles_cover_the_features_in_shares_the_threads_end_together(
-        n_features, tile, n_threads):
-    edges = shared_tiles(n_features, tile, n_threads)
+def test_feature_tiles_cover_the_features_within_the_cache_share(kind, n_features, tile,
+                                                                  n_threads):
+    """Both kinds of tiles cover the features, at most ``tile`` wide. Shared tiles (a large
+    child's) come in a multiple of the threads, evenly wide, no more than the cache needs;
+    claimed ones (the compiled grower's) give each thread several, of equal widths."""
+    edges = (shared_tiles if kind == "shared" else claimed_tiles)(n_features, tile, n_threads)
     widths = np.diff(edges)
     assert edges[0] == 0 and edges[-1] == n_features and (widths > 0).all()
-    assert widths.max() <= tile  # within the cache's share
+    assert widths.max() <= tile
+    if kind == "claimed":
+        assert (widths[:-1] == widths[0]).all()  # (the last one short)
+        assert len(widths) >= min(n_features, TILES_PER_THREAD * n_threads) / 2
+        return
     assert widths.max() - widths.min() <= 1
     assert len(widths) % n_threads == 0 or len(widths) == n_features  # (one a tile)
-    # no more tiles than the cache needs, rounded up to the threads
     by_cache = -(-n_features // tile)
     assert len(widths) <= -(-by_cache // n_threads) * n_threads
     # the busiest thread (tiles dealt in turn) adds at most a feature a tile more than an
     # even share
     per = [widths[t::n_threads].sum() for t in range(n_threads)]
     assert max(per) <= n_features / n_threads + -(-len(widths) // n_threads)
-
-
-@pytest.mark.parametrize("n_features", [1, 2, 7, 13, 50, 784])
-@pytest.mark.parametrize("tile", [1, 7, 18, 1000])
-@pytest.mark.parametrize("n_threads", [1, 2, 3])
-def test_claimed_tiles_give_each_thread_several_within_the_cache_share(
-        n_features, tile, n_threads):
-    edges = claimed_tiles(n_features, tile, n_threads)
-    widths = np.diff(edges)
-    assert edges[0] == 0 and edges[-1] == n_features and (widths > 0).all()
-    assert widths.max() <= tile and (widths[:-1] == widths[0]).all()
-    # (equal widths, the last one short: at least half the tiles asked for)
-    assert len(widths) >= min(n_features, TILES_PER_THREAD * n_threads) / 2
 
 
 def test_fifty_features_on_two_threads_are_shared_evenly():
