@@ -119,6 +119,39 @@ def test_the_cli_fits_on_a_scheduler_address(address, tmp_path):
     assert bad.exit_code != 0 and "--validation-fraction" in bad.output
 
 
+def test_the_cli_on_a_scheduler_takes_per_row_cost_columns(address, tmp_path):
+    """``--cost-columns`` on a cluster: the workers read each row's costs with its features
+    (the ``cost_<class>`` columns, dropped from the features), and with integer histograms
+    the model file is the local command line's, byte for byte."""
+    X, y = _data(n=900, d=3, seed=4)
+    frame = pd.DataFrame(X, columns=["x0", "x1", "x2"])
+    frame["label"] = np.array(["low", "mid", "high"])[y]
+    rng = np.random.default_rng(5)
+    for j, name in enumerate(["low", "mid", "high"]):  # a wrong label costs 1-4, by row
+        frame[f"cost_{name}"] = np.where(y == j, 0.0, rng.uniform(1, 4, len(y)).round(2))
+    parts = tmp_path / "costs"
+    parts.mkdir()
+    for i, (a, b) in enumerate([(0, 400), (400, 900)]):
+        frame.iloc[a:b].to_csv(parts / f"part{i}.csv", index=False)
+    frame.to_csv(tmp_path / "all.csv", index=False)
+    runner = CliRunner()
+    for where, source, scheduler in (("dist.json", str(parts / "*.csv"), ["--scheduler", address]),
+                                     ("local.json", str(tmp_path / "all.csv"), [])):
+        result = runner.invoke(main, ["fit", source, "--target", "label", "--cost-columns",
+                                      "--n-estimators", "4", "--random-state", "3",
+                                      "--histogram-bits", "12", "-q", *scheduler,
+                                      "-o", str(tmp_path / where)])
+        assert result.exit_code == 0, result.output
+    assert (tmp_path / "dist.json").read_bytes() == (tmp_path / "local.json").read_bytes()
+    model = load_model(tmp_path / "dist.json")
+    assert model.n_features_in_ == 3 and model.cost_matrix_.shape == (3, 3)
+    frame.drop(columns="cost_mid").to_csv(parts / "part1.csv", index=False)  # one column short
+    bad = runner.invoke(main, ["fit", str(parts / "part1.csv"), "--target", "label",
+                               "--cost-columns", "--scheduler", address,
+                               "-o", str(tmp_path / "bad.json")])
+    assert bad.exit_code != 0 and "missing ['cost_mid']" in bad.output, bad.output
+
+
 def test_the_cli_on_a_scheduler_says_which_column_holds_numbers_as_text(address, tmp_path):
     """A column of numbers with one typo is read as text, so as categories: the cluster's fit
     says so on a ``warning:`` line naming the column, the typo and its partition and row, as

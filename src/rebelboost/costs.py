@@ -169,15 +169,12 @@ def _some(rows: np.ndarray) -> str:
     return shown + (f", ... ({len(rows)} in all)" if len(rows) > 5 else "")
 
 
-def cost_columns(frame, classes, prefix: str = "cost_") -> tuple[np.ndarray, list[str]]:
-    """Per-sample costs from a table's columns ``prefix + str(class)``, one per class.
-
-    Returns ``(sample_cost, column names)`` with columns in the order of ``classes``, so a
-    caller (the command line) can drop those columns from the features. The values are
-    checked by ``fit``.
-    """
+def cost_column_names(columns, classes, prefix: str = "cost_") -> list:
+    """The columns among ``columns`` that hold per-sample costs, ``prefix + str(class)``, one
+    per class, in the order of ``classes`` (a ValueError naming the missing and the extra
+    ones otherwise)."""
     names = [str(c) for c in np.asarray(classes).tolist()]
-    present = [str(c) for c in frame.columns if str(c).startswith(prefix)]
+    present = [str(c) for c in columns if str(c).startswith(prefix)]
     wanted = [prefix + name for name in names]
     missing = [c for c in wanted if c not in present]
     extra = [c for c in present if c not in wanted]
@@ -188,12 +185,24 @@ def cost_columns(frame, classes, prefix: str = "cost_") -> tuple[np.ndarray, lis
             + ("; " if missing and extra else "")
             + (f"no class for {extra}" if extra else "")
         )
-    by_name = {str(c): c for c in frame.columns}
+    by_name = {str(c): c for c in columns}
+    return [by_name[c] for c in wanted]
+
+
+def cost_columns(frame, classes, prefix: str = "cost_") -> tuple[np.ndarray, list[str]]:
+    """Per-sample costs from a table's columns ``prefix + str(class)``, one per class
+    (:func:`cost_column_names`).
+
+    Returns ``(sample_cost, column names)`` with columns in the order of ``classes``, so a
+    caller (the command line) can drop those columns from the features. The values are
+    checked by ``fit``.
+    """
+    names = cost_column_names(frame.columns, classes, prefix)
     try:
-        cost = frame[[by_name[c] for c in wanted]].to_numpy(dtype=np.float64)
+        cost = frame[names].to_numpy(dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"cost columns must be numeric: {exc}") from None
-    return cost, [by_name[c] for c in wanted]
+    return cost, names
 
 
 def resolve_costs(cost_matrix, sample_cost, codes: np.ndarray, n_classes: int, classes=None,

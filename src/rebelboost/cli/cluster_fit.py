@@ -14,15 +14,17 @@ import warnings
 import click
 
 from ..categorical import NumbersAsTextWarning
+from ..costs import cost_column_names
 from .tables import categorical_columns, read_decision_costs
 
 
 def fit_on_cluster(address: str, data: str, target: str | None, n_estimators: int | None,
                    params: dict, categorical: str | None, quiet: bool,
-                   cost_matrix: str | None = None):
+                   cost_matrix: str | None = None, cost_columns: bool = False):
     """Fit DATA's rows on the cluster at ``address`` (``cost_matrix``: a cost CSV, as the
-    local fit reads it); returns the fitted estimator (saved by the caller), after echoing a
-    summary unless ``quiet``."""
+    local fit reads it; ``cost_columns``: per-row costs from DATA's ``cost_<class>``
+    columns, which the workers read with the rows); returns the fitted estimator (saved by
+    the caller), after echoing a summary unless ``quiet``."""
     try:
         import dask.dataframe as dd
         from distributed import Client
@@ -42,23 +44,28 @@ def fit_on_cluster(address: str, data: str, target: str | None, n_estimators: in
         raise click.ClickException(f"--scheduler needs --target naming a column of {data!r} "
                                    f"(it has {list(frame.columns)})")
     X, y = frame.drop(columns=[target]), frame[target]
-    params = dict(params, categorical_features=categorical_columns(X, categorical))
     try:
         client = Client(address, timeout="30s")
     except OSError as exc:
         raise click.ClickException(f"cannot reach the scheduler at {address!r}: {exc}") from None
     with client:
-        if cost_matrix is not None:  # its rows and columns name the classes: read them first
+        sample_cost = None
+        if cost_matrix is not None or cost_columns:  # (they name the classes: read them)
             import numpy as np
 
             classes = np.unique(y.unique().compute().to_numpy())
+        if cost_matrix is not None:
             params["cost_matrix"], params["decisions"] = read_decision_costs(cost_matrix,
                                                                              classes)
+        if cost_columns:  # (checked as numbers by fit, partition by partition)
+            names = cost_column_names(X.columns, classes)
+            sample_cost, X = X[names], X.drop(columns=names)
+        params = dict(params, categorical_features=categorical_columns(X, categorical))
         model = DaskRebelClassifier(n_estimators, client=client, **params)
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", NumbersAsTextWarning)
-            model.fit(X, y)
+            model.fit(X, y, sample_cost=sample_cost)
         seconds = time.perf_counter() - start
         for warning in caught:  # (the workers' finding, in the command line's form)
             if issubclass(warning.category, NumbersAsTextWarning):

@@ -170,12 +170,12 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         raise click.UsageError("give --cost-matrix or --cost-columns, not both")
     if scheduler is not None:
         refused = [name for name, given in (
-            ("--cost-columns", cost_columns), ("--validation-fraction", validation_fraction),
+            ("--validation-fraction", validation_fraction),
             ("--weak-learner " + weak_learner, weak_learner != "vector_tree")) if given]
         if refused:
             raise click.UsageError(f"--scheduler does not take {', '.join(refused)} (the "
-                                   "distributed fit: vector_tree, a cost matrix, no held-out "
-                                   "split)")
+                                   "distributed fit: vector_tree, a cost matrix or cost "
+                                   "columns, no held-out split)")
         from .cluster_fit import fit_on_cluster
 
         params = dict(max_depth=max_depth, max_leaves=max_leaves, learning_rate=learning_rate,
@@ -184,7 +184,7 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         with _replacing(model_out) as temporary:
             with _library_errors(f"cannot fit {data!r} on {scheduler}"):
                 model = fit_on_cluster(scheduler, data, target, n_estimators, params,
-                                       categorical, quiet, cost_matrix)
+                                       categorical, quiet, cost_matrix, cost_columns)
             model.save(temporary)
         if not quiet:
             click.echo(f"wrote {model_out}")
