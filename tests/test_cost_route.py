@@ -300,19 +300,19 @@ def test_only_the_defaults_small_shape_is_weighed():
 
 
 def test_the_report_and_the_command_line_say_which_shape_decides():
-    from rebelboost.cli.model_commands import _route_line
+    from rebelboost.cli.model_commands import route_line
     from rebelboost.experiments.cost_sensitive import make_gaussian_mixture
     from rebelboost.report.cost_view import cost_route_section
 
     X, y, _ = make_gaussian_mixture(np.random.default_rng(2), 2, 2, 600)
     model = RebelClassifier(cost_matrix=_hedge(2), random_state=0).fit(X, y)
     shape = model.cost_evidence_["shape"]
-    for text in (cost_route_section(model), _route_line(model)):
+    for text in (cost_route_section(model), route_line(model)):
         assert "the smooth shape: out-of-fold route cost " in text
         assert f"{shape['route_cost']['smooth']:.4g}" in text
         assert f"{shape['route_cost']['defaults']:.4g}" in text
     plain = RebelClassifier(20, cost_matrix=_hedge(2), random_state=0).fit(X, y)
-    assert "shape" not in cost_route_section(plain) and "trees:" not in _route_line(plain)
+    assert "shape" not in cost_route_section(plain) and "trees:" not in route_line(plain)
     # (and how the map was sized to the final model)
     evidence = model.cost_evidence_
     assert (f"median margin is {evidence['final_margin']:.4g}" in cost_route_section(model)

@@ -145,6 +145,21 @@ def test_the_cli_on_a_scheduler_takes_per_row_cost_columns(address, tmp_path):
     assert (tmp_path / "dist.json").read_bytes() == (tmp_path / "local.json").read_bytes()
     model = load_model(tmp_path / "dist.json")
     assert model.n_features_in_ == 3 and model.cost_matrix_.shape == (3, 3)
+    # the summary, as the local command line's: error, cost (by the class-mean cost rows)
+    # and the route, each partition scored without its cost columns
+    said = {}
+    for where, source, scheduler in (("dist.json", str(parts / "*.csv"), ["--scheduler", address]),
+                                     ("local.json", str(tmp_path / "all.csv"), [])):
+        result = runner.invoke(main, ["fit", source, "--target", "label", "--cost-columns",
+                                      "--n-estimators", "4", "--random-state", "3",
+                                      "--histogram-bits", "12", "-o", str(tmp_path / where),
+                                      *scheduler])
+        assert result.exit_code == 0, result.output
+        said[where] = {line.split()[1]: line.split()[2] for line in result.output.splitlines()
+                       if line.startswith("  training ")}
+        assert "decides by" in result.output
+    assert said["dist.json"] == said["local.json"] and set(said["dist.json"]) == {
+        "loss", "error", "cost"}
     frame.drop(columns="cost_mid").to_csv(parts / "part1.csv", index=False)  # one column short
     bad = runner.invoke(main, ["fit", str(parts / "part1.csv"), "--target", "label",
                                "--cost-columns", "--scheduler", address,

@@ -74,16 +74,46 @@ def fit_on_cluster(address: str, data: str, target: str | None, n_estimators: in
                 warnings.showwarning(warning.message, warning.category, warning.filename,
                                      warning.lineno)
         if not quiet:
-            n_rows = int(len(frame))
-            local = model.to_local()  # each partition scored where it lives
-            wrong = frame.map_partitions(
-                lambda part: (local.predict(part.drop(columns=[target]))
-                              != part[target].to_numpy()).sum(), meta=(None, "i8"))
-            error = float(wrong.sum().compute()) / n_rows
+            costly = cost_matrix is not None or cost_columns
+            n_rows, (wrong, cost) = _score_partitions(frame, list(X.columns), target,
+                                                      model.to_local(), costly)
             click.echo(f"fitted {model.n_estimators_} iterations on {n_rows} rows x "
                        f"{model.n_features_in_} features, {len(model.classes_)} classes, on "
                        f"{len(client.nthreads())} workers in {seconds:.2f} s "
                        f"({model.round_trips_.mean():.1f} round trips a tree)")
             click.echo(f"  training loss    {model.train_loss_[-1]:.6g}")
-            click.echo(f"  training error   {error:.4f}  (all rows of DATA)")
+            if model.decisions_ is None:
+                click.echo(f"  training error   {wrong / n_rows:.4f}  (all rows of DATA)")
+            if costly:
+                from .model_commands import route_line
+
+                click.echo(f"  training cost    {cost / n_rows:.4f}")
+                click.echo(f"  decides by       {route_line(model)}")
     return model
+
+
+def _score_partitions(frame, features: list, target: str, local, costly: bool
+                      ) -> tuple[int, tuple[int, float]]:
+    """``(rows, (wrong labels, summed cost))`` of the fitted ``local`` model on DATA, each
+    partition scored where it lives (the cost by the model's cost matrix, as the local
+    command line's summary: per-row cost columns by their classes' mean rows)."""
+    import numpy as np
+    import pandas as pd
+
+    from ..metrics import mean_cost
+
+    def tally(part):
+        truth = part[target].to_numpy()
+        wrong = cost = 0.0
+        if len(part):
+            predicted = local.predict(part[features])
+            if local.decisions_ is None:
+                wrong = float(np.sum(predicted != truth))
+            if costly:
+                cost = len(part) * mean_cost(truth, predicted, local.cost_matrix_,
+                                             local.classes_, local.decisions_)
+        return pd.DataFrame({"rows": [len(part)], "wrong": [wrong], "cost": [cost]})
+
+    sums = frame.map_partitions(tally, meta={"rows": "i8", "wrong": "f8", "cost": "f8"}
+                                ).sum().compute()
+    return int(sums["rows"]), (int(sums["wrong"]), float(sums["cost"]))

@@ -250,7 +250,7 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
     if costly:
         cost = mean_cost(y, predicted, model.cost_matrix_, model.classes_, model.decisions_)
         click.echo(f"  training cost    {cost:.4f}")
-        click.echo(f"  decides by       {_route_line(model)}")
+        click.echo(f"  decides by       {route_line(model)}")
     if model.best_iteration_ is not None:
         kept = history[model.best_iteration_ - 1]
         name = "cost " if costly else "error"
@@ -259,7 +259,7 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
     click.echo(f"wrote {model_out}")
 
 
-def _route_line(model) -> str:
+def route_line(model) -> str:
     """The cost route and its out-of-fold evidence, in one line."""
     evidence = getattr(model, "cost_evidence_", {})
     costs = evidence.get("route_costs", {})
