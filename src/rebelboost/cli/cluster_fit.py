@@ -81,14 +81,10 @@ def fit_on_cluster(address: str, data: str, target: str | None, n_estimators: in
                        f"{model.n_features_in_} features, {len(model.classes_)} classes, on "
                        f"{len(client.nthreads())} workers in {seconds:.2f} s "
                        f"({model.round_trips_.mean():.1f} round trips a tree)")
-            click.echo(f"  training loss    {model.train_loss_[-1]:.6g}")
-            if model.decisions_ is None:
-                click.echo(f"  training error   {wrong / n_rows:.4f}  (all rows of DATA)")
-            if costly:
-                from .model_commands import route_line
+            from .model_commands import training_lines
 
-                click.echo(f"  training cost    {cost / n_rows:.4f}")
-                click.echo(f"  decides by       {route_line(model)}")
+            for line in training_lines(model, wrong / n_rows, cost / n_rows if costly else None):
+                click.echo(line)
     return model
 
 

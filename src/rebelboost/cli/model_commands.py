@@ -244,19 +244,28 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
     click.echo(f"fitted {model.n_estimators_} iterations ({kind}) on {len(y)} rows x "
                f"{model.n_features_in_} features, {len(model.classes_)} classes, in "
                f"{seconds:.2f} s")
-    click.echo(f"  training loss    {model.train_loss_[-1]:.6g}")
-    if model.decisions_ is None:
-        click.echo(f"  training error   {np.mean(predicted != y):.4f}  (all rows of DATA)")
-    if costly:
-        cost = mean_cost(y, predicted, model.cost_matrix_, model.classes_, model.decisions_)
-        click.echo(f"  training cost    {cost:.4f}")
-        click.echo(f"  decides by       {route_line(model)}")
+    cost = (mean_cost(y, predicted, model.cost_matrix_, model.classes_, model.decisions_)
+            if costly else None)
+    for line in training_lines(model, float(np.mean(predicted != y)), cost):
+        click.echo(line)
     if model.best_iteration_ is not None:
         kept = history[model.best_iteration_ - 1]
         name = "cost " if costly else "error"
         click.echo(f"  validation {name} {kept.validation_cost:.4f}  (best iteration "
                    f"{model.best_iteration_} of {len(history)} run; early stopping)")
     click.echo(f"wrote {model_out}")
+
+
+def training_lines(model, error: float, cost: float | None) -> list[str]:
+    """The summary's lines on the training rows, for a local or a cluster fit: the loss, the
+    error (not where the model decides among decisions that are not labels), and with costs
+    (``cost`` not None) the mean cost and the route."""
+    lines = [f"  training loss    {model.train_loss_[-1]:.6g}"]
+    if model.decisions_ is None:
+        lines.append(f"  training error   {error:.4f}  (all rows of DATA)")
+    if cost is not None:
+        lines += [f"  training cost    {cost:.4f}", f"  decides by       {route_line(model)}"]
+    return lines
 
 
 def route_line(model) -> str:

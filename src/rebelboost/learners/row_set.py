@@ -229,7 +229,7 @@ class LocalRows(RowArrays):
                       else np.array(rows, dtype=np.intp))
         self.sampled = len(self.order) < n
         self._scratch = np.empty_like(self.order)  # the right sides during a partition
-        self._sides = np.empty(len(self.order), dtype=np.uint8)  # (a threaded one's)
+        self._sides = None  # each row's side during a threaded partition (made at the first)
         self._gathered = None  # (leaf, its rows' channels): from sums() for histogram()
         self.quantized = self.scales = None
         self.hist_dtype = np.float64
@@ -277,6 +277,8 @@ class LocalRows(RowArrays):
                 self._table(split_bin, missing_left, left_bins))
         n_tasks = row_tasks(stop - start, numba.get_num_threads())
         if n_tasks > 1:
+            if self._sides is None:
+                self._sides = np.empty(len(self.order), dtype=np.uint8)
             middle = start + _partition_in_place(*args, n_tasks, self._sides)
         else:
             middle = start + _partition_in_place_serial(*args)
