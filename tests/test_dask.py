@@ -296,6 +296,38 @@ def test_early_stopping_on_an_eval_set_gives_the_local_model(client):
     assert len(dist.round_trips_) == dist.n_estimators_
 
 
+@pytest.mark.parametrize("chunks", [(400, 0, 600, 500), (1500,)])
+def test_early_stopping_without_an_eval_set_holds_out_the_local_fits_rows(client, chunks):
+    """No eval set: the partitions' rows that a local fit on all of them holds out (drawn on
+    the client from the rows' classes) are scored after every iteration, the trees grow on
+    the rest: with integer histograms the local model file byte for byte (also with row
+    sampling and per-row costs), with float ones the same trees and stopping point."""
+    X, y = _data(n=1500, d=6, k=3, seed=8)
+    weight = np.random.default_rng(3).uniform(0.5, 2, len(y))
+    cost = np.where(np.arange(3) == y[:, None], 0.0,
+                    np.random.default_rng(4).uniform(1, 3, (len(y), 3)))
+    Xd = da.from_array(X, chunks=(chunks, 6))
+    wd, cd = da.from_array(weight, chunks=(chunks,)), da.from_array(cost, chunks=(chunks, 3))
+    yd = da.from_array(y, chunks=(chunks,))
+    base = dict(n_estimators=60, learning_rate=0.3, max_leaves=15, early_stopping=True,
+                n_iter_no_change=3, random_state=1)
+    for extra, fit in ((dict(histogram_bits=12), {}),
+                       (dict(histogram_bits=12, subsample=0.6), {"sample_weight": weight}),
+                       (dict(histogram_bits=12, cost_strategy="loss"), {"sample_cost": cost})):
+        local = RebelClassifier(**base, **extra).fit(X, y, **fit)
+        dist = DaskRebelClassifier(**base, **extra).fit(
+            Xd, yd, **{name: {"sample_weight": wd, "sample_cost": cd}[name] for name in fit})
+        assert local.best_iteration_ < len(local.validation_loss_) < 60  # it stopped early
+        assert _model_file(dist) == _model_file(local), extra
+        assert_array_equal(dist.validation_loss_, local.validation_loss_)
+    local = RebelClassifier(**base).fit(X, y)
+    dist = DaskRebelClassifier(**base).fit(Xd, yd)
+    assert dist.best_iteration_ == local.best_iteration_ < 60
+    assert_allclose(dist.validation_loss_, local.validation_loss_, rtol=1e-9)
+    for name in TREE_FIELDS:
+        assert_array_equal(getattr(dist.trees_, name), getattr(local.trees_, name))
+
+
 def test_row_sampling_gives_the_local_model(client):
     """``subsample`` (uniform): each tree's rows drawn on the client as the local fit draws
     them, the rows outside the sample routed through the tree; the same trees and covers."""
@@ -352,9 +384,7 @@ def test_quantized_fits_write_the_local_model_file_bit_for_bit(client, monkeypat
 def test_what_the_distributed_fit_lacks_is_refused_up_front(client):
     X, y = _data(n=200, d=3)
     Xd, yd = da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100)
-    for params in (dict(weak_learner="stump"), dict(subsample=0.5, sampling="goss"),
-                   dict(early_stopping=True),
-                   dict(early_stopping="auto")):
+    for params in (dict(weak_learner="stump"), dict(subsample=0.5, sampling="goss")):
         with pytest.raises(NotImplementedError, match="distributed fit"):
             DaskRebelClassifier(n_estimators=2, **params).fit(Xd, yd)
     with pytest.raises(ValueError, match="decisions need cost_strategy='posterior'"):

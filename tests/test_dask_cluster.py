@@ -114,9 +114,24 @@ def test_the_cli_fits_on_a_scheduler_address(address, tmp_path):
         written = (tmp_path / "dist12.json").read_bytes()
         assert written == (tmp_path / "local12.json").read_bytes()
     assert b'"refer"' in written
+    # early stopping on the rows a local fit holds out: the same file, the same summary line
+    said = {}
+    for where, scheduler in (("dist_es.json", ["--scheduler", address]), ("local_es.json", [])):
+        source = str(parts / "*.csv") if scheduler else str(tmp_path / "all.csv")
+        result = runner.invoke(main, ["fit", source, "--target", "label", "--n-estimators",
+                                      "40", "--learning-rate", "1", "--random-state", "3",
+                                      "--histogram-bits", "12", "--validation-fraction", "0.2",
+                                      "--n-iter-no-change", "2", *scheduler,
+                                      "-o", str(tmp_path / where)])
+        assert result.exit_code == 0, result.output
+        said[where] = [line for line in result.output.splitlines() if "validation" in line]
+    assert (tmp_path / "dist_es.json").read_bytes() == (tmp_path / "local_es.json").read_bytes()
+    assert said["dist_es.json"] == said["local_es.json"] and "early stopping" in said[
+        "dist_es.json"][0]
+    assert load_model(tmp_path / "dist_es.json").n_estimators_ < 40
     bad = runner.invoke(main, ["fit", str(tmp_path / "all.csv"), "--target", "label",
-                               "--scheduler", address, "--validation-fraction", "0.1"])
-    assert bad.exit_code != 0 and "--validation-fraction" in bad.output
+                               "--scheduler", address, "--weak-learner", "stump"])
+    assert bad.exit_code != 0 and "--weak-learner stump" in bad.output
 
 
 def test_the_cli_on_a_scheduler_takes_per_row_cost_columns(address, tmp_path):

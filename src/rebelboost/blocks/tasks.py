@@ -169,10 +169,21 @@ def _costs(raw: RawPartition, classes: np.ndarray, n_decisions: int | None = Non
         raise ValueError(f"partitions from {raw.index}: {exc}") from None
 
 
-def codes_and_weights(raw: RawPartition, classes: np.ndarray) -> tuple:
-    """The rows' class codes, sample weights and ``sample_cost`` rows (None without): a cost
-    route's folds are dealt on them and its guard weighs the routes by them."""
-    return np.searchsorted(classes, raw.y).astype(np.intp), raw.weight, raw.cost
+def codes_and_weights(raw: RawPartition, classes: np.ndarray, costs: bool = True) -> tuple:
+    """The rows' class codes, sample weights and ``sample_cost`` rows (None without, or
+    unless ``costs``): a cost route's folds are dealt on them and its guard weighs the
+    routes by them; an early-stopping fit's held-out rows are drawn on them."""
+    return (np.searchsorted(classes, raw.y).astype(np.intp), raw.weight,
+            raw.cost if costs else None)
+
+
+def hold_out(raw: RawPartition, held: np.ndarray) -> tuple[RawPartition, RawPartition]:
+    """The partition's rows split in two, each in order: those it keeps for training, and
+    those ``held`` marks (an early-stopping fit's validation rows)."""
+    def rows(mask):
+        return RawPartition(raw.X[mask], raw.y[mask], raw.weight[mask],
+                            None if raw.cost is None else raw.cost[mask], raw.index)
+    return rows(~held), rows(held)
 
 
 def select_rows(raw: RawPartition, keep: np.ndarray, classes: np.ndarray) -> tuple:

@@ -62,10 +62,11 @@ def fit_on_cluster(address: str, data: str, target: str | None, n_estimators: in
             sample_cost, X = X[names], X.drop(columns=names)
         params = dict(params, categorical_features=categorical_columns(X, categorical))
         model = DaskRebelClassifier(n_estimators, client=client, **params)
+        history: list = []
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", NumbersAsTextWarning)
-            model.fit(X, y, sample_cost=sample_cost)
+            model.fit(X, y, sample_cost=sample_cost, callbacks=[history.append])
         seconds = time.perf_counter() - start
         for warning in caught:  # (the workers' finding, in the command line's form)
             if issubclass(warning.category, NumbersAsTextWarning):
@@ -83,7 +84,8 @@ def fit_on_cluster(address: str, data: str, target: str | None, n_estimators: in
                        f"({model.round_trips_.mean():.1f} round trips a tree)")
             from .model_commands import training_lines
 
-            for line in training_lines(model, wrong / n_rows, cost / n_rows if costly else None):
+            for line in training_lines(model, wrong / n_rows, cost / n_rows if costly else None,
+                                       history):
                 click.echo(line)
     return model
 

@@ -168,19 +168,21 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         raise click.UsageError("--n-iter-no-change needs --validation-fraction (early stopping)")
     if cost_columns and cost_matrix is not None:
         raise click.UsageError("give --cost-matrix or --cost-columns, not both")
+    stopping = {}
+    if validation_fraction is not None:
+        stopping = dict(early_stopping=True, validation_fraction=validation_fraction)
+        if n_iter_no_change is not None:
+            stopping["n_iter_no_change"] = n_iter_no_change
     if scheduler is not None:
-        refused = [name for name, given in (
-            ("--validation-fraction", validation_fraction),
-            ("--weak-learner " + weak_learner, weak_learner != "vector_tree")) if given]
-        if refused:
-            raise click.UsageError(f"--scheduler does not take {', '.join(refused)} (the "
-                                   "distributed fit: vector_tree, a cost matrix or cost "
-                                   "columns, no held-out split)")
+        if weak_learner != "vector_tree":
+            raise click.UsageError(f"--scheduler does not take --weak-learner {weak_learner} "
+                                   "(the distributed fit grows vector_tree)")
         from .cluster_fit import fit_on_cluster
 
         params = dict(max_depth=max_depth, max_leaves=max_leaves, learning_rate=learning_rate,
                       max_bins=max_bins, min_data_in_bin=min_data_in_bin,
-                      histogram_bits=histogram_bits, random_state=random_state, n_jobs=n_jobs)
+                      histogram_bits=histogram_bits, random_state=random_state, n_jobs=n_jobs,
+                      **stopping)
         with _replacing(model_out) as temporary:
             with _library_errors(f"cannot fit {data!r} on {scheduler}"):
                 model = fit_on_cluster(scheduler, data, target, n_estimators, params,
@@ -211,11 +213,7 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
     if cost_matrix is not None:
         params["cost_matrix"], params["decisions"] = read_decision_costs(cost_matrix,
                                                                          np.unique(y))
-    if validation_fraction is not None:
-        params.update(early_stopping=True, validation_fraction=validation_fraction)
-        if n_iter_no_change is not None:
-            params["n_iter_no_change"] = n_iter_no_change
-    model = RebelClassifier(n_estimators, **params)
+    model = RebelClassifier(n_estimators, **params, **stopping)
 
     history: list[IterationInfo] = []
     costly = cost_matrix is not None or cost_columns
@@ -246,25 +244,27 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
                f"{seconds:.2f} s")
     cost = (mean_cost(y, predicted, model.cost_matrix_, model.classes_, model.decisions_)
             if costly else None)
-    for line in training_lines(model, float(np.mean(predicted != y)), cost):
+    for line in training_lines(model, float(np.mean(predicted != y)), cost, history):
         click.echo(line)
-    if model.best_iteration_ is not None:
-        kept = history[model.best_iteration_ - 1]
-        name = "cost " if costly else "error"
-        click.echo(f"  validation {name} {kept.validation_cost:.4f}  (best iteration "
-                   f"{model.best_iteration_} of {len(history)} run; early stopping)")
     click.echo(f"wrote {model_out}")
 
 
-def training_lines(model, error: float, cost: float | None) -> list[str]:
+def training_lines(model, error: float, cost: float | None, history: list) -> list[str]:
     """The summary's lines on the training rows, for a local or a cluster fit: the loss, the
-    error (not where the model decides among decisions that are not labels), and with costs
-    (``cost`` not None) the mean cost and the route."""
+    error (not where the model decides among decisions that are not labels), with costs
+    (``cost`` not None) the mean cost and the route, and where training stopped early on
+    held-out rows, their error or cost at the iteration kept (``history``: each iteration's
+    :class:`~rebelboost.callbacks.IterationInfo`)."""
     lines = [f"  training loss    {model.train_loss_[-1]:.6g}"]
     if model.decisions_ is None:
         lines.append(f"  training error   {error:.4f}  (all rows of DATA)")
     if cost is not None:
         lines += [f"  training cost    {cost:.4f}", f"  decides by       {route_line(model)}"]
+    if model.best_iteration_ is not None:
+        kept = history[model.best_iteration_ - 1]
+        name = "error" if cost is None else "cost "
+        lines.append(f"  validation {name} {kept.validation_cost:.4f}  (best iteration "
+                     f"{model.best_iteration_} of {len(history)} run; early stopping)")
     return lines
 
 

@@ -25,9 +25,10 @@ from ..binning import Binner
 from ..blocks import tasks as part_fn
 from ..blocks.training import BlockRebelBooster
 from ..categorical import CategoricalColumns, part_levels
-from ..costs import check_costs, check_decisions, class_mean_costs
+from ..costs import check_costs, check_decisions, check_sample_cost, class_mean_costs
 from ..engine import boost
-from ..ensemble._base import _rng
+from ..engine.boosting import Validation
+from ..ensemble._base import _rng, validation_rows
 from ..ensemble._cost_route import scale_to_final
 from ..ensemble.rebel import RebelClassifier
 from ..exact_sums import rounded
@@ -71,8 +72,11 @@ class DaskRebelClassifier(RebelClassifier):
     come to the client), and ``cost_strategy='loss'`` trains on the costs; it splits
     categorical columns as the local fit does (``categorical_features``; each column's
     values are gathered from every partition first, so codes and bins are those of a local
-    fit on all rows), and stops early on an ``eval_set`` (there is no validation split of
-    the partitions): other settings raise ``NotImplementedError`` before any work is done. A
+    fit on all rows), and stops early on an ``eval_set`` or, without one, on the rows a
+    local fit would hold out (``validation_fraction``: drawn on the client from the rows'
+    classes, those rows then brought to the client and scored there after every
+    iteration; the trees grow on the rest): other settings raise ``NotImplementedError``
+    before any work is done. A
     tree costs one round trip to the workers per level of splits (one more where a
     leaf's histogram is asked on its own), not one per split (``round_trips_``, per tree;
     :class:`~rebelboost.blocks.training.BlockRows`), each a
@@ -117,9 +121,12 @@ class DaskRebelClassifier(RebelClassifier):
         ``eval_set`` (an ``(X, y)`` pair of Dask or NumPy/pandas data) and
         ``eval_sample_weight`` are brought to the client and scored there after every
         iteration, as the local fit scores them; with ``early_stopping`` on, training stops
-        on them (the same model as a local fit given the same eval set)."""
+        on them (the same model as a local fit given the same eval set). Without one,
+        ``early_stopping`` holds out the rows a local fit on all rows would (the same
+        model as that fit), and they come to the client: ``validation_fraction`` of the
+        data must fit in its memory."""
         self._validate_params()
-        self._check_distributed(sample_cost, eval_set)
+        self._check_distributed()
         from distributed import default_client
 
         cluster = Cluster(self.client or default_client())
@@ -190,6 +197,19 @@ class DaskRebelClassifier(RebelClassifier):
         choose_route_on_workers(self, cluster, raw, facts, rng).set_on(self)
         trained_costs = (self.cost_matrix_ if self.cost_strategy_ == "loss"
                          else 1.0 - np.eye(k))  # the posterior route trains cost-neutrally
+        validation = None
+        if eval_set is not None:  # held by the client, scored there as a local fit does
+            import dask
+
+            pairs = eval_set if isinstance(eval_set, list) else [eval_set]
+            validation = self._validation(
+                [tuple(dask.compute(*pair)) if isinstance(pair, tuple) else pair
+                 for pair in pairs], dask.compute(eval_sample_weight)[0])
+        elif self._early_stopping_on(n_rows):  # the local fit's held-out rows, to the client
+            raw, validation = _hold_out(cluster, raw, self, trained_costs, rng)
+            facts = client.gather(cluster.map(part_fn.facts, raw))
+            n_rows = sum(f["n_rows"] for f in facts)
+            weight_total = rounded(functools.reduce(np.add, [f["weight_sum"] for f in facts]))
         n_positive = [f["n_positive"] for f in facts]
         binner = _fit_binner(cluster, raw, facts, n_positive, self.resolved_params_["max_bins"],
                              rng.randint(2**31), None if columns is None else columns.mask,
@@ -206,14 +226,6 @@ class DaskRebelClassifier(RebelClassifier):
                             weight_total, exact)
         wait(parts)
         del blocks
-        validation = None
-        if eval_set is not None:  # held by the client, scored there as a local fit does
-            import dask
-
-            pairs = eval_set if isinstance(eval_set, list) else [eval_set]
-            validation = self._validation(
-                [tuple(dask.compute(*pair)) if isinstance(pair, tuple) else pair
-                 for pair in pairs], dask.compute(eval_sample_weight)[0])
         block_rows = [sum(f["n_rows"] for f in facts[a:b]) for a, b in groups]
         target = 1.0 / n_rows if self.target_loss == "auto" else self.target_loss
         seed = rng.randint(2**31)
@@ -274,16 +286,13 @@ class DaskRebelClassifier(RebelClassifier):
         self.round_trips_ = np.asarray(booster.round_trips[:len(self.model_.learners)])
         return self
 
-    def _check_distributed(self, sample_cost, eval_set) -> None:
+    def _check_distributed(self) -> None:
         problems = []
         if self.weak_learner != "vector_tree":
             problems.append(f"weak_learner={self.weak_learner!r} (only 'vector_tree')")
         if self.subsample < 1 and self.sampling != "uniform":
             problems.append(f"sampling={self.sampling!r} (GOSS ranks every row by weight: "
                             "use 'uniform')")
-        if self.early_stopping and eval_set is None:
-            problems.append(f"early_stopping={self.early_stopping!r} without an eval_set (no "
-                            "validation split of the partitions: pass eval_set=(X_val, y_val))")
         if problems:
             raise NotImplementedError("the distributed fit does not support "
                                       + "; ".join(problems))
@@ -474,6 +483,32 @@ def _classes(facts: list[dict]) -> np.ndarray:
         raise ValueError(f"y has {len(classes)} class(es) {classes.tolist()}; classification "
                          "needs at least 2 classes")
     return classes
+
+
+def _hold_out(cluster: Cluster, raw: list, model: DaskRebelClassifier,
+              trained_costs: np.ndarray, rng) -> tuple[list, Validation]:
+    """The partitions' rows that a local fit on all of them holds out for early stopping
+    (:func:`~rebelboost.ensemble._base.validation_rows`, the same draw from ``rng``): the
+    kept rows stay where they are (futures, in order), the held-out ones come to the client
+    in the local fit's order, scored there after every iteration."""
+    classes, k = model.classes_, len(model.classes_)
+    pieces = cluster.gather(cluster.map(part_fn.codes_and_weights, raw, classes, False))
+    held = validation_rows(np.concatenate([c for c, _, _ in pieces]).astype(np.intp),
+                           np.concatenate([w for _, w, _ in pieces]),
+                           model.validation_fraction, rng)
+    starts = np.cumsum([0] + [len(c) for c, _, _ in pieces])
+    split = [cluster.submit(part_fn.hold_out, part, held[a:b])
+             for part, a, b in zip(raw, starts[:-1], starts[1:], strict=True)]
+    kept, out = cluster.unpack(split, 2)
+    out = cluster.gather(out)
+    codes = np.searchsorted(classes, np.concatenate([r.y for r in out])).astype(np.intp)
+    cost_rows = trained_costs[codes]
+    if model.cost_strategy_ == "loss" and out[0].cost is not None:  # per-row costs
+        cost_rows = check_sample_cost(np.concatenate([r.cost for r in out]), codes, k,
+                                      None if model.decisions_ is None
+                                      else len(model.decisions_))
+    return kept, Validation(np.concatenate([r.X for r in out]), codes,
+                            np.concatenate([r.weight for r in out]), cost_rows)
 
 
 def _fit_binner(cluster: Cluster, raw: list, facts: list[dict], n_positive: list[int],

@@ -510,16 +510,28 @@ def _rng(random_state) -> np.random.RandomState:
     return np.random.RandomState(random_state)
 
 
-def _validation_split(X, codes, sample_weight, cost_rows, fraction, rng):
+def validation_rows(codes: np.ndarray, sample_weight: np.ndarray, fraction: float,
+                    rng: np.random.RandomState) -> np.ndarray:
+    """The rows an early-stopping fit holds out (``fraction``, stratified by class where
+    every class has two rows), as a mask over the rows. The training and the held-out rows
+    both keep their order: a distributed fit holds out the same rows of its partitions
+    and trains on what it keeps, as a local fit does (``DaskRebelClassifier``)."""
     counts = np.bincount(codes)
     n_val = int(np.ceil(fraction * len(codes)))
     stratify = codes if counts.min() >= 2 and n_val >= len(counts) else None
-    X, X_val, codes, codes_val, w, w_val, rows, rows_val = train_test_split(
-        X, codes, sample_weight, cost_rows, test_size=fraction, stratify=stratify,
-        random_state=rng,
-    )
-    if len(np.unique(codes)) < 2:
+    _, held = train_test_split(np.arange(len(codes)), test_size=fraction, stratify=stratify,
+                               random_state=rng)
+    mask = np.zeros(len(codes), bool)
+    mask[held] = True
+    if len(np.unique(codes[~mask])) < 2:
         raise ValueError("the validation split left fewer than 2 classes for training")
-    if w_val.sum() <= 0:
+    if sample_weight[mask].sum() <= 0:
         raise ValueError("the validation split has zero total sample weight")
-    return X, X_val, codes, codes_val, w, w_val, rows, rows_val
+    return mask
+
+
+def _validation_split(X, codes, sample_weight, cost_rows, fraction, rng):
+    held = validation_rows(codes, sample_weight, fraction, rng)
+    kept = ~held
+    return (X[kept], X[held], codes[kept], codes[held], sample_weight[kept],
+            sample_weight[held], cost_rows[kept], cost_rows[held])
