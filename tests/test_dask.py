@@ -19,6 +19,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from rebelboost import RebelClassifier, load_model
 from rebelboost.dask import DaskRebelClassifier
 from rebelboost.dask import estimator as dask_estimator
+from rebelboost.learners import row_sampling
 
 TREE_FIELDS = ("feature", "threshold", "missing_left", "left", "right")
 
@@ -341,6 +342,30 @@ def test_row_sampling_gives_the_local_model(client):
     assert not np.array_equal(unsampled.trees_.threshold, local.trees_.threshold)
 
 
+@pytest.mark.parametrize("blocks_per_worker, chunks, fetch", [
+    (1, (500, 600, 700), 1 << 16), (None, (300, 0, 450, 1, 1049), 4)])
+def test_goss_gives_the_local_model(client, monkeypatch, blocks_per_worker, chunks, fetch):
+    """``sampling='goss'``: the heaviest rows' threshold found from the blocks' counts of
+    their weights (``fetch`` 4: every pass counted down to one key), ties and the rest's
+    draw as the local fit takes them; with integer histograms the local model file byte for
+    byte (fractional weights too), with float ones the same trees."""
+    monkeypatch.setattr(dask_estimator, "BLOCKS_PER_WORKER", blocks_per_worker)
+    monkeypatch.setattr(row_sampling, "FETCH_ROWS", fetch)
+    X, y = _data(n=1800, d=6, k=3, seed=12)
+    weight = np.random.default_rng(2).choice([0.5, 1.0, 2.0], len(y))
+    Xd, yd = da.from_array(X, chunks=(chunks, 6)), da.from_array(y, chunks=(chunks,))
+    wd = da.from_array(weight, chunks=(chunks,))
+    params = dict(n_estimators=8, subsample=0.3, sampling="goss", random_state=4)
+    local = RebelClassifier(**params, histogram_bits=12).fit(X, y, sample_weight=weight)
+    dist = DaskRebelClassifier(**params, histogram_bits=12).fit(Xd, yd, sample_weight=wd)
+    assert _model_file(dist) == _model_file(local)
+    local = RebelClassifier(**params).fit(X, y)
+    dist = DaskRebelClassifier(**params).fit(Xd, yd)
+    _assert_same_model(local, dist, X)
+    uniform = RebelClassifier(**{**params, "sampling": "uniform"}).fit(X, y)
+    assert not np.array_equal(uniform.trees_.threshold, local.trees_.threshold)
+
+
 def _model_file(model) -> str:
     """The model file's text without the thread count (a setting, not the model)."""
     data = model.to_dict()
@@ -384,7 +409,7 @@ def test_quantized_fits_write_the_local_model_file_bit_for_bit(client, monkeypat
 def test_what_the_distributed_fit_lacks_is_refused_up_front(client):
     X, y = _data(n=200, d=3)
     Xd, yd = da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100)
-    for params in (dict(weak_learner="stump"), dict(subsample=0.5, sampling="goss")):
+    for params in (dict(weak_learner="stump"), dict(weak_learner="similarity")):
         with pytest.raises(NotImplementedError, match="distributed fit"):
             DaskRebelClassifier(n_estimators=2, **params).fit(Xd, yd)
     with pytest.raises(ValueError, match="decisions need cost_strategy='posterior'"):

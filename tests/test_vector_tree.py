@@ -13,12 +13,9 @@ from scipy.optimize import minimize
 from rebelboost import RebelClassifier
 from rebelboost.learners import row_channels, vector_tree
 from rebelboost.learners.leaf_tree import LeafTreeArrays, constant_leaf_tree
+from rebelboost.learners.row_sampling import sample_rows
 from rebelboost.learners.row_set import LocalRows
-from rebelboost.learners.vector_tree import (
-    VectorTreeGrower,
-    VectorTreeOptions,
-    sample_rows,
-)
+from rebelboost.learners.vector_tree import VectorTreeGrower, VectorTreeOptions
 from rebelboost.losses.rebel import RebelLoss
 from rebelboost.search import vector_leaf
 from rebelboost.search.binned import BinnedData
@@ -210,11 +207,10 @@ def test_goss_sums_are_unbiased():
     X, y = _data(n=300, seed=7)
     k = 4
     channels = _channels(X, y, k, seed=7) * np.linspace(0.1, 3, 300)[:, None]
-    options = VectorTreeOptions(subsample=0.3, sampling="goss")
     rng = np.random.RandomState(0)
     draws = []
     for _ in range(400):
-        rows, amplify = sample_rows(channels, options, rng)
+        rows, amplify = sample_rows(channels, 0.3, "goss", rng)
         assert np.all(np.diff(rows) > 0)
         draws.append(row_channels.row_sums(channels, rows, amplify, np.ones(300))[:2 * k])
     assert_allclose(np.mean(draws, axis=0), channels.sum(axis=0), rtol=0.03)

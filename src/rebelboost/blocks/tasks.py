@@ -25,6 +25,13 @@ from ..calibration import row_margins
 from ..categorical import CategoricalColumns
 from ..costs import check_sample_cost
 from ..exact_sums import accumulator, sum_by_group, sum_by_slot, sum_rows, sum_values
+from ..learners.row_sampling import (
+    bucket_counts,
+    heaviest_by_threshold,
+    keys_in,
+    row_weights,
+    weight_keys,
+)
 from ..learners.row_set import BinTree, RowArrays
 from ..losses.rebel import CHANNEL_DTYPE, RebelLoss, add_slot_values
 from ..search.binned import BinnedData
@@ -343,6 +350,22 @@ def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, object
     the tree's rows as a packed mask over all rows, this partition's from row ``start``
     (None: every row). An exact partition answers with the accumulators of those sums and
     the channels' largest values (the quantization's scales)."""
+    part, row_totals = _weighed(part, shift)
+    rows = part.all_rows
+    if sample is not None:
+        bits, start = sample
+        mask = np.unpackbits(bits, count=start + len(rows))[start:].astype(bool)
+        rows = np.flatnonzero(mask)
+    part = replace(part, leaves={0: rows}, sampled=sample is not None)
+    sums, top = _root(part, rows)
+    if part.exact:
+        return part, (np.concatenate([sum_values(row_totals)[None], sums]), top)
+    return part, np.concatenate([[row_totals.sum()], sums])
+
+
+def _weighed(part: Partition, shift: float) -> tuple[Partition, np.ndarray]:
+    """The partition with its channels at ``shift`` (written over the last tree's), and
+    each row's total weight."""
     release_free_memory()  # (the last tree's arrays, before the peak)
     k2 = 2 * part.scores.shape[1]
     shape = (part.scores.shape[0], k2 + 2)
@@ -352,18 +375,63 @@ def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, object
     _, row_totals = part.loss.scaled_row_weights(part.scores, shift, counted[:, :k2])
     counted[:, k2] = part.weight
     counted[:, k2 + 1] = 1.0  # the row count
-    rows = part.all_rows
-    if sample is not None:
-        bits, start = sample
-        mask = np.unpackbits(bits, count=start + len(rows))[start:].astype(bool)
-        rows = np.flatnonzero(mask)
-    part = replace(part, counted=counted, leaves={0: rows}, sampled=sample is not None,
-                   quantized=None, spent=None)
+    return replace(part, counted=counted, quantized=None, spent=None), row_totals
+
+
+def _root(part: Partition, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The tree's rows' sums and, for an exact partition, its channels' largest values (the
+    quantization's scales; None for float histograms)."""
     sums = _sums(part, rows)
-    if part.exact:
-        top = counted[:, :k2].max(axis=0) if len(counted) else np.zeros(k2)
-        return part, (np.concatenate([sum_values(row_totals)[None], sums]), top)
-    return part, np.concatenate([[row_totals.sum()], sums])
+    if not part.exact:
+        return sums, None
+    k2 = part.counted.shape[1] - 2
+    counted = part.counted[:, :k2]  # (every row's, as the local fit's scales)
+    return sums, counted.max(axis=0) if len(counted) else np.zeros(k2)
+
+
+def weigh_for_goss(part: Partition, shift: float) -> tuple[Partition, tuple]:
+    """:func:`weigh` for a GOSS tree, whose rows wait for the heaviest rows' threshold:
+    the partition with its channels, and ``(total weight, least and most row-weight
+    key)`` (keys None for an empty partition; the total an accumulator where exact)."""
+    part, row_totals = _weighed(part, shift)
+    total = sum_values(row_totals) if part.exact else row_totals.sum()
+    keys = _goss_keys(part)
+    if not len(keys):
+        return part, (total, None, None)
+    return part, (total, int(keys.min()), int(keys.max()))
+
+
+def _goss_keys(part: Partition) -> np.ndarray:
+    return weight_keys(row_weights(part.counted[:, :part.counted.shape[1] - 2]))
+
+
+def goss_counts(part: Partition, low: int, shift: int) -> np.ndarray:
+    """:func:`~rebelboost.learners.row_sampling.bucket_counts` of the rows' weights."""
+    return bucket_counts(_goss_keys(part), low, shift).astype(np.int32)
+
+
+def goss_keys_in(part: Partition, low: int, high: int) -> np.ndarray:
+    """The rows' weight keys in ``[low, high]``."""
+    return keys_in(_goss_keys(part), low, high)
+
+
+def goss_sample(part: Partition, threshold: int, ties: int, places: np.ndarray,
+                factor: float) -> tuple[Partition, tuple]:
+    """The partition with its GOSS rows (the heaviest by ``threshold`` and ``ties``, and the
+    rest's rows at ``places``, whose channels are amplified by ``factor``, rounded to the
+    channels' dtype as a local fit's gathered rows are), and the tree's root sums and
+    scales as :func:`weigh` gives them. (The amplified channels are written in place, as
+    :func:`weigh` writes over the last tree's: the threshold's passes, which read the
+    channels as weighed, are over when this runs, and the partition given is
+    :func:`weigh_for_goss`'s, which nothing else reads.)"""
+    heavy = heaviest_by_threshold(_goss_keys(part), threshold, ties)
+    drawn = np.flatnonzero(~heavy)[places]
+    k2 = part.counted.shape[1] - 2
+    part.counted[drawn, :k2] = (part.counted[drawn, :k2] * factor).astype(CHANNEL_DTYPE)
+    heavy[drawn] = True
+    rows = np.flatnonzero(heavy).astype(np.intp)
+    part = replace(part, leaves={0: rows}, sampled=True)
+    return part, _root(part, rows)
 
 
 def quantize(part: Partition, scales: np.ndarray, bits: int, seed: int, start: int

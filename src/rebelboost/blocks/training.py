@@ -22,8 +22,9 @@ import numpy as np
 from ..engine import Stage
 from ..exact_sums import rounded
 from ..learners.leaf_tree import LeafTreeArrays
+from ..learners.row_sampling import find_threshold, goss_factor, goss_sizes, rest_draw, sample_rows
 from ..learners.row_set import BinTree, split_table
-from ..learners.vector_tree import VectorTreeGrower, VectorTreeOptions, sample_rows
+from ..learners.vector_tree import VectorTreeGrower, VectorTreeOptions
 from ..losses.rebel import scale_and_loss
 from ..search.histograms import feature_cells
 from ..search.quantize import channel_scales, dequantize
@@ -308,9 +309,12 @@ class BlockRebelBooster:
         (:meth:`_root_histogram`): after the last one, none is made."""
         cluster = self.cluster
         shift = cluster.reduce(max, cluster.map(part_fn.max_exponent, self.parts))
+        if self.options.subsample < 1 and self.options.sampling == "goss":
+            return self._weigh_goss(shift)
         samples = [None] * len(self.parts)
         if self.options.subsample < 1:  # the next tree's rows, drawn as the local fit draws
-            rows, _ = sample_rows(np.empty((self.n_rows, 0)), self.options, self.grower.rng)
+            rows, _ = sample_rows(np.empty((self.n_rows, 0)), self.options.subsample,
+                                  "uniform", self.grower.rng)
             mask = np.zeros(self.n_rows, dtype=bool)
             mask[rows] = True
             bits = np.packbits(mask)
@@ -330,6 +334,47 @@ class BlockRebelBooster:
         self.root_sums = stats[1:-1]  # (without the row count)
         self.root_rows = int(stats[-1])
         self.scale, loss = scale_and_loss(shift, stats[0])
+        return loss
+
+    def _weigh_goss(self, shift) -> float:
+        """:meth:`_weigh` for GOSS trees: the heaviest rows' threshold found from counts of
+        the blocks' row weights (:func:`~..learners.row_sampling.find_threshold`: two or
+        three round trips of 256 KiB a block), the rest's rows drawn on the client as the
+        local fit draws them, by their place among the rows left."""
+        cluster = self.cluster
+        self.parts, facts = cluster.unpack(
+            [cluster.submit(part_fn.weigh_for_goss, part, shift) for part in self.parts], 2)
+        shift, facts = cluster.gather([shift, facts])
+        block_rows = np.diff([*self.block_starts, self.n_rows]).tolist()
+        ranges = [(low, high) for _, low, high in facts if low is not None]
+        top, other = goss_sizes(self.options.subsample, self.n_rows)
+        threshold, ties, heavy = find_threshold(
+            lambda low, bits: cluster.gather(cluster.map(part_fn.goss_counts, self.parts,
+                                                         low, bits)),
+            lambda low, high: cluster.gather(cluster.map(part_fn.goss_keys_in, self.parts,
+                                                         low, high)),
+            top, (min(r[0] for r in ranges), max(r[1] for r in ranges)), block_rows)
+        places = rest_draw(self.n_rows - top, other, self.grower.rng)
+        factor = goss_factor(self.n_rows - top, len(places))
+        rest_starts = np.cumsum([0] + [n - h for n, h in zip(block_rows, heavy, strict=True)])
+        self.parts, stats = cluster.unpack(
+            [cluster.submit(part_fn.goss_sample, part, threshold, tie,
+                            np.sort(places[(places >= a) & (places < b)] - a), factor)
+             for part, tie, a, b in zip(self.parts, ties, rest_starts[:-1], rest_starts[1:],
+                                        strict=True)], 2)
+        stats = cluster.gather(stats)
+        if self.bits is not None:
+            total = rounded(functools.reduce(part_fn.add, [t for t, _, _ in facts]))
+            sums = rounded(functools.reduce(part_fn.add, [acc for acc, _ in stats]))
+            self.scales = channel_scales(np.max([top for _, top in stats], axis=0),
+                                         self.weight_range, self.bits)
+            self._seed = self.grower.rng.randint(2**31)  # drawn where the local fit draws it
+        else:
+            total = functools.reduce(part_fn.add, [t for t, _, _ in facts])
+            sums = functools.reduce(part_fn.add, [s for s, _ in stats])
+        self.root_sums = sums[:-1]  # (without the row count)
+        self.root_rows = int(sums[-1])
+        self.scale, loss = scale_and_loss(shift, total)
         return loss
 
     def initial_loss(self) -> float:

@@ -63,8 +63,11 @@ class DaskRebelClassifier(RebelClassifier):
     return Dask arrays, computed partition by partition (NumPy input is scored in memory).
 
     The distributed fit grows vector-leaf trees (``weak_learner='vector_tree'``, the
-    default) on all rows or a uniform sample (``subsample``; the client draws each tree's
-    rows as the local fit draws them and sends a bit mask; ``colsample_bytree`` works),
+    default) on all rows, a uniform sample (``subsample``; the client draws each tree's
+    rows as the local fit draws them and sends a bit mask) or GOSS's (``sampling='goss'``:
+    the heaviest rows' threshold found from the blocks' counts of their weights in two or
+    three round trips, the rest drawn on the client; :mod:`~..learners.row_sampling`);
+    ``colsample_bytree`` works,
     takes the local fit's cost routes: with a ``cost_matrix`` (K x K, or K x M with
     ``decisions``) the default 'posterior' and 'auto' routes are cross-fitted on the workers
     (:mod:`.cross_fit`: fold models fitted there, the calibration and guard on the rows'
@@ -290,9 +293,6 @@ class DaskRebelClassifier(RebelClassifier):
         problems = []
         if self.weak_learner != "vector_tree":
             problems.append(f"weak_learner={self.weak_learner!r} (only 'vector_tree')")
-        if self.subsample < 1 and self.sampling != "uniform":
-            problems.append(f"sampling={self.sampling!r} (GOSS ranks every row by weight: "
-                            "use 'uniform')")
         if problems:
             raise NotImplementedError("the distributed fit does not support "
                                       + "; ".join(problems))

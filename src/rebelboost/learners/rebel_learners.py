@@ -19,16 +19,12 @@ from ..search.splits import is_better
 from .contract import LearnerFit
 from .leaf_tree import LeafTreeArrays
 from .rebel_tree import FittedLearner, constant_learner, grow_rebel_tree
+from .row_sampling import sample_rows
 from .row_set import LocalRows
 from .similarity import SimilarityArrays, resolve_coincident, scaling_statistics
 from .similarity_search import fit_follow_up, fit_similarity
 from .tree import TreeArrays
-from .vector_tree import (
-    VectorTreeFit,
-    VectorTreeGrower,
-    VectorTreeOptions,
-    sample_rows,
-)
+from .vector_tree import VectorTreeFit, VectorTreeGrower, VectorTreeOptions
 
 _FLOAT32_ENTRIES = 10_000_000  # training matrices this large are searched in float32
 
@@ -167,7 +163,8 @@ class VectorTreeFamily:
         return self._packed[:, :-1]
 
     def fit(self, channels) -> LearnerFit:
-        rows, amplify = sample_rows(channels, self.options, self.grower.rng)
+        rows, amplify = sample_rows(channels, self.options.subsample, self.options.sampling,
+                                    self.grower.rng)
         bits = self.options.histogram_bits
         seed = 0 if bits is None else self.grower.rng.randint(2**31)  # float: draws as before
         packed = self._packed

@@ -26,9 +26,9 @@ decisions from the same sums. The leaves' closed forms are in
 :mod:`rebelboost.search.splits`, the histogram kernels in :mod:`rebelboost.search.histograms`.
 
 Sampling (per iteration, seeded by the caller's generator): rows uniformly (``subsample``), or
-by weight as in GOSS (``'goss'``: the heaviest rows plus a uniform draw of the rest scaled up
-so every sum stays unbiased), and features (``colsample_bytree``). Leaf vectors come from the
-sampled rows; every training row is then routed through the tree for the next iteration.
+by weight as in GOSS (``'goss'``; :mod:`.row_sampling`), and features (``colsample_bytree``).
+Leaf vectors come from the sampled rows; every training row is then routed through the tree
+for the next iteration.
 """
 
 from __future__ import annotations
@@ -482,32 +482,6 @@ class VectorTreeGrower:
             return np.arange(d, dtype=np.intp)
         size = max(1, int(round(frac * d)))
         return np.sort(self.rng.choice(d, size, replace=False)).astype(np.intp)
-
-
-def sample_rows(channels: np.ndarray, options: VectorTreeOptions, rng: np.random.RandomState
-                ) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """Rows of this iteration's tree (increasing; None: every row, whose order the row set
-    makes itself) and each row's amplification (None: 1); drawn from the grower's generator
-    before it samples features."""
-    n = channels.shape[0]
-    if options.subsample >= 1.0:
-        return None, None
-    if options.sampling == "uniform":
-        size = max(1, int(round(options.subsample * n)))
-        return np.sort(rng.choice(n, size, replace=False)).astype(np.intp), None
-    # GOSS: the top 2/3 of the budget by row weight, a uniform third of the rest.
-    weight = channels.sum(axis=1)
-    top = max(1, int(round(options.subsample * n * 2 / 3)))
-    other = max(1, int(round(options.subsample * n / 3)))
-    order = np.argsort(-weight, kind="stable")
-    rest = order[top:]
-    other = min(other, len(rest))
-    drawn = rng.choice(rest, other, replace=False) if other else rest[:0]
-    rows = np.concatenate([order[:top], drawn])
-    amplify = np.ones(n)
-    if other:
-        amplify[drawn] = len(rest) / other
-    return np.sort(rows).astype(np.intp), amplify
 
 
 def _left_to_right(leaves: list[_Leaf], left: list[int], right: list[int]) -> list[_Leaf]:

@@ -74,7 +74,10 @@ def quantize_channels(channels: np.ndarray, amplify: np.ndarray | None,
     check_bits(bits)
     levels = (1 << bits) - 1
     n, c = channels.shape
-    values = channels if amplify is None else channels * amplify[:, None]
+    # amplified rows rounded to the channels' dtype, as every gathered copy and exact sum
+    # holds them (and as a partitioned fit's blocks hold them: amplified in place)
+    values = (channels if amplify is None
+              else (channels * amplify[:, None]).astype(channels.dtype, copy=False))
     if scales is None:
         top = values.max(axis=0) if n else np.zeros(c)
         scales = channel_scales(top, weight_range(row_weight), bits)
