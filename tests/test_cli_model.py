@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from numpy.testing import assert_array_equal
 from sklearn.metrics import confusion_matrix
 
-from rebelboost import load_model, mean_cost
+from rebelboost import RebelClassifier, load_model, mean_cost
 from rebelboost.cli import main
 from rebelboost.cli.tables import read_cost_matrix
 
@@ -257,3 +258,29 @@ def test_fit_passes_the_binning_options_to_the_model(tmp_path):
     result = _invoke("fit", data, "--target", "species", "--model-out", tmp_path / "bad.json",
                      "--min-data-in-bin", "0")
     assert result.exit_code != 0 and "min-data-in-bin" in result.output
+
+
+def test_fit_passes_the_sampling_and_leaf_options_to_the_model(tmp_path):
+    """--subsample, --sampling, --colsample-bytree and --min-samples-leaf reach the estimator
+    (the model file's params) and its trees: the local fit with those parameters."""
+    data = tmp_path / "train.csv"
+    frame = _data(n=1500)
+    frame.to_csv(data, index=False)
+    out = tmp_path / "goss.json"
+    result = _invoke("fit", data, "--target", "species", "--model-out", out,
+                     "--n-estimators", "6", "--subsample", "0.5", "--sampling", "goss",
+                     "--colsample-bytree", "0.5", "--min-samples-leaf", "7",
+                     "--random-state", "2", "--quiet")
+    assert result.exit_code == 0, result.output
+    model = load_model(out)
+    params = model.get_params()
+    assert (params["subsample"], params["sampling"], params["colsample_bytree"],
+            params["min_samples_leaf"]) == (0.5, "goss", 0.5, 7)
+    frame = pd.read_csv(data)  # (as the command line read it)
+    X, y = frame.drop(columns="species"), frame["species"]
+    same = RebelClassifier(6, subsample=0.5, sampling="goss", colsample_bytree=0.5,
+                           min_samples_leaf=7, random_state=2).fit(X, y)
+    assert_array_equal(model.decision_function(X), same.decision_function(X))
+    result = _invoke("fit", data, "--target", "species", "--model-out", tmp_path / "bad.json",
+                     "--sampling", "bagging")
+    assert result.exit_code != 0 and "--sampling" in result.output

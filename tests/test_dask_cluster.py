@@ -114,14 +114,16 @@ def test_the_cli_fits_on_a_scheduler_address(address, tmp_path):
         written = (tmp_path / "dist12.json").read_bytes()
         assert written == (tmp_path / "local12.json").read_bytes()
     assert b'"refer"' in written
-    # early stopping on the rows a local fit holds out: the same file, the same summary line
+    # early stopping on the rows a local fit holds out, GOSS trees: the same file, the same
+    # summary line
     said = {}
     for where, scheduler in (("dist_es.json", ["--scheduler", address]), ("local_es.json", [])):
         source = str(parts / "*.csv") if scheduler else str(tmp_path / "all.csv")
         result = runner.invoke(main, ["fit", source, "--target", "label", "--n-estimators",
                                       "40", "--learning-rate", "1", "--random-state", "3",
                                       "--histogram-bits", "12", "--validation-fraction", "0.2",
-                                      "--n-iter-no-change", "2", *scheduler,
+                                      "--n-iter-no-change", "2", "--subsample", "0.5",
+                                      "--sampling", "goss", *scheduler,
                                       "-o", str(tmp_path / where)])
         assert result.exit_code == 0, result.output
         said[where] = [line for line in result.output.splitlines() if "validation" in line]

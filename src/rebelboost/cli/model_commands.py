@@ -112,6 +112,18 @@ TARGET_TO_DROP = click.option(
 @click.option("--learning-rate", type=click.FloatRange(0, min_open=True),
               help="Shrinkage of every step [default: 0.3 for vector_tree (1 on at most "
               "1,000 rows), else 1].")
+@click.option("--min-samples-leaf", type=click.IntRange(min=1),
+              help="Least sample weight of a vector_tree leaf (LightGBM's min_child_samples) "
+                   "[default: 10, or 1 on at most 1,000 rows].")
+@click.option("--subsample", type=click.FloatRange(0, 1, min_open=True),
+              help="Share of the rows each vector_tree grows on (LightGBM's bagging_fraction "
+                   "with bagging_freq=1) [default: 1].")
+@click.option("--sampling", type=click.Choice(["uniform", "goss"]),
+              help="How --subsample draws rows: uniformly, or GOSS's heaviest rows plus a "
+                   "scaled-up draw of the rest [default: uniform].")
+@click.option("--colsample-bytree", type=click.FloatRange(0, 1, min_open=True),
+              help="Share of the features each vector_tree may split on (LightGBM's "
+                   "feature_fraction) [default: 1].")
 @click.option("--max-bins", type=click.IntRange(2, 255),
               help="Value bins per feature for the split search (LightGBM's max_bin) "
               "[default: 127 for vector_tree on at most 10,000 rows, else 255].")
@@ -151,7 +163,9 @@ TARGET_TO_DROP = click.option(
 def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         n_estimators: int | None,
         max_depth: int | None, max_leaves: int | None, learning_rate: float | None,
-        max_bins: int | None, min_data_in_bin: int, histogram_bits: int | None,
+        min_samples_leaf: int | None, subsample: float | None, sampling: str | None,
+        colsample_bytree: float | None, max_bins: int | None, min_data_in_bin: int,
+        histogram_bits: int | None,
         cost_matrix: str | None, cost_columns: bool,
         validation_fraction: float | None, n_iter_no_change: int | None,
         categorical: str | None, random_state: int | None, n_jobs: int | None,
@@ -168,11 +182,14 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         raise click.UsageError("--n-iter-no-change needs --validation-fraction (early stopping)")
     if cost_columns and cost_matrix is not None:
         raise click.UsageError("give --cost-matrix or --cost-columns, not both")
-    stopping = {}
+    # (the vector_tree options given: the others keep the estimator's defaults)
+    options = {name: value for name, value in (
+        ("min_samples_leaf", min_samples_leaf), ("subsample", subsample),
+        ("sampling", sampling), ("colsample_bytree", colsample_bytree)) if value is not None}
     if validation_fraction is not None:
-        stopping = dict(early_stopping=True, validation_fraction=validation_fraction)
+        options.update(early_stopping=True, validation_fraction=validation_fraction)
         if n_iter_no_change is not None:
-            stopping["n_iter_no_change"] = n_iter_no_change
+            options["n_iter_no_change"] = n_iter_no_change
     if scheduler is not None:
         if weak_learner != "vector_tree":
             raise click.UsageError(f"--scheduler does not take --weak-learner {weak_learner} "
@@ -182,7 +199,7 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
         params = dict(max_depth=max_depth, max_leaves=max_leaves, learning_rate=learning_rate,
                       max_bins=max_bins, min_data_in_bin=min_data_in_bin,
                       histogram_bits=histogram_bits, random_state=random_state, n_jobs=n_jobs,
-                      **stopping)
+                      **options)
         with _replacing(model_out) as temporary:
             with _library_errors(f"cannot fit {data!r} on {scheduler}"):
                 model = fit_on_cluster(scheduler, data, target, n_estimators, params,
@@ -213,7 +230,7 @@ def fit(data: str, target: str | None, model_out: str, weak_learner: str,
     if cost_matrix is not None:
         params["cost_matrix"], params["decisions"] = read_decision_costs(cost_matrix,
                                                                          np.unique(y))
-    model = RebelClassifier(n_estimators, **params, **stopping)
+    model = RebelClassifier(n_estimators, **params, **options)
 
     history: list[IterationInfo] = []
     costly = cost_matrix is not None or cost_columns
