@@ -302,7 +302,9 @@ def test_early_stopping_without_an_eval_set_holds_out_the_local_fits_rows(client
     """No eval set: the partitions' rows that a local fit on all of them holds out (drawn on
     the client from the rows' classes) are scored after every iteration, the trees grow on
     the rest: with integer histograms the local model file byte for byte (also with row
-    sampling and per-row costs), with float ones the same trees and stopping point."""
+    sampling and per-row costs, and the posterior route, whose fold models stop early on
+    their own held-out rows and size their scores on the rest), with float ones the same
+    trees and stopping point."""
     X, y = _data(n=1500, d=6, k=3, seed=8)
     weight = np.random.default_rng(3).uniform(0.5, 2, len(y))
     cost = np.where(np.arange(3) == y[:, None], 0.0,
@@ -312,9 +314,13 @@ def test_early_stopping_without_an_eval_set_holds_out_the_local_fits_rows(client
     yd = da.from_array(y, chunks=(chunks,))
     base = dict(n_estimators=60, learning_rate=0.3, max_leaves=15, early_stopping=True,
                 n_iter_no_change=3, random_state=1)
-    for extra, fit in ((dict(histogram_bits=12), {}),
-                       (dict(histogram_bits=12, subsample=0.6), {"sample_weight": weight}),
-                       (dict(histogram_bits=12, cost_strategy="loss"), {"sample_cost": cost})):
+    cases = [(dict(histogram_bits=12), {}),
+             (dict(histogram_bits=12, subsample=0.6), {"sample_weight": weight}),
+             (dict(histogram_bits=12, cost_strategy="loss"), {"sample_cost": cost})]
+    if len(chunks) > 1:  # the posterior route: fold models that stop early on their own rows
+        cases.append((dict(histogram_bits=12, cost_matrix=[[0, 1, 8], [2, 0, 1], [1, 3, 0]]),
+                      {}))
+    for extra, fit in cases:
         local = RebelClassifier(**base, **extra).fit(X, y, **fit)
         dist = DaskRebelClassifier(**base, **extra).fit(
             Xd, yd, **{name: {"sample_weight": wd, "sample_cost": cd}[name] for name in fit})

@@ -67,10 +67,16 @@ def _out_of_fold_scores(cluster, raw: list, sizes: list[int], model, X, codes, s
         fold_model._fit_parts(cluster, x_parts, y_parts, w_parts, c_parts,
                               list(range(model.n_features_in_)))
         local = fold_model.to_local()
+        # its scores are sized on the rows it trained on, as a local fold model's: without
+        # those its early stopping held out
+        fitted_on = train.copy()
+        held = fold_model.__dict__.pop("_held_out", None)
+        if held is not None:
+            fitted_on[np.flatnonzero(train)[held]] = False
         pieces = list(zip(raw, bounds, strict=True))  # (both kinds of task submitted at once)
         got = [cluster.submit(part_fn.fold_scores, part, ~train[a:b], local)
                for part, (a, b) in pieces]
-        margins = [cluster.submit(part_fn.score_margins, part, train[a:b], local)
+        margins = [cluster.submit(part_fn.score_margins, part, fitted_on[a:b], local)
                    for part, (a, b) in pieces]
         got, margins = cluster.gather(got), cluster.gather(margins)
         scale = median_margin(np.concatenate(margins))

@@ -134,8 +134,10 @@ class DaskRebelClassifier(RebelClassifier):
 
         cluster = Cluster(self.client or default_client())
         parts = _partition_inputs(X, y, sample_weight, sample_cost)
-        return self._fit_parts(cluster, *parts, callbacks, eval_set, eval_sample_weight,
-                               numeric=_numeric_dtypes(X))
+        self._fit_parts(cluster, *parts, callbacks, eval_set, eval_sample_weight,
+                        numeric=_numeric_dtypes(X))
+        self.__dict__.pop("_held_out", None)
+        return self
 
     def _fit_parts(self, cluster: Cluster, x_parts: list, y_parts: list, w_parts: list,
                    c_parts: list, names: list, callbacks=None, eval_set=None,
@@ -209,7 +211,8 @@ class DaskRebelClassifier(RebelClassifier):
                 [tuple(dask.compute(*pair)) if isinstance(pair, tuple) else pair
                  for pair in pairs], dask.compute(eval_sample_weight)[0])
         elif self._early_stopping_on(n_rows):  # the local fit's held-out rows, to the client
-            raw, validation = _hold_out(cluster, raw, self, trained_costs, rng)
+            raw, validation, held = _hold_out(cluster, raw, self, trained_costs, rng)
+            self._held_out = held  # (a fold model's: the rows its scores are sized on, cross_fit)
             facts = client.gather(cluster.map(part_fn.facts, raw))
             n_rows = sum(f["n_rows"] for f in facts)
             weight_total = rounded(functools.reduce(np.add, [f["weight_sum"] for f in facts]))
@@ -486,11 +489,12 @@ def _classes(facts: list[dict]) -> np.ndarray:
 
 
 def _hold_out(cluster: Cluster, raw: list, model: DaskRebelClassifier,
-              trained_costs: np.ndarray, rng) -> tuple[list, Validation]:
+              trained_costs: np.ndarray, rng) -> tuple[list, Validation, np.ndarray]:
     """The partitions' rows that a local fit on all of them holds out for early stopping
     (:func:`~rebelboost.ensemble._base.validation_rows`, the same draw from ``rng``): the
     kept rows stay where they are (futures, in order), the held-out ones come to the client
-    in the local fit's order, scored there after every iteration."""
+    in the local fit's order, scored there after every iteration; and the mask of the
+    held-out rows."""
     classes, k = model.classes_, len(model.classes_)
     pieces = cluster.gather(cluster.map(part_fn.codes_and_weights, raw, classes, False))
     held = validation_rows(np.concatenate([c for c, _, _ in pieces]).astype(np.intp),
@@ -508,7 +512,7 @@ def _hold_out(cluster: Cluster, raw: list, model: DaskRebelClassifier,
                                       None if model.decisions_ is None
                                       else len(model.decisions_))
     return kept, Validation(np.concatenate([r.X for r in out]), codes,
-                            np.concatenate([r.weight for r in out]), cost_rows)
+                            np.concatenate([r.weight for r in out]), cost_rows), held
 
 
 def _fit_binner(cluster: Cluster, raw: list, facts: list[dict], n_positive: list[int],
