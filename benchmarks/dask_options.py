@@ -4,6 +4,7 @@ same model (the file byte for byte with ``histogram_bits``; else the training lo
 
     python benchmarks/dask_options.py stopping      # kddcup, early_stopping=True, no eval_set
     python benchmarks/dask_options.py goss 2000000  # bench_dask.py's rows: full, uniform, GOSS
+    python benchmarks/dask_options.py goss 20000000 --samplings "goss 0.3" --rounds 1 --no-local
 
 ``stopping``: one fit each after a warm-up fit (compilation not timed), local on 2 threads.
 ``goss``: seconds an iteration, from fits of 4 and 10 iterations, two rounds on the cluster,
@@ -65,7 +66,7 @@ def stopping() -> None:
           f"{dist.gathered_bytes_ / 1e6:.0f} MB")
 
 
-def goss(n_rows: int) -> None:
+def goss(n_rows: int, samplings: list[str], rounds: int, local: bool) -> None:
     import dask
     from bench_dask import synthetic
 
@@ -83,18 +84,22 @@ def goss(n_rows: int) -> None:
     with _cluster():
         X, y = synthetic(n_rows, 50, -(-n_rows // 8))
         X, y = X.persist(), y.persist()
-        for extra in SAMPLINGS.values():
-            DaskRebelClassifier(2, random_state=0, **extra).fit(X, y)  # (compiled)
-        for round_ in (1, 2):
-            for name, extra in SAMPLINGS.items():
+        for name in samplings:
+            DaskRebelClassifier(2, random_state=0, **SAMPLINGS[name]).fit(X, y)  # (compiled)
+        for round_ in range(1, rounds + 1):
+            for name in samplings:
+                extra = SAMPLINGS[name]
                 seconds, model = per_iteration(
                     lambda n, e=extra: DaskRebelClassifier(n, random_state=0, **e), X, y)
                 print(f"round {round_}, dask, {name}: {seconds:.3f} s an iteration, "
                       f"{np.mean(model.round_trips_):.1f} round trips a tree (the splits'), "
                       f"training loss {model.train_loss_[-1]!r}", flush=True)
+    if not local:
+        return
     X, y = dask.compute(*synthetic(n_rows, 50, -(-n_rows // 8)))
     RebelClassifier(2, n_jobs=2, random_state=0).fit(X, y)
-    for name, extra in SAMPLINGS.items():
+    for name in samplings:
+        extra = SAMPLINGS[name]
         seconds, model = per_iteration(
             lambda n, e=extra: RebelClassifier(n, n_jobs=2, random_state=0, **e), X, y)
         print(f"local, {name}: {seconds:.3f} s an iteration, training loss "
@@ -117,11 +122,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["stopping", "goss"])
     parser.add_argument("rows", type=int, nargs="?", default=2_000_000)
+    parser.add_argument("--samplings", nargs="+", choices=list(SAMPLINGS),
+                        default=list(SAMPLINGS), help="goss: the samplings timed")
+    parser.add_argument("--rounds", type=int, default=2, help="goss: rounds on the cluster")
+    parser.add_argument("--no-local", action="store_true", help="goss: no local fits")
     args = parser.parse_args()
     if args.what == "stopping":
         stopping()
     else:
-        goss(args.rows)
+        goss(args.rows, args.samplings, args.rounds, not args.no_local)
 
 
 if __name__ == "__main__":

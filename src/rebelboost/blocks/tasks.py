@@ -176,12 +176,17 @@ def _costs(raw: RawPartition, classes: np.ndarray, n_decisions: int | None = Non
         raise ValueError(f"partitions from {raw.index}: {exc}") from None
 
 
-def codes_and_weights(raw: RawPartition, classes: np.ndarray, costs: bool = True) -> tuple:
-    """The rows' class codes, sample weights and ``sample_cost`` rows (None without, or
-    unless ``costs``): a cost route's folds are dealt on them and its guard weighs the
-    routes by them; an early-stopping fit's held-out rows are drawn on them."""
-    return (np.searchsorted(classes, raw.y).astype(np.intp), raw.weight,
-            raw.cost if costs else None)
+def codes_and_weights(raw: RawPartition, classes: np.ndarray) -> tuple:
+    """The rows' class codes, sample weights and ``sample_cost`` rows (None without): a cost
+    route's folds are dealt on them and its guard weighs the routes by them."""
+    return np.searchsorted(classes, raw.y).astype(np.intp), raw.weight, raw.cost
+
+
+def class_codes(raw: RawPartition, classes: np.ndarray) -> np.ndarray:
+    """The rows' class codes in the smallest unsigned type that holds them (an
+    early-stopping fit's held-out rows are drawn on them: a byte a row for up to 256
+    classes)."""
+    return np.searchsorted(classes, raw.y).astype(np.min_scalar_type(max(len(classes) - 1, 0)))
 
 
 def hold_out(raw: RawPartition, held: np.ndarray) -> tuple[RawPartition, RawPartition]:

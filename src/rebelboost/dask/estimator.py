@@ -28,7 +28,7 @@ from ..categorical import CategoricalColumns, part_levels
 from ..costs import check_costs, check_decisions, check_sample_cost, class_mean_costs
 from ..engine import boost
 from ..engine.boosting import Validation
-from ..ensemble._base import _rng, validation_rows
+from ..ensemble._base import _rng, check_held_weight, validation_rows
 from ..ensemble._cost_route import scale_to_final
 from ..ensemble.rebel import RebelClassifier
 from ..exact_sums import rounded
@@ -491,28 +491,27 @@ def _classes(facts: list[dict]) -> np.ndarray:
 def _hold_out(cluster: Cluster, raw: list, model: DaskRebelClassifier,
               trained_costs: np.ndarray, rng) -> tuple[list, Validation, np.ndarray]:
     """The partitions' rows that a local fit on all of them holds out for early stopping
-    (:func:`~rebelboost.ensemble._base.validation_rows`, the same draw from ``rng``): the
-    kept rows stay where they are (futures, in order), the held-out ones come to the client
-    in the local fit's order, scored there after every iteration; and the mask of the
-    held-out rows."""
+    (:func:`~rebelboost.ensemble._base.validation_rows`, the same draw from ``rng`` on the
+    rows' class codes, a byte a row): the kept rows stay where they are (futures, in
+    order), the held-out ones come to the client in the local fit's order, scored there
+    after every iteration; and the mask of the held-out rows."""
     classes, k = model.classes_, len(model.classes_)
-    pieces = cluster.gather(cluster.map(part_fn.codes_and_weights, raw, classes, False))
-    held = validation_rows(np.concatenate([c for c, _, _ in pieces]).astype(np.intp),
-                           np.concatenate([w for _, w, _ in pieces]),
-                           model.validation_fraction, rng)
-    starts = np.cumsum([0] + [len(c) for c, _, _ in pieces])
+    pieces = cluster.gather(cluster.map(part_fn.class_codes, raw, classes))
+    held = validation_rows(np.concatenate(pieces), model.validation_fraction, rng)
+    starts = np.cumsum([0] + [len(c) for c in pieces])
     split = [cluster.submit(part_fn.hold_out, part, held[a:b])
              for part, a, b in zip(raw, starts[:-1], starts[1:], strict=True)]
     kept, out = cluster.unpack(split, 2)
     out = cluster.gather(out)
+    weight = np.concatenate([r.weight for r in out])
+    check_held_weight(weight)
     codes = np.searchsorted(classes, np.concatenate([r.y for r in out])).astype(np.intp)
     cost_rows = trained_costs[codes]
     if model.cost_strategy_ == "loss" and out[0].cost is not None:  # per-row costs
         cost_rows = check_sample_cost(np.concatenate([r.cost for r in out]), codes, k,
                                       None if model.decisions_ is None
                                       else len(model.decisions_))
-    return kept, Validation(np.concatenate([r.X for r in out]), codes,
-                            np.concatenate([r.weight for r in out]), cost_rows), held
+    return kept, Validation(np.concatenate([r.X for r in out]), codes, weight, cost_rows), held
 
 
 def _fit_binner(cluster: Cluster, raw: list, facts: list[dict], n_positive: list[int],

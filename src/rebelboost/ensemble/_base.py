@@ -510,8 +510,8 @@ def _rng(random_state) -> np.random.RandomState:
     return np.random.RandomState(random_state)
 
 
-def validation_rows(codes: np.ndarray, sample_weight: np.ndarray, fraction: float,
-                    rng: np.random.RandomState) -> np.ndarray:
+def validation_rows(codes: np.ndarray, fraction: float, rng: np.random.RandomState
+                    ) -> np.ndarray:
     """The rows an early-stopping fit holds out (``fraction``, stratified by class where
     every class has two rows), as a mask over the rows. The training and the held-out rows
     both keep their order: a distributed fit holds out the same rows of its partitions
@@ -525,13 +525,18 @@ def validation_rows(codes: np.ndarray, sample_weight: np.ndarray, fraction: floa
     mask[held] = True
     if len(np.unique(codes[~mask])) < 2:
         raise ValueError("the validation split left fewer than 2 classes for training")
-    if sample_weight[mask].sum() <= 0:
-        raise ValueError("the validation split has zero total sample weight")
     return mask
 
 
+def check_held_weight(held_weight: np.ndarray) -> None:
+    """The held-out rows must weigh something: their error is a weighted mean."""
+    if held_weight.sum() <= 0:
+        raise ValueError("the validation split has zero total sample weight")
+
+
 def _validation_split(X, codes, sample_weight, cost_rows, fraction, rng):
-    held = validation_rows(codes, sample_weight, fraction, rng)
+    held = validation_rows(codes, fraction, rng)
+    check_held_weight(sample_weight[held])
     kept = ~held
     return (X[kept], X[held], codes[kept], codes[held], sample_weight[kept],
             sample_weight[held], cost_rows[kept], cost_rows[held])
