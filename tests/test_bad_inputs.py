@@ -41,7 +41,8 @@ API_CASES = [
     # labels
     ("y-None", _fit(y=np.array([None, *Y[1:]], dtype=object)), ValueError, "None"),
     ("y-NaN", _fit(y=np.r_[np.nan, np.ones(59), ]), ValueError, "NaN"),
-    ("y-one-class", _fit(y=np.zeros(60)), ValueError, "single class"),
+    ("y-one-class", _fit(y=np.zeros(60)), ValueError, "single class (0.0)"),
+    ("y-one-class-text", _fit(y=np.array(["a"] * 60)), ValueError, "single class ('a')"),
     ("y-mixed-types", _fit(y=np.array([1, "a", 2.0] * 20, dtype=object)), ValueError,
      "mixes label types (number such as 1, str such as 'a')"),
     ("y-fractional-floats", _fit(y=np.array([0, 0.5, 1.0] * 20)), ValueError,
@@ -103,7 +104,7 @@ API_CASES = [
     # cost matrices
     ("cost-shape", _fit(cost_matrix=[[0, 1], [1, 0]]), ValueError, "shape (3, 3)"),
     ("cost-negative", _fit(cost_matrix=[[0, 1, -1], [1, 0, 1], [1, 1, 0]]), ValueError,
-     "negative"),
+     "cost_matrix[0, 2] (true class 'a') is negative"),
     ("cost-diagonal", _fit(cost_matrix=np.ones((3, 3))), ValueError, "zero diagonal"),
     ("cost-zero-row", _fit(cost_matrix=[[0, 0, 0], [1, 0, 1], [1, 1, 0]]), ValueError,
      "rows [0] are all zero"),

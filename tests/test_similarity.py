@@ -215,6 +215,9 @@ def test_similarity_model_round_trip_explain_and_errors(tmp_path):
     assert np.array_equal(loaded.decision_function(X_test), model.decision_function(X_test))
     text = str(loaded.explain(X_test[0]))
     assert "training row #" in text and "class" in text
+    # labels as they read, also from the fitted classes_ (NumPy scalars): "class 1", not
+    # "class np.int64(1)"
+    assert "np." not in model.model_.learners.describe(1, model.classes_)
     with pytest.raises(AttributeError, match="no trees_"):
         _ = model.trees_
     with pytest.raises(ValueError, match="NaN"):

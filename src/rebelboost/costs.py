@@ -20,7 +20,7 @@ import numpy as np
 from scipy.special import expit
 
 from .exact_sums import rounded, sum_by_group
-from .validation import check_cost_matrix
+from .validation import check_cost_matrix, label_text
 
 COST_STRATEGIES = ("loss", "posterior", "auto")
 ROUTES = ("min_risk", "argmax", "loss")
@@ -112,7 +112,8 @@ def _check_entries(cost: np.ndarray, classes=None) -> None:
     for bad, what in ((~np.isfinite(cost), "is NaN or infinite"), (cost < 0, "is negative")):
         if bad.any():
             i, j = np.argwhere(bad)[0]
-            label = f" (true class {np.asarray(classes)[i]!r})" if classes is not None else ""
+            label = (f" (true class {label_text(np.asarray(classes)[i])})"
+                     if classes is not None else "")
             raise ValueError(f"cost_matrix[{i}, {j}]{label} {what} ({cost[i, j]}); costs "
                              "must be finite and >= 0")
 

@@ -9,6 +9,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 
+def label_text(label) -> str:
+    """A class label as a message shows it: ``1`` or ``'a'``, not NumPy's ``np.int64(1)``."""
+    return repr(label.item() if isinstance(label, np.generic) else label)
+
 def check_fit_input(estimator, X, y, sample_weight):
     """Validated ``(X, codes, sample_weight)`` for a classifier's ``fit``.
 
@@ -173,9 +177,8 @@ def check_labels(y) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("y is empty; classification needs labelled samples")
     classes, codes = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        raise ValueError(
-            f"y has a single class ({classes[0]!r}); classification needs at least 2 classes"
-        )
+        raise ValueError(f"y has a single class ({label_text(classes[0])}); classification "
+                         "needs at least 2 classes")
     return classes, codes.astype(np.intp)
 
 

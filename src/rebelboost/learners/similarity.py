@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from ..io import corrupt, float_array, int_array
+from ..validation import label_text
 
 CONSTANT, ONE_POINT, TWO_POINT = 0, 1, 2
 _TWO_POINT_PEAK = 16.0 / (3.0 * (4.0 / 3.0) ** 0.25)  # 1 / ((3/16)(4/3)^(1/4))
@@ -58,7 +59,7 @@ class SimilarityArrays:
     def describe(self, t: int, classes) -> str:
         """Which training samples learner ``t`` compares a query with, in words."""
         def row(index, code):
-            return f"training row #{index} (class {classes[code]!r})"
+            return f"training row #{index} (class {label_text(classes[code])})"
 
         kind = self.kind[t]
         if kind == ONE_POINT:
