@@ -150,6 +150,7 @@ def test_api_refuses_bad_input_naming_the_problem(call, error, fragment):
     with pytest.raises(error) as caught:
         call()
     assert fragment in str(caught.value)
+    assert "np." not in str(caught.value)  # (values as they read, not NumPy's reprs)
 
 
 def _files(folder):
@@ -235,6 +236,7 @@ def test_cli_refuses_bad_input_naming_the_problem(folder, args, status, fragment
         assert len(lines) == 1, result.output
     assert lines[-1].startswith("Error: ") and fragment.format(d=folder) in lines[-1], \
         result.output
+    assert "np." not in result.output  # (values as they read, not NumPy's reprs)
 
 
 # ---------------------------------------------------------------- inputs that must work

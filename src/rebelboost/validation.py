@@ -95,11 +95,22 @@ def _checked_weights(weights, X, name: str) -> np.ndarray:
     try:
         return _check_sample_weight(weights, X, dtype=np.float64)
     except TypeError as exc:
-        raise TypeError(f"{name} must hold numbers: {exc}") from None
+        raise TypeError(f"{name} must hold numbers: {_not_a_number(weights, exc)}") from None
     except ValueError as exc:
         if "convert" in str(exc):
-            raise ValueError(f"{name} must hold numbers: {exc}") from None
+            raise ValueError(f"{name} must hold numbers: {_not_a_number(weights, exc)}"
+                             ) from None
         raise
+
+
+def _not_a_number(values, exc: Exception) -> str:
+    """The first of ``values`` that is not a number, as it reads (else the error's text)."""
+    for value in np.asarray(values, dtype=object).ravel():
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            return f"{label_text(value)} is not one"
+    return str(exc)
 
 
 def refuse_time_columns(X) -> None:
