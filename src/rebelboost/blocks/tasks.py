@@ -350,11 +350,11 @@ def max_exponent(part: Partition) -> float:
 
 
 def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, object]:
-    """The partition with its channels at ``shift``, and ``[total weight, root sums]`` (the
-    total over every row, the root over the next tree's rows). ``sample``: ``(bits, start)``,
-    the tree's rows as a packed mask over all rows, this partition's from row ``start``
-    (None: every row). An exact partition answers with the accumulators of those sums and
-    the channels' largest values (the quantization's scales)."""
+    """The partition with its channels at ``shift``, and ``(total weight, root sums,
+    scales)`` (the total over every row, the root over the next tree's rows; :func:`_root`).
+    ``sample``: ``(bits, start)``, the tree's rows as a packed mask over all rows, this
+    partition's from row ``start`` (None: every row). An exact partition answers with
+    accumulators."""
     part, row_totals = _weighed(part, shift)
     rows = part.all_rows
     if sample is not None:
@@ -362,10 +362,7 @@ def weigh(part: Partition, shift: float, sample=None) -> tuple[Partition, object
         mask = np.unpackbits(bits, count=start + len(rows))[start:].astype(bool)
         rows = np.flatnonzero(mask)
     part = replace(part, leaves={0: rows}, sampled=sample is not None)
-    sums, top = _root(part, rows)
-    if part.exact:
-        return part, (np.concatenate([sum_values(row_totals)[None], sums]), top)
-    return part, np.concatenate([[row_totals.sum()], sums])
+    return part, (_total(part, row_totals), *_root(part, rows))
 
 
 def _weighed(part: Partition, shift: float) -> tuple[Partition, np.ndarray]:
@@ -399,11 +396,15 @@ def weigh_for_goss(part: Partition, shift: float) -> tuple[Partition, tuple]:
     the partition with its channels, and ``(total weight, least and most row-weight
     key)`` (keys None for an empty partition; the total an accumulator where exact)."""
     part, row_totals = _weighed(part, shift)
-    total = sum_values(row_totals) if part.exact else row_totals.sum()
-    keys = _goss_keys(part)
+    total, keys = _total(part, row_totals), _goss_keys(part)
     if not len(keys):
         return part, (total, None, None)
     return part, (total, int(keys.min()), int(keys.max()))
+
+
+def _total(part: Partition, row_totals: np.ndarray):
+    """The rows' total weight: an accumulator for an exact partition."""
+    return sum_values(row_totals) if part.exact else row_totals.sum()
 
 
 def _goss_keys(part: Partition) -> np.ndarray:

@@ -322,18 +322,24 @@ class BlockRebelBooster:
         self.parts, stats = cluster.unpack(
             [cluster.submit(part_fn.weigh, part, shift, sample)
              for part, sample in zip(self.parts, samples, strict=True)], 2)
-        if self.bits is not None:  # the scales of all rows, then the quantized channels
-            shift, stats = cluster.gather([shift, stats])
-            top = np.max([top for _, top in stats], axis=0)
-            stats = rounded(functools.reduce(part_fn.add, [acc for acc, _ in stats]))
-            self.scales = channel_scales(top, self.weight_range, self.bits)
+        shift, stats = cluster.gather([shift, stats])
+        return self._settle(shift, [t for t, _, _ in stats], [r for _, *r in stats])
+
+    def _settle(self, shift: float, totals: list, roots: list) -> float:
+        """The tree's root (its sums and row count) and, with ``histogram_bits``, its scales
+        (of all rows) and rounding seed, from the blocks' total weights and ``(root sums,
+        scales)``; returns the loss."""
+        add = functools.partial(functools.reduce, part_fn.add)
+        if self.bits is not None:  # exact sums, rounded once
+            total, sums = rounded(add(totals)), rounded(add([s for s, _ in roots]))
+            self.scales = channel_scales(np.max([top for _, top in roots], axis=0),
+                                         self.weight_range, self.bits)
             self._seed = self.grower.rng.randint(2**31)  # drawn where the local fit draws it
         else:
-            shift, stats = cluster.gather([shift, stats])
-            stats = functools.reduce(part_fn.add, stats)
-        self.root_sums = stats[1:-1]  # (without the row count)
-        self.root_rows = int(stats[-1])
-        self.scale, loss = scale_and_loss(shift, stats[0])
+            total, sums = add(totals), add([s for s, _ in roots])
+        self.root_sums = sums[:-1]  # (without the row count)
+        self.root_rows = int(sums[-1])
+        self.scale, loss = scale_and_loss(shift, total)
         return loss
 
     def _weigh_goss(self, shift) -> float:
@@ -362,20 +368,7 @@ class BlockRebelBooster:
                             np.sort(places[(places >= a) & (places < b)] - a), factor)
              for part, tie, a, b in zip(self.parts, ties, rest_starts[:-1], rest_starts[1:],
                                         strict=True)], 2)
-        stats = cluster.gather(stats)
-        if self.bits is not None:
-            total = rounded(functools.reduce(part_fn.add, [t for t, _, _ in facts]))
-            sums = rounded(functools.reduce(part_fn.add, [acc for acc, _ in stats]))
-            self.scales = channel_scales(np.max([top for _, top in stats], axis=0),
-                                         self.weight_range, self.bits)
-            self._seed = self.grower.rng.randint(2**31)  # drawn where the local fit draws it
-        else:
-            total = functools.reduce(part_fn.add, [t for t, _, _ in facts])
-            sums = functools.reduce(part_fn.add, [s for s, _ in stats])
-        self.root_sums = sums[:-1]  # (without the row count)
-        self.root_rows = int(sums[-1])
-        self.scale, loss = scale_and_loss(shift, total)
-        return loss
+        return self._settle(shift, [t for t, _, _ in facts], cluster.gather(stats))
 
     def initial_loss(self) -> float:
         return self._initial
