@@ -158,11 +158,11 @@ class DaskRebelClassifier(RebelClassifier):
         from_dtype = isinstance(self.categorical_features, str)  # ('from_dtype': checked)
         if self.categorical_features is not None and not (from_dtype and numeric):
             # category values agreed by all partitions
-            x_parts = _compute_on(client, x_parts, groups, placement)
+            x_parts = _compute_on(cluster, x_parts, groups, placement)
             columns = CategoricalColumns.merge(
                 client.gather(cluster.map(part_levels, x_parts, self.categorical_features)),
                 names if all(isinstance(n, str) for n in names) else None)
-        raw = _compute_on(client, [_delayed(part_fn.check_partition)(x, yp, w, d, i, c, columns)
+        raw = _compute_on(cluster, [_delayed(part_fn.check_partition)(x, yp, w, d, i, c, columns)
                                    for i, (x, yp, w, c) in enumerate(
                                        zip(x_parts, y_parts, w_parts, c_parts, strict=True))],
                           groups, placement)
@@ -463,16 +463,12 @@ def _numeric_dtypes(X) -> bool:
     return not hasattr(X, "columns") and X.dtype.kind in "biuf"
 
 
-def _compute_on(client, parts: list, groups: list[tuple[int, int]], placement: list) -> list:
+def _compute_on(cluster: Cluster, parts: list, groups: list[tuple[int, int]],
+                placement: list) -> list:
     """Futures of ``parts`` (delayed objects or futures), each block's computed on its
-    worker (:func:`_blocks_per_worker`) while that worker lives."""
-    futures = []
-    for (a, b), worker in zip(groups, placement, strict=True):
-        if worker is None:
-            futures += client.compute(parts[a:b])
-        else:
-            futures += client.compute(parts[a:b], workers=[worker], allow_other_workers=True)
-    return futures
+    worker (:func:`_blocks_per_worker`; :meth:`~._cluster.Cluster.compute_placed`)."""
+    return cluster.compute_placed([(parts[a:b], worker)
+                                   for (a, b), worker in zip(groups, placement, strict=True)])
 
 
 def _classes(facts: list[dict]) -> np.ndarray:
