@@ -587,6 +587,30 @@ def test_a_worker_lost_while_partitions_are_computed_leaves_the_same_model(clien
     assert _model_file(disturbed) == _model_file(undisturbed)
 
 
+@pytest.mark.parametrize("options, per_tree", [({}, 3), ({"subsample": 0.3}, 3),
+                                               ({"subsample": 0.3, "sampling": "goss"}, 6)])
+def test_a_tree_calls_the_workers_once_a_level_and_for_its_weights(client, monkeypatch,
+                                                                   options, per_tree):
+    """What the estimator's docstring says a tree costs: ``round_trips_`` calls to the
+    workers' actors for its levels of splits, and ``per_tree`` more for its weights and
+    root histogram (GOSS: the threshold's passes too)."""
+    from rebelboost.dask import _actors
+
+    calls = []
+    call = _actors.ActorExecutor._call
+    monkeypatch.setattr(_actors.ActorExecutor, "_call",
+                        lambda self, work: (calls.append(1), call(self, work))[1])
+    X, y = _data(n=4000, d=5, seed=3, nan_rate=0.0)
+    Xd, yd = da.from_array(X, chunks=(1000, 5)), da.from_array(y, chunks=1000)
+    counted = []
+    for n in (1, 2):
+        calls.clear()
+        model = DaskRebelClassifier(n, max_leaves=15, random_state=0, **options).fit(Xd, yd)
+        counted.append((len(calls), int(model.round_trips_.sum())))
+    (calls_1, trips_1), (calls_2, trips_2) = counted
+    assert calls_2 - calls_1 == trips_2 - trips_1 + per_tree
+
+
 def test_blocks_are_placed_on_the_workers_the_scheduler_names(client, monkeypatch):
     """The client's cached ``scheduler_info()`` lists no workers once its periodic refresh
     has run (distributed 2026.8); a fit that read it there placed no partition (a fold

@@ -83,7 +83,9 @@ class DaskRebelClassifier(RebelClassifier):
     tree costs one round trip to the workers per level of splits (one more where a
     leaf's histogram is asked on its own), not one per split (``round_trips_``, per tree;
     :class:`~rebelboost.blocks.training.BlockRows`), each a
-    direct call to every worker's actor (:data:`ROUNDS_ON_ACTORS`). While the
+    direct call to every worker's actor (:data:`ROUNDS_ON_ACTORS`); its weights and root
+    histogram take 3 more, not counted there (6 with GOSS: the heaviest rows' threshold is
+    found in passes over the blocks' counts). While the
     trees grow, workers started by Dask's nannies take arrays up to 32 MiB from the heap
     (:mod:`rebelboost._malloc`; never where ``MALLOC_MMAP_THRESHOLD_`` is set).
     """
