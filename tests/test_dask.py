@@ -562,6 +562,29 @@ def test_placed_partitions_are_computed_on_their_workers_and_then_placed_loosely
         assert [float(p[0, 0]) for p in client.gather(futures)] == list(range(16))
 
 
+def test_a_scheduler_that_cannot_loosen_placements_gets_them_loose(client, monkeypatch):
+    """A scheduler that cannot run the loosening (one without rebelboost installed: the
+    function does not unpickle there) would leave a strictly placed partition waiting for a
+    worker that left: the partitions are then placed loosely from the start."""
+    from rebelboost.dask import _cluster
+
+    def cannot(dask_scheduler):
+        raise ModuleNotFoundError("No module named 'rebelboost'")
+
+    monkeypatch.setattr(_cluster, "_scheduler_can_loosen", cannot)
+    cluster = _cluster.Cluster(client)
+    asked = []
+    compute = client.compute
+    monkeypatch.setattr(client, "compute", lambda parts, **kw: (asked.append(kw),
+                                                                 compute(parts, **kw))[1])
+    groups, placement = dask_estimator._blocks_per_worker(cluster, 4, 1)
+    futures = dask_estimator._compute_on(
+        cluster, [dask.delayed(_slow_partition, pure=False)(i, 0.0) for i in range(4)],
+        groups, placement)
+    assert [kw["allow_other_workers"] for kw in asked] == [True, True]
+    assert [float(p[0, 0]) for p in client.gather(futures)] == [0.0, 1.0, 2.0, 3.0]
+
+
 def _partition_that_kills_its_worker_once(X: np.ndarray, flag: str) -> np.ndarray:
     if not os.path.exists(flag):
         open(flag, "w").close()
