@@ -26,11 +26,12 @@ class Cluster(TreeReductions):
     """Task submission on a Dask client, counting the bytes the client gathers (maps and
     reductions: :class:`~rebelboost.blocks.training.TreeReductions`).
 
-    A task placed on a worker (a block's partitions, :meth:`submit`'s ``worker``) makes that
-    worker its block's home, and every task that reads its result asks for the same worker
-    (a loose restriction: the scheduler may still move a task where moving its inputs costs
-    less than waiting, which the blocks' true sizes, ``__sizeof__``, keep from happening to
-    a block of hundreds of MB; and a dead worker's block is recomputed elsewhere)."""
+    A task placed on a worker (:meth:`submit`'s ``worker``) makes that worker its block's
+    home, and every task that reads its result asks for the same worker (a loose
+    restriction: the scheduler may still move a task where moving its inputs costs less
+    than waiting, which the blocks' true sizes, ``__sizeof__``, keep from happening to a
+    block of hundreds of MB; and a dead worker's block is recomputed elsewhere). A block's
+    partitions are placed strictly while they are computed (:meth:`compute_placed`)."""
 
     def __init__(self, client):
         self.client = client
