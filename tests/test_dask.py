@@ -610,13 +610,15 @@ def test_a_worker_lost_while_partitions_are_computed_leaves_the_same_model(clien
     assert _model_file(disturbed) == _model_file(undisturbed)
 
 
-@pytest.mark.parametrize("options, per_tree", [({}, 3), ({"subsample": 0.3}, 3),
-                                               ({"subsample": 0.3, "sampling": "goss"}, 6)])
+@pytest.mark.parametrize("options, per_tree", [({}, 2), ({"subsample": 0.3}, 2),
+                                               ({"histogram_bits": 12}, 3),
+                                               ({"subsample": 0.3, "sampling": "goss"}, 5)])
 def test_a_tree_calls_the_workers_once_a_level_and_for_its_weights(client, monkeypatch,
                                                                    options, per_tree):
     """What the estimator's docstring says a tree costs: ``round_trips_`` calls to the
-    workers' actors for its levels of splits, and ``per_tree`` more for its weights and
-    root histogram (GOSS: the threshold's passes too)."""
+    workers' actors for its levels of splits, and ``per_tree`` more for its weights (the
+    largest exponent, then the weights with the root histogram; GOSS: the threshold's
+    passes too)."""
     from rebelboost.dask import _actors
 
     calls = []

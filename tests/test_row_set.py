@@ -154,6 +154,9 @@ class ShuffledListExecutor:
     def reduce_gather(self, func, futures, fan_in=2):
         return self.gather(self.reduce(func, futures))
 
+    def reduce_to(self, func, futures, fan_in=2):
+        return [self.reduce(func, futures)]
+
     def gather(self, future):
         self.gathered_bytes += nbytes(future)
         return future
@@ -179,7 +182,7 @@ def _boost_on_blocks(X, y, params: dict, cuts: list, groups: list):
     executor = ShuffledListExecutor(seed)
     booster = BlockRebelBooster(executor, parts, binner, n, k, local._vector_tree_options(),
                                 np.random.RandomState(draws.randint(2**31)),
-                                local._shrinkage())
+                                local._shrinkage(), n_trees=params["n_estimators"])
     return local, boost(booster, params["n_estimators"], d, target_loss=1.0 / n), executor
 
 

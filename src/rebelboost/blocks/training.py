@@ -52,6 +52,10 @@ class Executor(Protocol):
     def reduce_gather(self, func, futures: list, fan_in: int = 2):
         """:meth:`reduce`'s value, fetched (the same order of additions)."""
 
+    def reduce_to(self, func, futures: list, fan_in: int = 2) -> list:
+        """:meth:`reduce_gather`'s work before the fetch: at most ``fan_in`` futures, whose
+        values added pairwise in order (:func:`finish_reduce`) are its value."""
+
     def gather(self, future):
         """The value(s) of a future or a list of futures."""
 
@@ -84,13 +88,22 @@ class TreeReductions:
     def reduce_gather(self, func, futures, fan_in: int = 2):
         """:meth:`reduce`'s value, the last levels (``fan_in`` values or fewer) summed here:
         one worker-to-worker hop fewer, the same order of additions."""
+        return finish_reduce(func, self.gather(self.reduce_to(func, futures, fan_in)))
+
+    def reduce_to(self, func, futures, fan_in: int = 2) -> list:
+        """:meth:`reduce_gather`'s levels on the workers: ``fan_in`` futures or fewer, whose
+        values :func:`finish_reduce` sums (gathered with others in one round trip)."""
         level = list(futures)
         while len(level) > fan_in:
             level = self.reduce_level(func, level)
-        level = self.gather(level)
-        while len(level) > 1:
-            level = _pairs(func, level, lambda f, a, b: f(a, b))
-        return level[0]
+        return level
+
+
+def finish_reduce(func, values: list):
+    """The last levels of :meth:`TreeReductions.reduce_gather`, on gathered values."""
+    while len(values) > 1:
+        values = _pairs(func, values, lambda f, a, b: f(a, b))
+    return values[0]
 
 
 def _pairs(func, level: list, call) -> list:
@@ -276,10 +289,13 @@ class BlockRebelBooster:
     def __init__(self, cluster: Executor, parts: list, binner, n_rows: int, n_classes: int,
                  options: VectorTreeOptions, rng: np.random.RandomState, learning_rate: float,
                  validation_loss=None, block_starts: list[int] | None = None,
-                 weight_range: tuple | None = None):
+                 weight_range: tuple | None = None, n_trees: int | None = None):
         """``options.histogram_bits``: quantized histograms and exact sums (the blocks made
         with ``exact``; ``weight_range``: the sample weights', from
-        :func:`~..search.quantize.weight_range`), the local fit's model bit for bit."""
+        :func:`~..search.quantize.weight_range`), the local fit's model bit for bit.
+        ``n_trees``: the trees the fit asks for at most; with float histograms each but the
+        last asks for the next tree's root histogram in the same round trip as its weights
+        (None: in a round trip of its own, when the tree starts)."""
         self.cluster = cluster
         self.parts = parts
         self.binner = binner
@@ -296,6 +312,9 @@ class BlockRebelBooster:
         self.weight_range = weight_range
         self.scales = None  # this tree's quantization scales
         self._seed = 0  # and its rounding's seed
+        self.n_trees = n_trees
+        self._root = None  # the next tree's root histogram, if asked with its weights
+        self._next_tree = bool(n_trees)  # whether the next weighing is for a tree
         if self.bits is None:
             logs = cluster.gather(cluster.map(part_fn.log_partial_sums, parts))
             self._initial = float(np.exp(np.logaddexp(*np.logaddexp.reduce(logs, axis=0))))
@@ -322,8 +341,21 @@ class BlockRebelBooster:
         self.parts, stats = cluster.unpack(
             [cluster.submit(part_fn.weigh, part, shift, sample)
              for part, sample in zip(self.parts, samples, strict=True)], 2)
-        shift, stats = cluster.gather([shift, stats])
+        shift, stats = self._gather_with_root([shift, stats])
         return self._settle(shift, [t for t, _, _ in stats], [r for _, *r in stats])
+
+    def _gather_with_root(self, values: list) -> list:
+        """``values`` gathered; where the histograms are float and a tree follows, the
+        partitions' root histogram in the same round trip (kept for :meth:`_root_histogram`,
+        added in :meth:`~TreeReductions.reduce_gather`'s order)."""
+        cluster = self.cluster
+        if self.bits is not None or not self._next_tree:
+            return cluster.gather(values)
+        level = cluster.reduce_to(part_fn.add, cluster.map(part_fn.histogram, self.parts, 0,
+                                                          self.all_features))
+        *values, level = cluster.gather([*values, level])
+        self._root = finish_reduce(part_fn.add, level)
+        return values
 
     def _settle(self, shift: float, totals: list, roots: list) -> float:
         """The tree's root (its sums and row count) and, with ``histogram_bits``, its scales
@@ -368,7 +400,7 @@ class BlockRebelBooster:
                             np.sort(places[(places >= a) & (places < b)] - a), factor)
              for part, tie, a, b in zip(self.parts, ties, rest_starts[:-1], rest_starts[1:],
                                         strict=True)], 2)
-        return self._settle(shift, [t for t, _, _ in facts], cluster.gather(stats))
+        return self._settle(shift, [t for t, _, _ in facts], self._gather_with_root([stats])[0])
 
     def initial_loss(self) -> float:
         return self._initial
@@ -377,6 +409,9 @@ class BlockRebelBooster:
         """The tree's quantized channels on the workers (with ``histogram_bits``) and its
         root's histogram over every feature."""
         cluster = self.cluster
+        if self._root is not None:  # (asked with the weights)
+            root, self._root = self._root, None
+            return root
         if self.bits is not None:
             self.parts = [cluster.submit(part_fn.quantize, part, self.scales, self.bits,
                                          self._seed, start)
@@ -394,6 +429,7 @@ class BlockRebelBooster:
         # (the tree's arrays one by one: a backend may unpack a named tuple into a plain one)
         self.parts = self.cluster.map(part_fn.step, rows.parts, rows.leaves, steps, *rows.tree)
         gains = [(f, gain * self.scale) for f, gain in fit.gains]
+        self._next_tree = self.n_trees is not None and iteration + 1 < self.n_trees
         loss = self._weigh()
         return Stage(fit.arrays, steps[None], loss, gains,
                      {"vector": None, "work": fit.histogram_updates})

@@ -84,8 +84,9 @@ class DaskRebelClassifier(RebelClassifier):
     leaf's histogram is asked on its own), not one per split (``round_trips_``, per tree;
     :class:`~rebelboost.blocks.training.BlockRows`), each a
     direct call to every worker's actor (:data:`ROUNDS_ON_ACTORS`); its weights and root
-    histogram take 3 more, not counted there (6 with GOSS: the heaviest rows' threshold is
-    found in passes over the blocks' counts). While the
+    histogram take 2 more, not counted there (3 with ``histogram_bits``, whose scales wait
+    for the weights; 5 with GOSS: the heaviest rows' threshold is found in passes over the
+    blocks' counts). While the
     trees grow, workers started by Dask's nannies take arrays up to 32 MiB from the heap
     (:mod:`rebelboost._malloc`; never where ``MALLOC_MMAP_THRESHOLD_`` is set).
     """
@@ -248,7 +249,8 @@ class DaskRebelClassifier(RebelClassifier):
                         None, validation.codes, validation.sample_weight, self.subcosts,
                         validation.cost_rows),
                     np.cumsum([0] + block_rows[:-1]).tolist(),
-                    functools.reduce(merge_weight_ranges, [f["weight_range"] for f in facts]))
+                    functools.reduce(merge_weight_ranges, [f["weight_range"] for f in facts]),
+                    self._n_iterations())
                 result = boost(booster, self._n_iterations(), d, validation=validation,
                                early_stopping=self._early_stopping(validation is not None),
                                callbacks=callbacks, target_loss=target,
