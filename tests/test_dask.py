@@ -612,7 +612,9 @@ def test_a_worker_lost_while_partitions_are_computed_leaves_the_same_model(clien
 
 @pytest.mark.parametrize("options, per_tree", [({}, 2), ({"subsample": 0.3}, 2),
                                                ({"histogram_bits": 12}, 3),
-                                               ({"subsample": 0.3, "sampling": "goss"}, 5)])
+                                               ({"subsample": 0.3, "sampling": "goss"}, 5),
+                                               ({"subsample": 0.3, "sampling": "goss",
+                                                 "histogram_bits": 12}, 6)])
 def test_a_tree_calls_the_workers_once_a_level_and_for_its_weights(client, monkeypatch,
                                                                    options, per_tree):
     """What the estimator's docstring says a tree costs: ``round_trips_`` calls to the

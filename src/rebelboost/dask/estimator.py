@@ -84,9 +84,9 @@ class DaskRebelClassifier(RebelClassifier):
     leaf's histogram is asked on its own), not one per split (``round_trips_``, per tree;
     :class:`~rebelboost.blocks.training.BlockRows`), each a
     direct call to every worker's actor (:data:`ROUNDS_ON_ACTORS`); its weights and root
-    histogram take 2 more, not counted there (3 with ``histogram_bits``, whose scales wait
-    for the weights; 5 with GOSS: the heaviest rows' threshold is found in passes over the
-    blocks' counts). While the
+    histogram take 2 more, not counted there (one more with ``histogram_bits``, whose
+    scales wait for the weights; three more with GOSS, whose heaviest rows' threshold is
+    found in passes over the blocks' counts). While the
     trees grow, workers started by Dask's nannies take arrays up to 32 MiB from the heap
     (:mod:`rebelboost._malloc`; never where ``MALLOC_MMAP_THRESHOLD_`` is set).
     """
