@@ -13,6 +13,7 @@ def label_text(label) -> str:
     """A class label as a message shows it: ``1`` or ``'a'``, not NumPy's ``np.int64(1)``."""
     return repr(label.item() if isinstance(label, np.generic) else label)
 
+
 def check_fit_input(estimator, X, y, sample_weight):
     """Validated ``(X, codes, sample_weight)`` for a classifier's ``fit``.
 

@@ -314,7 +314,6 @@ class BlockRebelBooster:
         self._seed = 0  # and its rounding's seed
         self.n_trees = n_trees
         self._root = None  # the next tree's root histogram, if asked with its weights
-        self._next_tree = bool(n_trees)  # whether the next weighing is for a tree
         if self.bits is None:
             logs = cluster.gather(cluster.map(part_fn.log_partial_sums, parts))
             self._initial = float(np.exp(np.logaddexp(*np.logaddexp.reduce(logs, axis=0))))
@@ -345,14 +344,15 @@ class BlockRebelBooster:
         return self._settle(shift, [t for t, _, _ in stats], [r for _, *r in stats])
 
     def _gather_with_root(self, values: list) -> list:
-        """``values`` gathered; where the histograms are float and a tree follows, the
-        partitions' root histogram in the same round trip (kept for :meth:`_root_histogram`,
-        added in :meth:`~TreeReductions.reduce_gather`'s order)."""
+        """``values`` gathered; where the histograms are float and a tree follows (fewer
+        trees grown than ``n_trees``), the partitions' root histogram in the same round trip
+        (kept for :meth:`_root_histogram`, added in :meth:`~TreeReductions.reduce_gather`'s
+        order)."""
         cluster = self.cluster
-        if self.bits is not None or not self._next_tree:
+        tree_follows = self.n_trees is not None and len(self.round_trips) < self.n_trees
+        if self.bits is not None or not tree_follows:
             return cluster.gather(values)
-        level = cluster.reduce_to(part_fn.add, cluster.map(part_fn.histogram, self.parts, 0,
-                                                          self.all_features))
+        level = cluster.reduce_to(part_fn.add, self._root_histograms())
         *values, level = cluster.gather([*values, level])
         self._root = finish_reduce(part_fn.add, level)
         return values
@@ -416,8 +416,11 @@ class BlockRebelBooster:
             self.parts = [cluster.submit(part_fn.quantize, part, self.scales, self.bits,
                                          self._seed, start)
                           for part, start in zip(self.parts, self.block_starts, strict=True)]
-        return cluster.reduce_gather(
-            part_fn.add, cluster.map(part_fn.histogram, self.parts, 0, self.all_features))
+        return cluster.reduce_gather(part_fn.add, self._root_histograms())
+
+    def _root_histograms(self) -> list:
+        """Each block's histogram of the tree's rows over every feature (futures)."""
+        return self.cluster.map(part_fn.histogram, self.parts, 0, self.all_features)
 
     def fit_stage(self, iteration: int) -> Stage:
         root_histogram = self._root_histogram()  # (the quantized partitions first)
@@ -429,7 +432,6 @@ class BlockRebelBooster:
         # (the tree's arrays one by one: a backend may unpack a named tuple into a plain one)
         self.parts = self.cluster.map(part_fn.step, rows.parts, rows.leaves, steps, *rows.tree)
         gains = [(f, gain * self.scale) for f, gain in fit.gains]
-        self._next_tree = self.n_trees is not None and iteration + 1 < self.n_trees
         loss = self._weigh()
         return Stage(fit.arrays, steps[None], loss, gains,
                      {"vector": None, "work": fit.histogram_updates})
