@@ -369,12 +369,11 @@ def _partition_in_place_serial(bins, order, scratch, start, stop, feature, left_
     for i in range(start, stop):
         prefetch_ahead(bins, order, i, stop, feature)
         r = order[i]
-        if _goes_left(bins, r, feature, left_bins):
-            order[start + n_left] = r
-            n_left += 1
-        else:
-            scratch[n_right] = r
-            n_right += 1
+        left = np.intp(_goes_left(bins, r, feature, left_bins))
+        order[start + n_left] = r  # (both written, one kept: no branch to mispredict)
+        scratch[n_right] = r
+        n_left += left
+        n_right += 1 - left
     for i in range(n_right):
         order[start + n_left + i] = scratch[i]
     return n_left
@@ -412,13 +411,10 @@ def _partition_in_place(bins, order, scratch, start, stop, feature, left_bins, n
     for t in numba.prange(n_tasks):
         a, b = left_at[t], right_at[t]
         for i in range(bounds[t], bounds[t + 1]):
-            r = order[i]
-            if sides[i]:
-                scratch[a] = r
-                a += 1
-            else:
-                scratch[b] = r
-                b += 1
+            left = np.intp(sides[i])
+            scratch[a if left else b] = order[i]  # (a select, not a branch to mispredict)
+            a += left
+            b += 1 - left
     for i in numba.prange(n):
         order[start + i] = scratch[start + i]
     return n_left

@@ -66,26 +66,59 @@ def prefetch(typingctx, array, index):
 
     def codegen(context, builder, signature, args):
         data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        byte_ptr = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]),
-            "llvm.prefetch.p0",
-        )
-        ptr = builder.bitcast(builder.gep(data, [args[1]], inbounds=True), byte_ptr)
-        builder.call(fn, [ptr, i32(0), i32(3), i32(1)])  # read, keep in all levels, data
+        _emit_prefetch(builder, builder.gep(data, [args[1]], inbounds=True))
         return context.get_dummy_value()
 
     return sig, codegen
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def prefetch_ahead(array, rows, i, stop, column):
-    """Hint ``array[rows[i + AHEAD_ROWS], column]`` (a 2-d array, rows first) when the array is
-    large enough to miss the cache."""
-    if i + AHEAD_ROWS < stop and array.size * array.itemsize >= AHEAD_MIN_BYTES:
-        prefetch(array, np.intp(rows[i + AHEAD_ROWS]) * (array.strides[0] // array.itemsize)
-                 + column)
+@intrinsic
+def prefetch_ahead(typingctx, array, rows, i, stop, column):
+    """Hint ``array[rows[i + AHEAD_ROWS], column]`` (a 2-d array, rows first) when ``i +
+    AHEAD_ROWS < stop`` and the array is large enough to miss the cache.
+
+    Emitted as LLVM code in the caller's loop: as a compiled function taking the arrays, it
+    made numba count references to them (NRT calls) and divide the stride on every row, ~20 ns
+    a row: a partition's loop took 23 ns a row instead of 3 (BENCHMARKS.md, issue 32)."""
+    if not (isinstance(array, types.Array) and array.ndim == 2
+            and isinstance(rows, types.Array) and rows.ndim == 1
+            and isinstance(rows.dtype, types.Integer)):
+        raise errors.TypingError("prefetch_ahead hints a 2-d array's row given by a 1-d "
+                                 "integer array")
+    sig = types.void(array, rows, i, stop, column)
+
+    def codegen(context, builder, signature, args):
+        array_t, rows_t, i_t, stop_t, column_t = signature.args
+        arr = context.make_array(array_t)(context, builder, args[0])
+        row_index = context.make_array(rows_t)(context, builder, args[1])
+        intp = context.get_value_type(types.intp)
+        i_v = context.cast(builder, args[2], i_t, types.intp)
+        stop_v = context.cast(builder, args[3], stop_t, types.intp)
+        column_v = context.cast(builder, args[4], column_t, types.intp)
+        ahead = builder.add(i_v, ir.Constant(intp, AHEAD_ROWS))
+        itemsize = context.get_abi_sizeof(context.get_data_type(array_t.dtype))
+        large = builder.icmp_signed(">=", builder.mul(arr.nitems, ir.Constant(intp, itemsize)),
+                                    ir.Constant(intp, AHEAD_MIN_BYTES))
+        wanted = builder.and_(builder.icmp_signed("<", ahead, stop_v), large)
+        with builder.if_then(wanted, likely=True):
+            where = cgutils.get_item_pointer(context, builder, rows_t, row_index, [ahead])
+            row = context.cast(builder, builder.load(where), rows_t.dtype, types.intp)
+            ptr = cgutils.get_item_pointer(context, builder, array_t, arr, [row, column_v])
+            _emit_prefetch(builder, ptr)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _emit_prefetch(builder, ptr) -> None:
+    """``llvm.prefetch`` of ``ptr``: read, kept in all levels, data."""
+    byte_ptr = ir.IntType(8).as_pointer()
+    i32 = ir.IntType(32)
+    fn = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]),
+        "llvm.prefetch.p0",
+    )
+    builder.call(fn, [builder.bitcast(ptr, byte_ptr), i32(0), i32(3), i32(1)])
 
 
 @intrinsic
