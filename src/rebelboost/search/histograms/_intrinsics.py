@@ -100,7 +100,7 @@ def prefetch_ahead(typingctx, array, rows, i, stop, column):
         large = builder.icmp_signed(">=", builder.mul(arr.nitems, ir.Constant(intp, itemsize)),
                                     ir.Constant(intp, AHEAD_MIN_BYTES))
         wanted = builder.and_(builder.icmp_signed("<", ahead, stop_v), large)
-        with builder.if_then(wanted, likely=True):
+        with builder.if_then(wanted):
             where = cgutils.get_item_pointer(context, builder, rows_t, row_index, [ahead])
             row = context.cast(builder, builder.load(where), rows_t.dtype, types.intp)
             ptr = cgutils.get_item_pointer(context, builder, array_t, arr, [row, column_v])
