@@ -22,7 +22,7 @@ LocalCluster, seen six ways.
     python benchmarks/dask_anatomy.py stream [--synthetic-rows 4000000] [--trees 8]
     python benchmarks/dask_anatomy.py actors [--synthetic-rows 4000000] [--trees 10]
     python benchmarks/dask_anatomy.py memory --synthetic-rows 20000000 --trees 5 --warm-up tasks
-    python benchmarks/dask_anatomy.py in-process
+    python benchmarks/dask_anatomy.py in-process [--synthetic-rows 2000000 --float-histograms]
     python benchmarks/dask_anatomy.py local [--synthetic-rows 4000000] [--trees 5]
     python benchmarks/dask_anatomy.py levels
     python benchmarks/dask_anatomy.py latency
@@ -249,7 +249,8 @@ def memory(args) -> None:
 
 
 def in_process(args) -> None:
-    """The block tasks of a 6-tree fit on 2 blocks, in this process on one thread."""
+    """The block tasks of a 6-tree fit on 2 blocks, in this process on one thread (kddcup, or
+    ``args.synthetic_rows`` of ``bench_dask``'s rows)."""
     import numba
 
     numba.set_num_threads(1)
@@ -263,15 +264,25 @@ def in_process(args) -> None:
     from rebelboost.search.binned import BinnedData
     from rebelboost.search.quantize import weight_range
 
-    X, y = _kddcup()
+    if args.synthetic_rows:
+        import dask
+
+        sys.path.insert(0, str(Path(__file__).parent))
+        from bench_dask import synthetic
+
+        n = args.synthetic_rows
+        X, y = dask.compute(*synthetic(n, 50, -(-n // 8)))
+    else:
+        X, y = _kddcup()
     n, d = X.shape
+    exact = PARAMS["histogram_bits"] is not None
     local = RebelClassifier(n_estimators=1, **PARAMS).fit(X, y)
     k = len(local.classes_)
     binner = BinnedData.fit(X, None, local.max_bins, 0).binner
     cuts = [0, n // 2, n]
     parts = [tasks.make_partition(tasks.bin_block(
         [tasks.check_partition(X[a:b], y[a:b], None, d, i)], binner, local.classes_), k,
-        local.cost_matrix_, local.subcosts, float(n), True)
+        local.cost_matrix_, local.subcosts, float(n), exact)
         for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True))]
 
     def fit(trees: int) -> float:
@@ -290,9 +301,12 @@ def in_process(args) -> None:
     prof.disable()
     print(f"6 trees, every block task in this process on one thread: {seconds:.2f} s")
     stats = pstats.Stats(prof).stats
-    for name in ("split_many", "weigh", "quantize", "histogram", "step"):
+    for name, where in (("split_many", "blocks/tasks.py"), ("split_rows", "row_set.py"),
+                        ("gathered", "row_set.py"), ("histogram_of", "row_set.py"),
+                        ("weigh", "blocks/tasks.py"), ("quantize", "blocks/tasks.py"),
+                        ("histogram", "blocks/tasks.py"), ("step", "blocks/tasks.py")):
         hits = [(v[0], v[3]) for k, v in stats.items()
-                if k[2] == name and k[0].endswith("blocks/tasks.py")]
+                if k[2] == name and k[0].endswith(where)]
         if hits:
             calls, cum = hits[0]
             print(f"  {name:12s} {cum:6.3f} s {calls:5d} calls {1e3 * cum / calls:7.1f} ms a call")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numba
-import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, errors, types
 from numba.extending import intrinsic
