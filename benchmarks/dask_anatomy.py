@@ -261,6 +261,7 @@ def in_process(args) -> None:
     from rebelboost.blocks import tasks
     from rebelboost.blocks.training import BlockRebelBooster
     from rebelboost.engine import boost
+    from rebelboost.ensemble._size_defaults import resolve_size_params
     from rebelboost.search.binned import BinnedData
     from rebelboost.search.quantize import weight_range
 
@@ -278,7 +279,8 @@ def in_process(args) -> None:
     exact = PARAMS["histogram_bits"] is not None
     local = RebelClassifier(n_estimators=1, **PARAMS).fit(X, y)
     k = len(local.classes_)
-    binner = BinnedData.fit(X, None, local.max_bins, 0).binner
+    max_bins = resolve_size_params(local, n)["max_bins"]  # (max_bins None: sized)
+    binner = BinnedData.fit(X, None, max_bins, 0).binner
     cuts = [0, n // 2, n]
     parts = [tasks.make_partition(tasks.bin_block(
         [tasks.check_partition(X[a:b], y[a:b], None, d, i)], binner, local.classes_), k,

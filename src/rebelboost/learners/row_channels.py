@@ -14,7 +14,7 @@ import numba
 import numpy as np
 
 from ..exact_sums import as_channel
-from ..search.histograms._intrinsics import prefetch_ahead
+from ..search.histograms._intrinsics import prefetch_far_ahead
 
 # Rows from which a gather or a partition of the Python row set uses every thread.
 PARALLEL_ROWS = 1 << 15
@@ -28,7 +28,7 @@ def row_sums(channels, rows, amplify, row_weight):
     out = np.zeros(c + 1)
     n = rows.shape[0]
     for i in range(n):
-        prefetch_ahead(channels, rows, i, n, 0)
+        prefetch_far_ahead(channels, rows, i, n, 0)
         r = rows[i]
         s = 1.0 if amplify is None else amplify[r]
         for j in range(c):
@@ -41,7 +41,7 @@ def row_sums(channels, rows, amplify, row_weight):
 def _gather_into(out, channels, rows, amplify, row_weight, i0, i1):
     c = channels.shape[1]
     for i in range(i0, i1):
-        prefetch_ahead(channels, rows, i, i1, 0)
+        prefetch_far_ahead(channels, rows, i, i1, 0)
         r = rows[i]
         s = 1.0 if amplify is None else amplify[r]
         for j in range(c):

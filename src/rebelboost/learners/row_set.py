@@ -16,7 +16,7 @@ import numpy as np
 from ..exact_sums import rounded, sum_rows
 from ..search.binned import BinnedData
 from ..search.histograms import build_leaf_histogram, row_totals
-from ..search.histograms._intrinsics import prefetch_ahead
+from ..search.histograms._intrinsics import prefetch_far_ahead
 from ..search.histograms.dense import ROW_DTYPES, float_rows, threads_pay
 from ..search.quantize import (
     build_quantized_histogram,
@@ -369,7 +369,7 @@ def _partition_in_place_serial(bins, order, scratch, start, stop, feature, left_
     without, rows in cache)."""
     n_left = n_right = 0
     for i in range(start, stop):
-        prefetch_ahead(bins, order, i, stop, feature)
+        prefetch_far_ahead(bins, order, i, stop, feature)
         r = order[i]
         left = np.intp(_goes_left(bins, r, feature, left_bins))
         order[start + n_left] = r
@@ -395,7 +395,7 @@ def _partition_in_place(bins, order, scratch, start, stop, feature, left_bins, n
     for t in numba.prange(n_tasks):
         c = 0
         for i in range(bounds[t], bounds[t + 1]):
-            prefetch_ahead(bins, order, i, bounds[t + 1], feature)
+            prefetch_far_ahead(bins, order, i, bounds[t + 1], feature)
             side = _goes_left(bins, order[i], feature, left_bins)
             sides[i] = side
             c += side

@@ -12,6 +12,10 @@ from numba.extending import intrinsic
 # arrays that stay in cache the hint only costs instructions (connect4's partitions: 1.5x).
 AHEAD_ROWS = 16
 AHEAD_MIN_BYTES = 1 << 23
+# Rows ahead in loops that spend a few nanoseconds a row, where 16 rows ahead is too late for
+# the memory's latency: a partition of a quarter of 2,000,000 rows, out of cache, 9.3 -> 5.1
+# ns a row at 64 (16, 32, 64, 128: 9.3, 6.5, 5.1, 5.1; stop 66).
+FAR_AHEAD_ROWS = 64
 
 
 @intrinsic
@@ -70,42 +74,56 @@ def prefetch(typingctx, array, index):
     return sig, codegen
 
 
-@intrinsic
-def prefetch_ahead(typingctx, array, rows, i, stop, column):
-    """Hint ``array[rows[i + AHEAD_ROWS], column]`` (a 2-d array, rows first) when ``i +
-    AHEAD_ROWS < stop`` and the array is large enough to miss the cache.
+def _hint_ahead(distance: int, name: str):
+    """An intrinsic ``name(array, rows, i, stop, column)`` hinting ``array[rows[i +
+    distance], column]`` (a 2-d array, rows first) when ``i + distance < stop`` and the array
+    is large enough to miss the cache (:data:`AHEAD_MIN_BYTES`).
 
-    Emitted as LLVM code in the caller's loop: as a compiled function taking the arrays, it
-    made numba count references to them (NRT calls) and divide the stride on every row, ~20 ns
-    a row: a partition's loop took 23 ns a row instead of 3 (BENCHMARKS.md, issue 32)."""
-    if not (isinstance(array, types.Array) and array.ndim == 2
-            and isinstance(rows, types.Array) and rows.ndim == 1
-            and isinstance(rows.dtype, types.Integer)):
-        raise errors.TypingError("prefetch_ahead hints a 2-d array's row given by a 1-d "
-                                 "integer array")
-    sig = types.void(array, rows, i, stop, column)
+    Emitted as LLVM code in the caller's loop: as a compiled function taking the arrays, the
+    hint made numba count references to them (NRT calls) and divide the stride on every row,
+    ~20 ns a row: a partition's loop took 23 ns a row instead of 3 (BENCHMARKS.md, issue 32,
+    stop 66)."""
 
-    def codegen(context, builder, signature, args):
-        array_t, rows_t, i_t, stop_t, column_t = signature.args
-        arr = context.make_array(array_t)(context, builder, args[0])
-        row_index = context.make_array(rows_t)(context, builder, args[1])
-        intp = context.get_value_type(types.intp)
-        i_v = context.cast(builder, args[2], i_t, types.intp)
-        stop_v = context.cast(builder, args[3], stop_t, types.intp)
-        column_v = context.cast(builder, args[4], column_t, types.intp)
-        ahead = builder.add(i_v, ir.Constant(intp, AHEAD_ROWS))
-        itemsize = context.get_abi_sizeof(context.get_data_type(array_t.dtype))
-        large = builder.icmp_signed(">=", builder.mul(arr.nitems, ir.Constant(intp, itemsize)),
-                                    ir.Constant(intp, AHEAD_MIN_BYTES))
-        wanted = builder.and_(builder.icmp_signed("<", ahead, stop_v), large)
-        with builder.if_then(wanted):
-            where = cgutils.get_item_pointer(context, builder, rows_t, row_index, [ahead])
-            row = context.cast(builder, builder.load(where), rows_t.dtype, types.intp)
-            ptr = cgutils.get_item_pointer(context, builder, array_t, arr, [row, column_v])
-            _emit_prefetch(builder, ptr)
-        return context.get_dummy_value()
+    def hint(typingctx, array, rows, i, stop, column):
+        if not (isinstance(array, types.Array) and array.ndim == 2
+                and isinstance(rows, types.Array) and rows.ndim == 1
+                and isinstance(rows.dtype, types.Integer)):
+            raise errors.TypingError(f"{name} hints a 2-d array's row given by a 1-d integer "
+                                     "array")
+        sig = types.void(array, rows, i, stop, column)
 
-    return sig, codegen
+        def codegen(context, builder, signature, args):
+            array_t, rows_t, i_t, stop_t, column_t = signature.args
+            arr = context.make_array(array_t)(context, builder, args[0])
+            row_index = context.make_array(rows_t)(context, builder, args[1])
+            intp = context.get_value_type(types.intp)
+            i_v = context.cast(builder, args[2], i_t, types.intp)
+            stop_v = context.cast(builder, args[3], stop_t, types.intp)
+            column_v = context.cast(builder, args[4], column_t, types.intp)
+            ahead = builder.add(i_v, ir.Constant(intp, distance))
+            itemsize = context.get_abi_sizeof(context.get_data_type(array_t.dtype))
+            large = builder.icmp_signed(
+                ">=", builder.mul(arr.nitems, ir.Constant(intp, itemsize)),
+                ir.Constant(intp, AHEAD_MIN_BYTES))
+            wanted = builder.and_(builder.icmp_signed("<", ahead, stop_v), large)
+            with builder.if_then(wanted):
+                where = cgutils.get_item_pointer(context, builder, rows_t, row_index, [ahead])
+                row = context.cast(builder, builder.load(where), rows_t.dtype, types.intp)
+                ptr = cgutils.get_item_pointer(context, builder, array_t, arr, [row, column_v])
+                _emit_prefetch(builder, ptr)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    hint.__name__ = hint.__qualname__ = name
+    return intrinsic(hint)
+
+
+#: The hint of loops that do much with a row (a histogram's tile of features).
+prefetch_ahead = _hint_ahead(AHEAD_ROWS, "prefetch_ahead")
+#: The hint of loops that do little with a row (a partition reads a byte, a gather a few
+#: channels): the row is wanted sooner, so it is asked for further ahead.
+prefetch_far_ahead = _hint_ahead(FAR_AHEAD_ROWS, "prefetch_far_ahead")
 
 
 def _emit_prefetch(builder, ptr) -> None:
