@@ -238,6 +238,7 @@ class DaskRebelClassifier(RebelClassifier):
         block_rows = [sum(f["n_rows"] for f in facts[a:b]) for a, b in groups]
         target = 1.0 / n_rows if self.target_loss == "auto" else self.target_loss
         seed = rng.randint(2**31)
+        n_iterations = self._n_iterations()
 
         def train(executor, blocks):
             booster = None
@@ -250,8 +251,8 @@ class DaskRebelClassifier(RebelClassifier):
                         validation.cost_rows),
                     np.cumsum([0] + block_rows[:-1]).tolist(),
                     functools.reduce(merge_weight_ranges, [f["weight_range"] for f in facts]),
-                    self._n_iterations())
-                result = boost(booster, self._n_iterations(), d, validation=validation,
+                    n_iterations)
+                result = boost(booster, n_iterations, d, validation=validation,
                                early_stopping=self._early_stopping(validation is not None),
                                callbacks=callbacks, target_loss=target,
                                verbose=self.verbose, n_jobs=self.n_jobs, estimator=self)
