@@ -85,3 +85,51 @@ def test_numpy_hugepage_advice_is_off_while_training_and_back_after():
     finally:
         switch(original)
         _malloc.training_allocation(False)
+
+
+def test_fresh_arrays_go_unadvised_inside_the_block_and_nested_blocks_restore_in_turn():
+    """:func:`~rebelboost._malloc.fresh_arrays_unadvised`: the advice off inside, each block
+    putting back what it found (on, or off where an outer block turned it off), also when the
+    block raises."""
+    switch = _malloc.hugepage_switch()
+    original = switch(True)
+    try:
+        with _malloc.fresh_arrays_unadvised():
+            assert switch(False) is False
+            with _malloc.fresh_arrays_unadvised():
+                assert switch(False) is False
+            assert switch(False) is False  # the outer block's setting, not the original
+        assert switch(True) is True
+        with pytest.raises(RuntimeError), _malloc.fresh_arrays_unadvised():
+            raise RuntimeError
+        assert switch(False) is True  # back on after the error
+        with _malloc.fresh_arrays_unadvised():
+            pass
+        assert switch(False) is False  # off before: off after
+    finally:
+        switch(original)
+
+
+def test_the_boosting_loop_makes_its_stages_without_hugepage_advice():
+    """Stages run without the advice (a callback sees it off) and the fit leaves it as it
+    found it."""
+    import numpy as np
+
+    from rebelboost import RebelClassifier
+
+    switch = _malloc.hugepage_switch()
+    original = switch(True)
+    seen = []
+
+    def callback(info):
+        seen.append(switch(False))
+        switch(False)
+
+    try:
+        rng = np.random.default_rng(0)
+        RebelClassifier(3, random_state=0).fit(rng.random((60, 3)), np.arange(60) % 3,
+                                               callbacks=[callback])
+        assert seen == [False, False, False]
+        assert switch(True) is True  # as before the fit
+    finally:
+        switch(original)

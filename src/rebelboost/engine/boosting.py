@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .._malloc import fresh_arrays_unadvised
 from ..callbacks import EarlyStopping, IterationInfo, run_callbacks
 from ..learners.registry import LearnerStack
 from ..parallel import numba_threads
@@ -109,7 +110,9 @@ def boost(booster: Booster, n_iterations: int, n_features: int, *,
     val_losses: list[float] = []
     val_scores = None
     init_loss = booster.initial_loss()
-    with numba_threads(n_jobs, blas_threads=booster.blas_threads):
+    # (the booster's arrays made by now keep NumPy's hugepage advice; a stage's fresh ones,
+    # made and dropped every iteration, go without it)
+    with numba_threads(n_jobs, blas_threads=booster.blas_threads), fresh_arrays_unadvised():
         if validation is None and not callbacks and not verbose and n_iterations > 0:
             run = getattr(booster, "fit_stages", lambda *_: None)(n_iterations, target_loss)
             if run is not None:
