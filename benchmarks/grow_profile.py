@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 KERNELS = ("children_claimed", "_add_rows_parallel", "_partition_in_place", "_gather_parallel",
-           "_gather", "_fill_weights_parallel")
+           "_gather", "_fill_weights_parallel", "leaves_of")
 TREES = 10
 
 

@@ -13,7 +13,10 @@ heap while Dask workers train").
 While training, NumPy's ``madvise(MADV_HUGEPAGE)`` on its large arrays is off as well: under
 the common ``defrag=madvise`` setting of transparent huge pages, a fresh array so marked
 stalls its first touch on the kernel's compaction (a tree's new row channels on a worker took
-2-3x the time of filling them; BENCHMARKS.md, "Huge pages off while workers train").
+2-3x the time of filling them; BENCHMARKS.md, "Huge pages off while workers train"). Every
+boosting loop does the same for the arrays its stages make afresh
+(:func:`fresh_arrays_unadvised`): the arrays made before it (the bins, the rows' channels)
+keep their huge pages.
 """
 
 from __future__ import annotations
