@@ -132,6 +132,28 @@ def test_bins_and_thresholds_agree_on_unseen_values(seed, max_bins):
             np.testing.assert_array_equal(codes[ok, j] <= b, Z[ok, j] <= binner.threshold(j, b))
 
 
+@pytest.mark.parametrize("n_thresholds", [0, 1, 2, 3, 7, 8, 9, 127, 128, 129, 253, 254])
+def test_bin_codes_are_searchsorted_for_every_count_of_thresholds(n_thresholds):
+    """The bin search (the same 256 places halved for every feature) gives numpy's
+    ``searchsorted(side="left")`` of each feature's thresholds: values at, between, beyond
+    and near them, infinities, signed zeros; NaN in the missing bin."""
+    rng = np.random.default_rng(n_thresholds)
+    binner = Binner(255).fit(np.zeros((2, 2)))
+    binner.thresholds_ = [np.sort(rng.standard_normal(n_thresholds)),
+                          np.round(np.linspace(-3, 3, n_thresholds), 1)]
+    columns = []
+    for thr in binner.thresholds_:
+        columns.append(np.concatenate([
+            thr, np.nextafter(thr, np.inf), np.nextafter(thr, -np.inf),
+            rng.standard_normal(300) * 4, [np.inf, -np.inf, 0.0, -0.0, np.nan, 1e308]]))
+    X = np.stack(columns, axis=1)
+    codes = binner.transform(X)
+    for j, thr in enumerate(binner.thresholds_):
+        want = np.where(np.isnan(X[:, j]), binner.missing_bin,
+                        np.searchsorted(thr, X[:, j], side="left"))
+        np.testing.assert_array_equal(codes[:, j], want)
+
+
 def test_quantile_bins_are_balanced():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((4000, 2))
