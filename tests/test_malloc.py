@@ -110,6 +110,34 @@ def test_fresh_arrays_go_unadvised_inside_the_block_and_nested_blocks_restore_in
         switch(original)
 
 
+def test_blocks_on_threads_put_the_advice_back_when_the_last_one_ends():
+    """Two threads' blocks (a cost route's folds and final fit), the first to open ending
+    first: the advice stays off until the second ends, then is as before either opened."""
+    import threading
+
+    switch = _malloc.hugepage_switch()
+    original = switch(True)
+    opened, first_done, states = threading.Event(), threading.Event(), []
+
+    def second():
+        with _malloc.fresh_arrays_unadvised():
+            opened.set()
+            first_done.wait(10)
+            states.append(switch(False))  # the first block has ended: still off
+
+    try:
+        with _malloc.fresh_arrays_unadvised():
+            thread = threading.Thread(target=second)
+            thread.start()
+            assert opened.wait(10)
+        first_done.set()
+        thread.join(10)
+        assert states == [False]
+        assert switch(True) is True  # back once both ended
+    finally:
+        switch(original)
+
+
 def test_the_boosting_loop_makes_its_stages_without_hugepage_advice():
     """Stages run without the advice (a callback sees it off) and the fit leaves it as it
     found it."""

@@ -25,6 +25,7 @@ import contextlib
 import ctypes
 import os
 import sys
+import threading
 
 TRAINING_THRESHOLD = 32 << 20  # glibc's ceiling for its dynamic threshold (64-bit)
 PINNED_THRESHOLD = 128 << 10  # glibc's initial threshold, where MALLOC_TRIM_THRESHOLD_ pins it
@@ -91,19 +92,35 @@ def hugepage_switch():
 
 @contextlib.contextmanager
 def fresh_arrays_unadvised():
-    """NumPy's hugepage advice off inside the block, back as it was after (nestable): for a
-    loop whose large arrays are made afresh every iteration, while the arrays made before it
-    keep their huge pages. A fresh array so advised stalls its first touch on the kernel's
-    compaction under the common ``defrag=madvise`` setting: a 20M-row local fit's tree
-    spent 0.83 s writing its rows' leaves into a new array, 0.12 s with the advice off
-    (BENCHMARKS.md, "Fresh arrays without hugepage advice in the local loop")."""
+    """NumPy's hugepage advice off inside the block and back as it was when the last block
+    open in the process ends (blocks nest and run on several threads at once: a cost route's
+    fold models and final fit): for a loop whose large arrays are made afresh every
+    iteration, while the arrays made before it keep their huge pages. A fresh array so
+    advised stalls its first touch on the kernel's compaction under the common
+    ``defrag=madvise`` setting: a 20M-row local fit's tree spent 0.83 s writing its rows'
+    leaves into a new array, 0.12 s with the advice off (BENCHMARKS.md, "Fresh arrays without
+    hugepage advice in the local loop")."""
+    global _unadvised_blocks, _advice_before_blocks
     switch = hugepage_switch()
-    before = None if switch is None else bool(switch(False))
+    if switch is None:
+        yield
+        return
+    with _unadvised_lock:
+        if _unadvised_blocks == 0:
+            _advice_before_blocks = bool(switch(False))
+        _unadvised_blocks += 1
     try:
         yield
     finally:
-        if before is not None:
-            switch(before)
+        with _unadvised_lock:
+            _unadvised_blocks -= 1
+            if _unadvised_blocks == 0:
+                switch(_advice_before_blocks)
+
+
+_unadvised_lock = threading.Lock()
+_unadvised_blocks = 0  # fresh_arrays_unadvised blocks open in the process
+_advice_before_blocks = True  # NumPy's advice when the first of them opened
 
 
 def release_free_memory() -> None:
