@@ -138,6 +138,22 @@ def test_blocks_on_threads_put_the_advice_back_when_the_last_one_ends():
         switch(original)
 
 
+def test_a_block_and_training_hold_the_advice_off_until_both_let_go():
+    """A block that ends while training holds the advice off leaves it off; training's end
+    then puts back what the block found."""
+    switch = _malloc.hugepage_switch()
+    original = switch(True)
+    try:
+        with _malloc.fresh_arrays_unadvised():
+            _malloc.training_allocation(True)
+        assert switch(False) is False  # training still holds it
+        _malloc.training_allocation(False)
+        assert switch(True) is True  # as before the block
+    finally:
+        switch(original)
+        _malloc.training_allocation(False)
+
+
 def test_the_boosting_loop_makes_its_stages_without_hugepage_advice():
     """Stages run without the advice (a callback sees it off) and the fit leaves it as it
     found it."""

@@ -31,7 +31,10 @@ TRAINING_THRESHOLD = 32 << 20  # glibc's ceiling for its dynamic threshold (64-b
 PINNED_THRESHOLD = 128 << 10  # glibc's initial threshold, where MALLOC_TRIM_THRESHOLD_ pins it
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number
 _training = False  # this process's threshold is the training one
-_hugepages_before: bool | None = None  # NumPy's hugepage setting before training (None: not off)
+_advice_lock = threading.RLock()
+_advice_holders = 0  # of NumPy's hugepage advice off (:func:`_hold_advice_off`)
+_advice_before = True  # the advice when the first of them took hold
+_training_holds_advice = False  # training is one of them
 
 
 def _glibc():
@@ -57,28 +60,35 @@ def set_mmap_threshold(size: int) -> bool:
 
 def training_allocation(on: bool) -> bool:
     """The training threshold (``on``) and NumPy's hugepage advice off, or both back
-    (:func:`set_mmap_threshold`; True where the threshold was set)."""
-    global _training
+    (:func:`set_mmap_threshold`; True where the threshold was set). Either, called again, does
+    nothing more: training holds the advice off once (:func:`_hold_advice_off`)."""
+    global _training, _training_holds_advice
     done = set_mmap_threshold(TRAINING_THRESHOLD if on else PINNED_THRESHOLD)
     _training = on and done
-    _numpy_hugepages(not on)
+    with _advice_lock:
+        if on != _training_holds_advice:
+            _training_holds_advice = on
+            _hold_advice_off(on)
     return done
 
 
-def _numpy_hugepages(on: bool) -> None:
-    """NumPy's hugepage advice off (``on`` False, remembering the setting) or back as it was;
-    nothing where NumPy has no such switch."""
-    global _hugepages_before
+def _hold_advice_off(hold: bool) -> None:
+    """One holder more (``hold``) or one fewer of NumPy's hugepage advice off: the advice is
+    off while any holds it (training, :func:`fresh_arrays_unadvised` blocks on any thread) and
+    as it was before the first once the last lets go. Nothing where NumPy has no switch."""
+    global _advice_holders, _advice_before
     switch = hugepage_switch()
     if switch is None:
         return
-    if not on:
-        before = bool(switch(False))
-        if _hugepages_before is None:
-            _hugepages_before = before
-    elif _hugepages_before is not None:
-        switch(_hugepages_before)
-        _hugepages_before = None
+    with _advice_lock:
+        if hold:
+            if _advice_holders == 0:
+                _advice_before = bool(switch(False))
+            _advice_holders += 1
+        else:
+            _advice_holders -= 1
+            if _advice_holders == 0:
+                switch(_advice_before)
 
 
 def hugepage_switch():
@@ -92,35 +102,19 @@ def hugepage_switch():
 
 @contextlib.contextmanager
 def fresh_arrays_unadvised():
-    """NumPy's hugepage advice off inside the block and back as it was when the last block
-    open in the process ends (blocks nest and run on several threads at once: a cost route's
-    fold models and final fit): for a loop whose large arrays are made afresh every
-    iteration, while the arrays made before it keep their huge pages. A fresh array so
-    advised stalls its first touch on the kernel's compaction under the common
-    ``defrag=madvise`` setting: a 20M-row local fit's tree spent 0.83 s writing its rows'
-    leaves into a new array, 0.12 s with the advice off (BENCHMARKS.md, "Fresh arrays without
-    hugepage advice in the local loop")."""
-    global _unadvised_blocks, _advice_before_blocks
-    switch = hugepage_switch()
-    if switch is None:
-        yield
-        return
-    with _unadvised_lock:
-        if _unadvised_blocks == 0:
-            _advice_before_blocks = bool(switch(False))
-        _unadvised_blocks += 1
+    """NumPy's hugepage advice off inside the block and back as it was once the last holder
+    lets go (:func:`_hold_advice_off`: blocks nest and run on several threads at once, a cost
+    route's fold models and final fit; a worker's training holds it too): for a loop whose
+    large arrays are made afresh every iteration, while the arrays made before it keep their
+    huge pages. A fresh array so advised stalls its first touch on the kernel's compaction
+    under the common ``defrag=madvise`` setting: a 20M-row local fit's tree spent 0.83 s
+    writing its rows' leaves into a new array, 0.12 s with the advice off (BENCHMARKS.md,
+    "Fresh arrays without hugepage advice in the local loop")."""
+    _hold_advice_off(True)
     try:
         yield
     finally:
-        with _unadvised_lock:
-            _unadvised_blocks -= 1
-            if _unadvised_blocks == 0:
-                switch(_advice_before_blocks)
-
-
-_unadvised_lock = threading.Lock()
-_unadvised_blocks = 0  # fresh_arrays_unadvised blocks open in the process
-_advice_before_blocks = True  # NumPy's advice when the first of them opened
+        _hold_advice_off(False)
 
 
 def release_free_memory() -> None:

@@ -404,14 +404,16 @@ def _thresholds(values: np.ndarray, counts: np.ndarray, max_bins: int,
     return np.where(mid < hi, mid, lo)  # adjacent doubles: the midpoint may round up to hi
 
 
-N_SEARCHED = 256  # places every value's bin search halves (more than any feature's thresholds)
+# Places every value's bin search halves: the power of two above the most thresholds a
+# feature has (MAX_BINS_LIMIT - 1), so that a count of them is always one of its places.
+N_SEARCHED = 1 << MAX_BINS_LIMIT.bit_length()
 
 
 def _search_table(thresholds: list[np.ndarray]) -> np.ndarray:
     """(n_features, :data:`N_SEARCHED`): each feature's thresholds, then infinity."""
     table = np.full((len(thresholds), N_SEARCHED), np.inf)
     for j, thr in enumerate(thresholds):
-        if len(thr) >= N_SEARCHED:  # (at most 254: 255 value bins and the missing bin)
+        if len(thr) >= N_SEARCHED:
             raise ValueError(f"feature {j} has {len(thr)} thresholds; at most "
                              f"{N_SEARCHED - 1} can be searched")
         table[j, :len(thr)] = thr
