@@ -69,13 +69,15 @@ def test_same_model_as_a_local_fit_on_awkward_partitions(client, monkeypatch,
     local = RebelClassifier(**params).fit(X, y)
     dist = DaskRebelClassifier(**params).fit(Xd, yd)
     _assert_same_model(local, dist, X)
-    # several splits per round trip: one per level of each tree (a level's splits wait for
-    # their parents' answers, so none fewer), not one per split
+    # several splits per exchange between the workers: one per level of each tree (a
+    # level's splits wait for their parents' sums, so none fewer), not one per split; and
+    # one call from the client a tree
     from rebelboost.tree_tables import tree_tables
 
     tables = tree_tables(local.model_)
-    for t, (trips, depth) in enumerate(zip(dist.round_trips_, tables.depths(), strict=True)):
+    for t, (trips, depth) in enumerate(zip(dist.exchanges_, tables.depths(), strict=True)):
         assert trips == depth and depth < (tables.feature[t] >= 0).sum()
+    assert_array_equal(dist.round_trips_, 1)
     # lazy predictions, partition by partition, equal to the local model's
     labels = dist.predict(Xd)
     assert isinstance(labels, da.Array)

@@ -25,10 +25,16 @@ class WorkerLost(RuntimeError):
 
 
 class BlockStore:
-    """A worker's blocks and the values computed from them (a Dask actor)."""
+    """A worker's blocks and the values computed from them (a Dask actor). Driven by the
+    client (:meth:`run`, an :class:`ActorExecutor`'s calls) or growing the trees itself
+    among its peers (:meth:`start` to :meth:`release`: :mod:`._peers`)."""
 
     def __init__(self, keys: list[int], *blocks):
+        from ._peers import Mailbox
+
         self.values = dict(zip(keys, blocks, strict=True))
+        self.mailbox = Mailbox()  # (before any peer can write to it)
+        self.executor = self.booster = None
 
     def run(self, tasks: list[tuple], wanted: list[int], forget: list[int]) -> list:
         """``tasks`` (key, func, args; a :class:`_Key` in args is a stored value) in order;
@@ -39,6 +45,44 @@ class BlockStore:
         for key, func, args in tasks:
             values[key] = func(*[values[a] if type(a) is _Key else a for a in args])
         return [values[key] for key in wanted]
+
+    def start(self, me: int, actors: list, owners: list[int], keys: list[int], make) -> float:
+        """This worker's booster among ``actors`` (it is ``actors[me]``; block ``i`` is held
+        by ``actors[owners[i]]`` under ``keys[i]``): ``make(executor, blocks)``; the
+        initial loss."""
+        from ._peers import PeerExecutor, Peers
+
+        peers = Peers(me, actors, self.mailbox)
+        held = {i: self.values[key] for i, (owner, key) in enumerate(zip(owners, keys,
+                                                                          strict=True))
+                if owner == me}
+        self.executor = PeerExecutor(me, owners, held, peers.exchange)
+        self.booster = make(self.executor, self.executor.blocks)
+        return self.booster.initial_loss()
+
+    def stage(self, iteration: int) -> tuple:
+        """The next tree (an engine Stage), its batches of splits and the bytes this worker
+        received from the others for it."""
+        before = self.executor.gathered_bytes
+        stage = self.booster.fit_stage(iteration)
+        return stage, self.booster.round_trips[-1], self.executor.gathered_bytes - before
+
+    def covers(self):
+        return self.booster.covers()
+
+    def release(self) -> None:
+        self.booster.release()
+        self.executor = self.booster = None
+
+    async def deliver(self, tag: int, sender: int, payload) -> None:
+        """Another actor's part of exchange ``tag`` (on the worker's event loop, while this
+        actor's thread may be waiting for it)."""
+        self.mailbox.put(tag, sender, payload)
+
+    async def stop(self, reason: str) -> None:
+        """An exchange waiting here raises :class:`WorkerLost` (the client saw a worker
+        fail)."""
+        self.mailbox.stop(reason)
 
 
 _HERE = -1  # the home of a value held by the client only

@@ -36,6 +36,7 @@ from ..losses.rebel import RebelLoss
 from ..search.quantize import merge_weight_ranges
 from ._actors import ActorExecutor, WorkerLost
 from ._cluster import Cluster
+from ._peers import PeerBoosters
 from .cross_fit import choose_route_on_workers
 
 #: The partitions are concatenated into this many blocks per worker, consecutive partitions
@@ -48,6 +49,11 @@ BLOCKS_PER_WORKER: int | None = 1
 #: (:mod:`._actors`), instead of through the scheduler's tasks; a worker lost mid-fit then
 #: costs a new fit on tasks (the same model). False: tasks only.
 ROUNDS_ON_ACTORS = True
+
+#: With the rounds on actors, the actors grow each tree themselves, exchanging their sums
+#: with one another (:mod:`._peers`: one call from the client a tree); False: the client
+#: drives every level of splits (a call to every actor a level). The same model.
+TREES_ON_WORKERS = True
 
 
 class DaskRebelClassifier(RebelClassifier):
@@ -240,18 +246,24 @@ class DaskRebelClassifier(RebelClassifier):
         seed = rng.randint(2**31)
         n_iterations = self._n_iterations()
 
-        def train(executor, blocks):
+        def train(executor, blocks, on_peers=False):
             booster = None
+            validation_loss = None if validation is None else RebelLoss(
+                None, validation.codes, validation.sample_weight, self.subcosts,
+                validation.cost_rows)
+            options = self._vector_tree_options()
+            make = functools.partial(
+                BlockRebelBooster, binner=binner_value, n_rows=n_rows, n_classes=k,
+                options=options, rng=np.random.RandomState(seed),
+                learning_rate=self._shrinkage(),
+                block_starts=np.cumsum([0] + block_rows[:-1]).tolist(),
+                weight_range=functools.reduce(merge_weight_ranges,
+                                              [f["weight_range"] for f in facts]),
+                n_trees=n_iterations)
             try:
-                booster = BlockRebelBooster(
-                    executor, blocks, binner_value, n_rows, k,
-                    self._vector_tree_options(), np.random.RandomState(seed),
-                    self._shrinkage(), None if validation is None else RebelLoss(
-                        None, validation.codes, validation.sample_weight, self.subcosts,
-                        validation.cost_rows),
-                    np.cumsum([0] + block_rows[:-1]).tolist(),
-                    functools.reduce(merge_weight_ranges, [f["weight_range"] for f in facts]),
-                    n_iterations)
+                booster = (PeerBoosters(executor, make, options.max_leaves, validation_loss)
+                           if on_peers else
+                           make(executor, blocks, validation_loss=validation_loss))
                 result = boost(booster, n_iterations, d, validation=validation,
                                early_stopping=self._early_stopping(validation is not None),
                                callbacks=callbacks, target_loss=target,
@@ -266,7 +278,7 @@ class DaskRebelClassifier(RebelClassifier):
         def on_actors(blocks):
             actors = ActorExecutor(cluster, blocks)
             try:
-                return train(actors, actors.blocks)
+                return train(actors, actors.blocks, TREES_ON_WORKERS)
             finally:
                 actors.close()
 
@@ -294,7 +306,11 @@ class DaskRebelClassifier(RebelClassifier):
             scale_to_final(self, np.concatenate(cluster.gather(
                 [cluster.submit(part_fn.score_margins, part, None, local) for part in sized_on])))
         self.gathered_bytes_ = cluster.gathered_bytes
-        self.round_trips_ = np.asarray(booster.round_trips[:len(self.model_.learners)])
+        n_trees = len(self.model_.learners)
+        self.round_trips_ = np.asarray(booster.round_trips[:n_trees])
+        # (driven by the client, each batch of splits is a round trip)
+        self.exchanges_ = np.asarray(getattr(booster, "exchanges", booster.round_trips)[:n_trees])
+        self.exchanged_bytes_ = getattr(booster, "exchanged_bytes", 0)
         return self
 
     def _check_distributed(self) -> None:
@@ -313,7 +329,8 @@ class DaskRebelClassifier(RebelClassifier):
         local = RebelClassifier(**params)
         for name, value in vars(self).items():
             if (name.endswith("_") and not name.startswith("_")
-                    and name not in ("gathered_bytes_", "round_trips_")):
+                    and name not in ("gathered_bytes_", "round_trips_", "exchanges_",
+                                     "exchanged_bytes_")):
                 setattr(local, name, value)
         local._categorical = getattr(self, "_categorical", None)
         return local
