@@ -76,7 +76,7 @@ def test_same_model_as_a_local_fit_on_awkward_partitions(client, monkeypatch,
 
     tables = tree_tables(local.model_)
     for t, (trips, depth) in enumerate(zip(dist.exchanges_, tables.depths(), strict=True)):
-        assert trips == depth and depth < (tables.feature[t] >= 0).sum()
+        assert trips == depth + 2 and depth < (tables.feature[t] >= 0).sum()
     assert_array_equal(dist.round_trips_, 1)
     # lazy predictions, partition by partition, equal to the local model's
     labels = dist.predict(Xd)
@@ -619,12 +619,13 @@ def test_a_worker_lost_while_partitions_are_computed_leaves_the_same_model(clien
                                                  "histogram_bits": 12}, 6)])
 def test_a_tree_calls_the_workers_once_a_level_and_for_its_weights(client, monkeypatch,
                                                                    options, per_tree):
-    """What the estimator's docstring says a tree costs: ``round_trips_`` calls to the
-    workers' actors for its levels of splits, and ``per_tree`` more for its weights (the
-    largest exponent, then the weights with the root histogram; GOSS: the threshold's
-    passes too)."""
+    """What the estimator's docstring says a tree costs, driven by the client: ``round_trips_``
+    calls to the workers' actors for its levels of splits, and ``per_tree`` more for its
+    weights (the largest exponent, then the weights with the root histogram; GOSS: the
+    threshold's passes too)."""
     from rebelboost.dask import _actors
 
+    monkeypatch.setattr(dask_estimator, "TREES_ON_WORKERS", False)
     calls = []
     call = _actors.ActorExecutor._call
     monkeypatch.setattr(_actors.ActorExecutor, "_call",
@@ -638,6 +639,33 @@ def test_a_tree_calls_the_workers_once_a_level_and_for_its_weights(client, monke
         counted.append((len(calls), int(model.round_trips_.sum())))
     (calls_1, trips_1), (calls_2, trips_2) = counted
     assert calls_2 - calls_1 == trips_2 - trips_1 + per_tree
+
+
+@pytest.mark.parametrize("options, per_tree", [({}, 2), ({"histogram_bits": 12}, 3),
+                                               ({"subsample": 0.3, "sampling": "goss"}, 5)])
+def test_trees_grown_on_the_workers_cost_one_call_a_tree(client, monkeypatch, options,
+                                                         per_tree):
+    """Grown on the workers, a tree costs the client one call to each actor; the actors
+    exchange their sums once a level of splits (``exchanges_``) and ``per_tree`` more times
+    for the weights, as often as a client-driven fit calls them; the same model."""
+    from rebelboost.dask import _peers
+
+    calls = []
+    call_all = _peers.PeerBoosters._all
+    monkeypatch.setattr(_peers.PeerBoosters, "_all",
+                        lambda self, *a: (calls.append(a[0]), call_all(self, *a))[1])
+    X, y = _data(n=4000, d=5, seed=3, nan_rate=0.0)
+    Xd, yd = da.from_array(X, chunks=(1000, 5)), da.from_array(y, chunks=1000)
+    params = dict(n_estimators=3, max_leaves=15, random_state=0, **options)
+    model = DaskRebelClassifier(**params).fit(Xd, yd)
+    assert calls == ["start", "stage", "stage", "stage", "covers", "release"]
+    assert_array_equal(model.round_trips_, 1)
+    assert model.gathered_bytes_ < 1000 and model.exchanged_bytes_ > 0
+    monkeypatch.setattr(dask_estimator, "TREES_ON_WORKERS", False)
+    driven = DaskRebelClassifier(**params).fit(Xd, yd)
+    assert_array_equal(model.exchanges_, driven.round_trips_ + per_tree)
+    assert_array_equal(driven.exchanges_, 0)
+    assert _model_file(driven) == _model_file(model)
 
 
 def test_blocks_are_placed_on_the_workers_the_scheduler_names(client, monkeypatch):

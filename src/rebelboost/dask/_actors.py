@@ -61,11 +61,13 @@ class BlockStore:
         return self.booster.initial_loss()
 
     def stage(self, iteration: int) -> tuple:
-        """The next tree (an engine Stage), its batches of splits and the bytes this worker
-        received from the others for it."""
-        before = self.executor.gathered_bytes
+        """The next tree (an engine Stage), its batches of splits, its exchanges (the
+        weights' too) and the bytes this worker received from the others for it."""
+        executor = self.executor
+        exchanges, received = executor.exchanges, executor.gathered_bytes
         stage = self.booster.fit_stage(iteration)
-        return stage, self.booster.round_trips[-1], self.executor.gathered_bytes - before
+        return (stage, self.booster.round_trips[-1], executor.exchanges - exchanges,
+                executor.gathered_bytes - received)
 
     def covers(self):
         return self.booster.covers()

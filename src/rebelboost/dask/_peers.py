@@ -69,20 +69,20 @@ class PeerExecutor(TreeReductions):
         return Part(owner, func(*[a.value if type(a) is Part else a for a in args]))
 
     def reduce(self, func, futures):
-        """The fixed-order pairs of :class:`TreeReductions`: each worker adds its own pairs
-        while no pair spans two workers, then every worker adds the rest."""
-        level = list(futures)
-        while len(level) > 1 and all(
-                type(a) is Part and type(b) is Part and a.owner == b.owner
-                for a, b in zip(level[::2], level[1::2], strict=False)):
-            level = _pairs(func, level, self.submit)
-        return finish_reduce(func, self.gather(level))
+        return finish_reduce(func, self.gather(self.reduce_to(func, futures)))
 
     def reduce_gather(self, func, futures, fan_in: int = 2):
         return self.reduce(func, futures)
 
     def reduce_to(self, func, futures, fan_in: int = 2) -> list:
-        return [self.reduce(func, futures)]
+        """The fixed-order pairs of :class:`TreeReductions` that each worker can add alone
+        (levels while no pair spans two workers); :func:`finish_reduce` adds the rest."""
+        level = list(futures)
+        while len(level) > 1 and all(
+                type(a) is Part and type(b) is Part and a.owner == b.owner
+                for a, b in zip(level[::2], level[1::2], strict=False)):
+            level = _pairs(func, level, self.submit)
+        return level
 
     def gather(self, value):
         """The value of every :class:`Part` in ``value`` (a nested list), from the worker
@@ -183,7 +183,8 @@ class PeerBoosters:
         self.executor = actors
         self.val_loss = validation_loss
         self.round_trips: list[int] = []  # calls to the workers, per tree (one)
-        self.exchanges: list[int] = []  # the workers' exchanges of splits, per tree
+        self.split_batches: list[int] = []  # per tree, its batches of splits
+        self.exchanges: list[int] = []  # and the workers' exchanges (its weights' too)
         self.exchanged_bytes = 0  # received by the workers from one another
         owners = [node.home for node in actors.blocks]
         keys = [node.key for node in actors.blocks]
@@ -235,11 +236,12 @@ class PeerBoosters:
 
     def fit_stage(self, iteration: int):
         answers = self._all("stage", lambda a: (iteration,))
-        stage, splits = answers[0][:2]
+        stage, splits, exchanges = answers[0][:3]
         if any(other[0].loss != stage.loss for other in answers[1:]):
             raise RuntimeError("the workers' trees disagree")
         self.round_trips.append(1)
-        self.exchanges.append(splits)
+        self.split_batches.append(splits)
+        self.exchanges.append(exchanges)
         self.exchanged_bytes += sum(received for *_, received in answers)
         return stage
 
