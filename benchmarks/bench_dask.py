@@ -1,9 +1,10 @@
 """Distributed training on a LocalCluster (2 workers unless ``--workers``; issue 18): time
 and bytes moved per iteration of ``DaskRebelClassifier`` against the local
 ``RebelClassifier``, ``lightgbm.dask.DaskLGBMClassifier`` and ``xgboost.dask``'s
-``DaskXGBClassifier`` (``--methods ... xgboost_dask``) on the same cluster; ``rebel_dask_tasks``
-is ``DaskRebelClassifier`` with its rounds on scheduler tasks instead of actors
-(``ROUNDS_ON_ACTORS = False``), run in the order ``--methods`` gives.
+``DaskXGBClassifier`` (``--methods ... xgboost_dask``) on the same cluster; ``rebel_dask_driven``
+is ``DaskRebelClassifier`` with the client driving every level of splits through the actors
+(``TREES_ON_WORKERS = False``), ``rebel_dask_tasks`` with its rounds on scheduler tasks
+instead of actors (``ROUNDS_ON_ACTORS = False``), run in the order ``--methods`` gives.
 
     python benchmarks/bench_dask.py                       # kddcup and 20M x 50 synthetic
     python benchmarks/bench_dask.py --datasets kddcup --iterations 20
@@ -76,12 +77,16 @@ def _worker_memory(reset: bool = False) -> dict:
     return {key: int(status.split(f"{key}:")[1].split()[0]) / 1024 for key in ("VmRSS", "VmHWM")}
 
 
-def time_dask_rebel(client, X, y, n_iter, params, on_actors: bool = True):
-    """``on_actors`` False: the rounds of splits as scheduler tasks (the code before the
-    actors; ``rebel_dask_tasks``)."""
+DASK_MODES = {"rebel_dask": (True, True), "rebel_dask_driven": (True, False),
+              "rebel_dask_tasks": (False, False)}  # ROUNDS_ON_ACTORS, TREES_ON_WORKERS
+
+
+def time_dask_rebel(client, X, y, n_iter, params, mode: str = "rebel_dask"):
+    """``mode``: one of :data:`DASK_MODES` (the trees grown on the workers; driven by the
+    client through the actors; on scheduler tasks)."""
     from rebelboost.dask import DaskRebelClassifier, estimator
 
-    estimator.ROUNDS_ON_ACTORS = on_actors
+    estimator.ROUNDS_ON_ACTORS, estimator.TREES_ON_WORKERS = DASK_MODES[mode]
 
     # each worker compiles its kernels on a slice first; then its peak restarts from what it
     # holds at rest, so the peak above it is the fit's (partitions included, as they are
@@ -113,11 +118,15 @@ def time_dask_rebel(client, X, y, n_iter, params, on_actors: bool = True):
             "loopback_bytes_per_iteration": float(np.median(np.diff(loopback))),
             "loopback_bytes_whole_fit": lo1 - lo0,
             "client_gathered_bytes_per_iteration": model.gathered_bytes_ / n_iter,
+            # what the workers received from one another in the trees' exchanges
+            "exchanged_bytes_per_iteration": getattr(model, "exchanged_bytes_", 0) / n_iter,
             # (the client's gathers are the workers' outgoing transfers too)
             "worker_outgoing_bytes_per_iteration": (tr1 - tr0) / n_iter,
             # round trips to the workers per tree (one per level of splits; older versions
             # one per split and have no round_trips_)
             "round_trips_per_tree": getattr(model, "round_trips_", np.zeros(0)).tolist(),
+            # the workers' exchanges with one another per tree (trees grown on the workers)
+            "exchanges_per_tree": getattr(model, "exchanges_", np.zeros(0)).tolist(),
             "train_loss": model.train_loss_.tolist(), "model_file_sha256": model_digest(model)}
 
 
@@ -217,9 +226,8 @@ def run(name, args):
               "workers": args.workers, "spill": not args.no_spill}
     print(f"{name}: {result}", flush=True)
     for method in args.methods:  # (in the order given: a worker's first fit pays for its heap)
-        if method in ("rebel_dask", "rebel_dask_tasks"):
-            result[method] = time_dask_rebel(client, X, y, n_iter, params,
-                                             on_actors=method == "rebel_dask")
+        if method in DASK_MODES:
+            result[method] = time_dask_rebel(client, X, y, n_iter, params, method)
             print(f"  {method}", {k: v for k, v in result[method].items()
                                   if k != "train_loss"}, flush=True)
     if "lightgbm_dask" in args.methods:
@@ -237,10 +245,10 @@ def run(name, args):
         result["rebel_local"] = time_local(X_np, y_np, n_iter, params)
         print("  rebel local", {k: v for k, v in result["rebel_local"].items()
                                 if k != "train_loss"}, flush=True)
-    for dist in ("rebel_dask", "rebel_dask_tasks"):
+    for dist in DASK_MODES:
         if "rebel_local" in result and dist in result:
             a, b = (np.asarray(result[m]["train_loss"]) for m in (dist, "rebel_local"))
-            suffix = "" if dist == "rebel_dask" else "_tasks"
+            suffix = dist.removeprefix("rebel_dask")
             result["max_relative_loss_difference" + suffix] = float(np.max(np.abs(a / b - 1)))
             result["same_model_file" + suffix] = (result[dist]["model_file_sha256"]
                                                   == result["rebel_local"]["model_file_sha256"])

@@ -5,8 +5,9 @@ LocalCluster, seen six ways.
   off): compute seconds per task kind, the period of a round of splits (one ``split_many``
   per block to the next), the workers' busy time, and the share of the client's time spent
   waiting in ``gather``.
-* ``actors``: a fit with its rounds on actors (the default): seconds per function inside
-  each worker's actor, and the client's waits on the actors, per iteration.
+* ``actors``: a fit with its rounds driven by the client through actors
+  (``TREES_ON_WORKERS`` off): seconds per function inside each worker's actor, and the
+  client's waits on the actors, per iteration.
 * ``memory``: each worker's resident memory every 50 ms through a fit of data generated in
   the fit (``--synthetic-rows``), its peak per phase (setup, each iteration), after a
   warm-up fit with its rounds on actors or on tasks (``--warm-up``).
@@ -155,8 +156,10 @@ def _actor_seconds() -> dict:
 
 def actors(args) -> None:
     """Seconds per function inside the actors, and the client's waits, in a fit of
-    ``args.trees`` trees with its rounds on actors."""
-    from rebelboost.dask import DaskRebelClassifier, _actors
+    ``args.trees`` trees with its rounds driven by the client through actors."""
+    from rebelboost.dask import DaskRebelClassifier, _actors, estimator
+
+    estimator.TREES_ON_WORKERS = False
 
     cluster, client = _cluster()
     X, y = _data(client, args)

@@ -1,14 +1,16 @@
 """Training on row blocks held elsewhere (workers of a cluster): the tree grower's row set
 over the blocks, and REBEL's booster whose rows stay with the blocks.
 
-The vector-tree grower (:mod:`rebelboost.learners.vector_tree`) runs on the client, unchanged:
-it asks :class:`BlockRows` for counts, channel sums and histograms, which every block
-computes for its own rows (:mod:`.tasks`) and a fixed-order tree reduction adds up; only
-split decisions and step vectors go back. The weights' common scale (their largest exponent)
-is agreed first, by a max reduction. How tasks run is the backend's :class:`Executor`
-(Dask's: :class:`rebelboost.dask._cluster.Cluster`, scheduler tasks, and
-:class:`rebelboost.dask._actors.ActorExecutor`, an actor per worker); whatever order the
-blocks answer in, the sums are added in the blocks' order, so the model is the same.
+The vector-tree grower (:mod:`rebelboost.learners.vector_tree`) runs unchanged, on the client
+or on every worker at once: it asks :class:`BlockRows` for counts, channel sums and
+histograms, which every block computes for its own rows (:mod:`.tasks`) and a fixed-order
+tree reduction adds up; only split decisions and step vectors go back. The weights' common
+scale (their largest exponent) is agreed first, by a max reduction. How tasks run is the
+backend's :class:`Executor` (Dask's: :class:`rebelboost.dask._cluster.Cluster`, scheduler
+tasks; :class:`rebelboost.dask._actors.ActorExecutor`, an actor per worker called by the
+client; :class:`rebelboost.dask._peers.PeerExecutor`, inside each worker's actor, whose
+reductions are exchanges between the actors); whatever order the blocks answer in, the sums
+are added in the blocks' order, so the model is the same.
 """
 
 from __future__ import annotations

@@ -81,7 +81,9 @@ def fit_on_cluster(address: str, data: str, target: str | None, n_estimators: in
             click.echo(f"fitted {model.n_estimators_} iterations on {n_rows} rows x "
                        f"{model.n_features_in_} features, {len(model.classes_)} classes, on "
                        f"{len(client.nthreads())} workers in {seconds:.2f} s "
-                       f"({model.round_trips_.mean():.1f} round trips a tree)")
+                       f"({model.round_trips_.mean():.1f} round trips and "
+                       f"{model.exchanges_.mean():.1f} exchanges between the workers a "
+                       "tree)")
             from .model_commands import training_lines
 
             for line in training_lines(model, wrong / n_rows, cost / n_rows if costly else None,

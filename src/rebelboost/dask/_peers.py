@@ -142,7 +142,7 @@ class Mailbox:
                     raise WorkerLost(self._stopped)
                 if not self._ready.wait(timeout):
                     raise WorkerLost(f"no answer from the other workers in {timeout:.0f} s")
-            return self._letters.pop(tag)
+            return self._letters.pop(tag, {})  # (none: no other actor)
 
 
 class Peers:

@@ -85,14 +85,19 @@ class DaskRebelClassifier(RebelClassifier):
     local fit would hold out (``validation_fraction``: drawn on the client from the rows'
     classes, those rows then brought to the client and scored there after every
     iteration; the trees grow on the rest): other settings raise ``NotImplementedError``
-    before any work is done. A
-    tree costs one round trip to the workers per level of splits (one more where a
-    leaf's histogram is asked on its own), not one per split (``round_trips_``, per tree;
-    :class:`~rebelboost.blocks.training.BlockRows`), each a
-    direct call to every worker's actor (:data:`ROUNDS_ON_ACTORS`); its weights and root
-    histogram take 2 more, not counted there (one more with ``histogram_bits``, whose
+    before any work is done. The
+    trees grow on the workers (:data:`TREES_ON_WORKERS`): each worker's actor runs the
+    same grower on its own blocks and the actors send one another their sums, adding them
+    in the blocks' fixed order (:mod:`._peers`), so a tree costs the client one call to
+    each actor (``round_trips_``, per tree) and the workers one exchange per level of
+    splits (one more where a leaf's histogram is asked on its own), not one per split, and
+    2 more for the weights and root histogram (one more with ``histogram_bits``, whose
     scales wait for the weights; three more with GOSS, whose heaviest rows' threshold is
-    found in passes over the blocks' counts). While the
+    found in passes over the blocks' counts): ``exchanges_``, per tree, and
+    ``exchanged_bytes_``. With ``TREES_ON_WORKERS = False`` the client drives every level,
+    a call to every actor each (:class:`~rebelboost.blocks.training.BlockRows`;
+    ``round_trips_`` then counts the levels, the weights' 2-5 calls not counted there; no
+    exchanges: ``exchanges_`` zeros). While the
     trees grow, workers started by Dask's nannies take arrays up to 32 MiB from the heap
     (:mod:`rebelboost._malloc`; never where ``MALLOC_MMAP_THRESHOLD_`` is set).
     """
