@@ -109,3 +109,35 @@ def test_rounds_of_splits_are_not_scheduler_tasks(client, monkeypatch):
     assert counts[True, 2] == counts[True, 6]
     assert counts[False, 6] > counts[False, 2] + 4 * 5  # (rounds of tasks, every tree)
     assert files[0] == files[1]
+
+
+class _GathersFirst:
+    """A booster whose making gathers the blocks: an exchange with every other actor."""
+
+    def __init__(self, executor, blocks):
+        self.values = executor.gather(blocks)
+
+    def initial_loss(self) -> float:
+        return float(sum(self.values))
+
+
+def test_an_actor_waiting_on_an_exchange_leaves_the_workers_actor_thread_free(client):
+    """An actor growing trees among its peers works on a thread of its own: on the worker's
+    one actor thread, its waits on the other workers kept every other actor of that worker
+    (another fit's) from running, and two fits at once could each wait on the other."""
+    from rebelboost.dask._actors import BlockStore, WorkerLost
+
+    first, second = sorted(client.nthreads())
+    here, there, neighbour = (
+        client.submit(BlockStore, [0], value, actor=True, workers=[worker]).result()
+        for value, worker in ((1.0, first), (2.0, second), (3.0, first)))
+    waiting = here.start(0, [here, there], [0, 1], [0, 0], _GathersFirst)
+    time.sleep(0.5)  # (``there`` never starts: ``here`` waits for its block)
+    assert not waiting.done()
+    assert neighbour.run([], [0], []).result(timeout=20) == [3.0]
+    there.start(1, [here, there], [0, 1], [0, 0], _GathersFirst).result(timeout=20)
+    assert waiting.result(timeout=20) == 3.0  # (the exchange completed: 1.0 + 2.0)
+    stuck = here.start(0, [here, there], [0, 1], [0, 0], _GathersFirst)
+    here.stop("the test is over").result(timeout=20)
+    with pytest.raises(WorkerLost, match="the test is over"):
+        stuck.result(timeout=20)

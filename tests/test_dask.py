@@ -668,6 +668,26 @@ def test_trees_grown_on_the_workers_cost_one_call_a_tree(client, monkeypatch, op
     assert _model_file(driven) == _model_file(model)
 
 
+def test_two_fits_at_once_on_the_same_workers_do_not_wait_on_each_other(client):
+    """Two fits at once on the same workers give the models they give alone (each fit's
+    actors grow their trees on threads of their own: ``test_actors.py`` provokes the wait
+    that two fits on the worker's one actor thread could fall into)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    X, y = _data(n=2000, d=5, seed=4)
+    Xd, yd = da.from_array(X, chunks=(500, 5)), da.from_array(y, chunks=500)
+    params = [dict(n_estimators=6, max_leaves=7, random_state=seed) for seed in (0, 1)]
+
+    def fit(p):
+        return _model_file(DaskRebelClassifier(**p).fit(Xd, yd))
+
+    alone = [fit(p) for p in params]
+    with ThreadPoolExecutor(2) as pool:
+        running = [pool.submit(fit, p) for p in params]
+        together = [future.result(timeout=300) for future in running]
+    assert together == alone
+
+
 def test_blocks_are_placed_on_the_workers_the_scheduler_names(client, monkeypatch):
     """The client's cached ``scheduler_info()`` lists no workers once its periodic refresh
     has run (distributed 2026.8); a fit that read it there placed no partition (a fold

@@ -34,7 +34,7 @@ class BlockStore:
 
         self.values = dict(zip(keys, blocks, strict=True))
         self.mailbox = Mailbox()  # (before any peer can write to it)
-        self.executor = self.booster = None
+        self.executor = self.booster = self._thread = None
 
     def run(self, tasks: list[tuple], wanted: list[int], forget: list[int]) -> list:
         """``tasks`` (key, func, args; a :class:`_Key` in args is a stored value) in order;
@@ -46,35 +46,60 @@ class BlockStore:
             values[key] = func(*[values[a] if type(a) is _Key else a for a in args])
         return [values[key] for key in wanted]
 
-    def start(self, me: int, actors: list, owners: list[int], keys: list[int], make) -> float:
+    async def start(self, me: int, actors: list, owners: list[int], keys: list[int],
+                    make) -> float:
         """This worker's booster among ``actors`` (it is ``actors[me]``; block ``i`` is held
         by ``actors[owners[i]]`` under ``keys[i]``): ``make(executor, blocks)``; the
         initial loss."""
         from ._peers import PeerExecutor, Peers
 
-        peers = Peers(me, actors, self.mailbox)
-        held = {i: self.values[key] for i, (owner, key) in enumerate(zip(owners, keys,
-                                                                          strict=True))
-                if owner == me}
-        self.executor = PeerExecutor(me, owners, held, peers.exchange)
-        self.booster = make(self.executor, self.executor.blocks)
-        return self.booster.initial_loss()
+        def start():
+            peers = Peers(me, actors, self.mailbox)
+            held = {i: self.values[key]
+                    for i, (owner, key) in enumerate(zip(owners, keys, strict=True))
+                    if owner == me}
+            self.executor = PeerExecutor(me, owners, held, peers.exchange)
+            self.booster = make(self.executor, self.executor.blocks)
+            return self.booster.initial_loss()
 
-    def stage(self, iteration: int) -> tuple:
+        return await self._on_own_thread(start)
+
+    async def stage(self, iteration: int) -> tuple:
         """The next tree (an engine Stage), its batches of splits, its exchanges (the
         weights' too) and the bytes this worker received from the others for it."""
-        executor = self.executor
-        exchanges, received = executor.exchanges, executor.gathered_bytes
-        stage = self.booster.fit_stage(iteration)
-        return (stage, self.booster.round_trips[-1], executor.exchanges - exchanges,
-                executor.gathered_bytes - received)
+        def stage():
+            executor = self.executor
+            exchanges, received = executor.exchanges, executor.gathered_bytes
+            stage = self.booster.fit_stage(iteration)
+            return (stage, self.booster.round_trips[-1], executor.exchanges - exchanges,
+                    executor.gathered_bytes - received)
 
-    def covers(self):
-        return self.booster.covers()
+        return await self._on_own_thread(stage)
 
-    def release(self) -> None:
-        self.booster.release()
-        self.executor = self.booster = None
+    async def covers(self):
+        return await self._on_own_thread(lambda: self.booster.covers())
+
+    async def release(self) -> None:
+        def release():
+            self.booster.release()
+            self.executor = self.booster = None
+
+        await self._on_own_thread(release)
+        self._thread.shutdown(wait=False)
+
+    async def _on_own_thread(self, func):
+        """``func()`` on this actor's own thread, not the worker's one actor thread: an
+        actor waiting there on an exchange would keep another fit's actors on the same
+        worker from running, and two fits at once could each wait on the other's."""
+        import asyncio
+        import contextvars
+        from concurrent.futures import ThreadPoolExecutor
+
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="rebelboost-trees")
+        context = contextvars.copy_context()  # (Dask's worker, for the calls to the peers)
+        return await asyncio.get_running_loop().run_in_executor(self._thread, context.run,
+                                                                func)
 
     async def deliver(self, tag: int, sender: int, payload) -> None:
         """Another actor's part of exchange ``tag`` (on the worker's event loop, while this
