@@ -86,6 +86,7 @@ class BlockStore:
 
         await self._on_own_thread(release)
         self._thread.shutdown(wait=False)
+        self._thread = None
 
     async def _on_own_thread(self, func):
         """``func()`` on this actor's own thread, not the worker's one actor thread: an

@@ -22,6 +22,8 @@ import threading
 import time
 from itertools import count
 
+import numpy as np
+
 from ..blocks.training import TreeReductions, _pairs, finish_reduce, nbytes
 from ..learners.leaf_tree import LeafTreeArrays
 from ._actors import WorkerLost
@@ -204,7 +206,7 @@ class PeerBoosters:
         except RuntimeError as exc:  # ("Worker holding Actor was lost")
             self._failed = True
             raise WorkerLost(f"a worker left mid-fit ({exc})") from exc
-        answers, failure = {}, None
+        answers, failure, pause = {}, None, 0.0005
         while running:
             for a, future in list(running.items()):
                 if future.done():
@@ -215,8 +217,9 @@ class PeerBoosters:
                         if failure is None:
                             failure, self._failed = exc, True
                             self.abort(f"another worker failed ({exc!r})")
-            if running:
-                time.sleep(0.0005)
+            if running:  # (a tree of 20M rows takes seconds: the client need not spin)
+                time.sleep(pause)
+                pause = min(2 * pause, 0.005)
         if isinstance(failure, OSError | WorkerLost):  # (Dask's CommClosedError: an OSError)
             raise WorkerLost(f"a worker left mid-fit ({failure})") from failure
         if failure is not None:
@@ -237,7 +240,8 @@ class PeerBoosters:
     def fit_stage(self, iteration: int):
         answers = self._all("stage", lambda a: (iteration,))
         stage, splits, exchanges = answers[0][:3]
-        if any(other[0].loss != stage.loss for other in answers[1:]):
+        if not np.array_equal([other[0].loss for other in answers],
+                              [stage.loss] * len(answers), equal_nan=True):
             raise RuntimeError("the workers' trees disagree")
         self.round_trips.append(1)
         self.split_batches.append(splits)
