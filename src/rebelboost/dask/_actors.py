@@ -261,19 +261,25 @@ def _arg(value, home: int):
     return _Key(value.key) if value.home == home else value.value
 
 
-def _flatten(value):
-    if isinstance(value, Node):
+def _flatten(value, kind=None):
+    """The ``kind`` objects (:class:`Node` by default) in ``value``, a nested list or tuple,
+    in order."""
+    kind = kind or Node
+    if isinstance(value, kind):
         yield value
     elif isinstance(value, list | tuple):
         for v in value:
-            yield from _flatten(v)
+            yield from _flatten(v, kind)
 
 
-def _unflatten(value):
-    if isinstance(value, Node):
-        return value.value
+def _unflatten(value, kind=None, fill=lambda node: node.value):
+    """``value`` with each ``kind`` object ``x`` in it replaced by ``fill(x)`` (a
+    :class:`Node` by its value, by default), in :func:`_flatten`'s order."""
+    kind = kind or Node
+    if isinstance(value, kind):
+        return fill(value)
     if isinstance(value, list | tuple):
-        return type(value)(_unflatten(v) for v in value)
+        return type(value)(_unflatten(v, kind, fill) for v in value)
     return value
 
 

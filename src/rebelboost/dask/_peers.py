@@ -26,7 +26,7 @@ import numpy as np
 
 from ..blocks.training import TreeReductions, _pairs, finish_reduce, nbytes
 from ..learners.leaf_tree import LeafTreeArrays
-from ._actors import WorkerLost
+from ._actors import WorkerLost, _flatten, _unflatten
 
 #: seconds an actor waits for another's part of an exchange before it gives up (a worker
 #: that died is reported sooner: by the client, whose call to it fails)
@@ -89,32 +89,17 @@ class PeerExecutor(TreeReductions):
     def gather(self, value):
         """The value of every :class:`Part` in ``value`` (a nested list), from the worker
         that holds it; other values as they are."""
-        parts = list(_parts(value))
+        parts = list(_flatten(value, Part))
         if not parts:
-            return _filled(value, iter(()))
+            return value
         mine = {i: p.value for i, p in enumerate(parts) if p.owner == self.me}
         values = self._exchange(mine)
         self.exchanges += 1
         self.gathered_bytes += sum(nbytes(v) for i, v in values.items() if i not in mine)
         if sorted(values) != list(range(len(parts))):
             raise RuntimeError("an exchange between the workers lost values")
-        return _filled(value, (values[i] for i in range(len(parts))))
-
-
-def _parts(value):
-    if type(value) is Part:
-        yield value
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _parts(v)
-
-
-def _filled(value, values):
-    if type(value) is Part:
-        return next(values)
-    if isinstance(value, list | tuple):
-        return type(value)(_filled(v, values) for v in value)
-    return value
+        ordered = (values[i] for i in range(len(parts)))
+        return _unflatten(value, Part, lambda part: next(ordered))
 
 
 class Mailbox:
