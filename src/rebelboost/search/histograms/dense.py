@@ -114,23 +114,42 @@ def _tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, o
                width):
     """Rows ``r0:r1`` added to features ``t0:t1``'s cells: ``len(width)`` channels a row in
     unrolled SIMD adds with constant strides (float64, C-ordered), or (no ``width``) the
-    channels one by one."""
+    channels one by one.
+
+    A row's cells are all found (its bins read, capped, offset) before any is added: the
+    loads interleaved with the adds' stores cost up to 1.8x on an AVX2 machine (AMD EPYC,
+    2,000,000 x 50 bins, 7 channels, one thread: 0.58 -> 0.33 s; BENCHMARKS.md, issue 27,
+    stop 69)."""
     n_channels = row_channels.shape[1]
     if len(width) > 0:
         n_channels = len(width)
         flat_hist = hist.reshape(-1)
         flat_channels = row_channels.reshape(-1)
     first = features[t0]
+    n_tile = t1 - t0
+    tile_features = np.empty(n_tile, dtype=np.intp)
+    tile_offsets = np.empty(n_tile, dtype=np.intp)
+    tile_caps = np.empty(n_tile, dtype=np.intp)
+    tile_skip = np.full(n_tile, -1, dtype=np.intp)
+    for j in range(n_tile):
+        f = features[t0 + j]
+        tile_features[j], tile_offsets[j], tile_caps[j] = f, offsets[f], caps[f]
+        if skip is not None:
+            tile_skip[j] = skip[f]
+    cells = np.empty(n_tile, dtype=np.intp)
     for i in range(r0, r1):  # (each cell still adds its rows in row order)
         r = rows[i]
         prefetch_ahead(bins, rows, i, r1, first)
-        for j in range(t0, t1):
-            f = features[j]
-            b = np.intp(bins[r, f])
+        n_cells = 0
+        for j in range(n_tile):
+            b = np.intp(bins[r, tile_features[j]])
             if skip is not None:
-                if b == skip[f]:
+                if b == tile_skip[j]:
                     continue
-            cell = offsets[f] + min(b, np.intp(caps[f]))
+            cells[n_cells] = tile_offsets[j] + min(b, tile_caps[j])
+            n_cells += 1
+        for j in range(n_cells):
+            cell = cells[j]
             if len(width) == 0:
                 for c in range(n_channels):
                     hist[cell, c] += row_channels[i, c]
