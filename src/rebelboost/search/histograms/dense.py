@@ -127,16 +127,14 @@ def _tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, o
         flat_channels = row_channels.reshape(-1)
     first = features[t0]
     n_tile = t1 - t0
-    tile_features = np.empty(n_tile, dtype=np.intp)
-    tile_offsets = np.empty(n_tile, dtype=np.intp)
-    tile_caps = np.empty(n_tile, dtype=np.intp)
-    tile_skip = np.full(n_tile, -1, dtype=np.intp)
+    scratch = np.empty(5 * n_tile, dtype=np.intp)  # (one allocation: small nodes pay it often)
+    tile_features, tile_offsets = scratch[:n_tile], scratch[n_tile:2 * n_tile]
+    tile_caps, tile_skip = scratch[2 * n_tile:3 * n_tile], scratch[3 * n_tile:4 * n_tile]
+    cells = scratch[4 * n_tile:]
     for j in range(n_tile):
         f = features[t0 + j]
         tile_features[j], tile_offsets[j], tile_caps[j] = f, offsets[f], caps[f]
-        if skip is not None:
-            tile_skip[j] = skip[f]
-    cells = np.empty(n_tile, dtype=np.intp)
+        tile_skip[j] = -1 if skip is None else skip[f]
     for i in range(r0, r1):  # (each cell still adds its rows in row order)
         r = rows[i]
         prefetch_ahead(bins, rows, i, r1, first)
