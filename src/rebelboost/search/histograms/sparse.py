@@ -211,12 +211,10 @@ def _sparse_rows(indptr, entries, channels, n_channels, rows, r0, r1, blk, flat,
 
     The rows' entries lie anywhere in memory, so the next rows' are prefetched. (A private
     scratch of the features' cells measured no faster here: the entries skip the one busy
-    bin, and the rest spread over the bins.) A row's cells are all found before any is added,
-    as in :func:`.dense._tile_rows`.
+    bin, and the rest spread over the bins.)
     """
     if len(width) > 0:
         n_channels = len(width)
-    cells = np.empty(caps.shape[0], dtype=np.intp)  # (a row has an entry a feature at most)
     for r in range(r0, r1):
         if r + _PREFETCH_ROWS < r1:
             ahead = rows[r + _PREFETCH_ROWS]
@@ -224,14 +222,10 @@ def _sparse_rows(indptr, entries, channels, n_channels, rows, r0, r1, blk, flat,
             prefetch(channels, (r + _PREFETCH_ROWS) * n_channels)
         i = rows[r]
         src = r * n_channels
-        e0 = indptr[blk, i]
-        n_cells = indptr[blk, i + 1] - e0
-        for e in range(n_cells):
-            code = entries[e0 + e]
+        for e in range(indptr[blk, i], indptr[blk, i + 1]):
+            code = entries[e]
             f = np.intp(code >> 8)
-            cells[e] = (offsets[f] + min(np.intp(code & 0xFF), caps[f])) * n_channels
-        for e in range(n_cells):
-            at = cells[e]
+            at = (offsets[f] + min(np.intp(code & 0xFF), caps[f])) * n_channels
             if len(width) == 0:
                 for c in range(n_channels):
                     flat[at + c] += channels[src + c]
