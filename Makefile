@@ -38,9 +38,14 @@ $(CHROMIUM):
 demo: $(VENV)/.installed-plot  ## set up, then train, evaluate and explain on the bundled data
 	$(VENV)/bin/rebelboost demo
 
+# Two pytest processes (pytest-xdist), one a core here: numba's first compilations and the
+# tests' Python share the cores instead of one waiting on the other. TEST_PROCESSES=0 runs
+# the suite in this process.
+TEST_PROCESSES ?= 2
+
 test: $(VENV)/.installed-dev,plot $(CHROMIUM)  ## set up, then run the test suite
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -n $(TEST_PROCESSES)
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache
