@@ -108,11 +108,11 @@ def _add_block(hist, block, rows, bins, features, caps, offsets, starts, tile, s
     n_rows, n_channels = block.shape
     if sparse is None:
         if parallel:
-            _add_rows_parallel(bins, block, rows, 0, n_rows, features, starts, hist, caps,
-                               offsets, tile, fresh, None, ())
+            _add_rows_parallel(bins, block, rows, np.intp(0), n_rows, features, starts, hist,
+                               caps, offsets, tile, fresh, None, ())
         else:
-            _add_rows_serial(bins, block, rows, 0, n_rows, features, starts, hist, caps,
-                             offsets, tile, fresh, None, ())
+            _add_rows_serial(bins, block, rows, np.intp(0), n_rows, features, starts, hist,
+                             caps, offsets, tile, fresh, None, ())
         return
     _, indptr, entries = sparse
     if fresh:
@@ -149,7 +149,7 @@ def _build(hist, gathered, order, start, stop, sums, bins, features, caps, offse
     rows = order[start:stop]
     parallel = _threads_pay(stop - start, bins, features, gathered.shape[1], starts, sparse)
     _add_block(hist, gathered, rows, bins, features, caps, offsets, starts, tile, sparse,
-               parallel, True)
+               parallel, np.bool_(True))
     _fill_sparse_defaults(hist, sparse, offsets, sums, parallel)
 
 
@@ -291,8 +291,8 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
     child_missing = np.zeros((2, n_features), dtype=np.bool_)
     found = np.full(cap, -2, dtype=np.int64)  # a made leaf's scan (-2: not yet; -1: none)
     found_row = np.zeros(cap, dtype=np.int64)  # and its row of the bests
-    if root_rows.shape[0] > 0 and _can_split(leaf, sums, losses, 0, min_weight, max_depth,
-                                             n_features):
+    if root_rows.shape[0] > 0 and _can_split(leaf, sums, losses, np.intp(0), min_weight,
+                                             max_depth, n_features):
         n_rows = order.shape[0]
         if (threaded and claims_all
                 and (n_rows * entry_features + n_cells) * n_channels >= least_work):
@@ -312,8 +312,8 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                                  counter, n_threads)
             found[0] = pick_index(child_scores[0])
         else:
-            _build(store[0], root_rows, order, 0, n_rows, root_sums, bins, features, caps,
-                   offsets, starts, tile, sparse)
+            _build(store[0], root_rows, order, np.intp(0), n_rows, root_sums, bins, features,
+                   caps, offsets, starts, tile, sparse)
         updates += n_rows * n_features
     heap = [(0.0, 0, 0)]
     heap.pop()
@@ -329,9 +329,9 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 leaf[j, _SLOT] = slot
             searched += 1
             if found[j] == -2:
-                index, score, split_bin, missing_left = best_in_tasks(
-                    pool[slot], numeric, n_value_bins, has_missing, offsets, prior,
-                    float(min_samples_leaf), scan_tasks)
+                index, score, split_bin, missing_left = best_in_tasks(  # (``caps``: the
+                    pool[slot], numeric, caps, has_missing, offsets, prior,  # children's
+                    float(min_samples_leaf), scan_tasks)  # scans' type, one compile)
                 feature = numeric[index] if index >= 0 else -1
             else:  # scanned in a claimed region
                 side, index = found_row[j], found[j]

@@ -103,19 +103,16 @@ def _scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_
     one by one (:func:`.vector_scan.scan_one_by_one`, inlined in this loop)."""
     batching = batches(small.shape[1])
     alone = BATCH_MOST_BINS if batching else 0  # (value bins above which one by one)
-    if scan_small:
-        scan_one_by_one(small, features, j0, j1, caps, scanned, offsets, prior, min_count,
-                        alone, scores[0], split_bins[0], missing_left[0])
-    if scan_big:
-        scan_one_by_one(big, features, j0, j1, caps, scanned, offsets, prior, min_count,
-                        alone, scores[1], split_bins[1], missing_left[1])
-    if batching:  # the features of few bins, their candidates in batches
-        if scan_small:
-            scan_batched(small, features, j0, j1, caps, scanned, offsets, prior, min_count,
-                         scores[0], split_bins[0], missing_left[0])
-        if scan_big:
-            scan_batched(big, features, j0, j1, caps, scanned, offsets, prior, min_count,
-                         scores[1], split_bins[1], missing_left[1])
+    # (each scan written once, the child picked at run time: two inlined copies of the
+    # one-by-one scan made this function's compile twice as long)
+    for side in range(2):
+        if scan_small if side == 0 else scan_big:
+            hist = small if side == 0 else big
+            scan_one_by_one(hist, features, j0, j1, caps, scanned, offsets, prior, min_count,
+                            alone, scores[side], split_bins[side], missing_left[side])
+            if batching:  # the features of few bins, their candidates in batches
+                scan_batched(hist, features, j0, j1, caps, scanned, offsets, prior,
+                             min_count, scores[side], split_bins[side], missing_left[side])
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -128,16 +125,29 @@ def children_claimed(bins, row_channels, rows, features, tiles, small, big, caps
     microseconds pays even where sleeping threads take ~100 us to wake
     (:mod:`rebelboost.parallel`). The same cells and scans as on one thread. ``build``: the
     small child's cells are built here (else they are, and only subtracted and scanned)."""
-    n_tiles = tiles.shape[0] - 1
     counter[0] = 0
     for _ in numba.prange(n_threads):
-        while True:
-            t = fetch_add(counter, 1)
-            if t >= n_tiles:
-                break
-            _tile(bins, row_channels, rows, features, tiles[t], tiles[t + 1], small, big, caps,
-                  offsets, width, scanned, prior, min_count, build, scan_small, scan_big,
-                  scores, split_bins, missing_left)
+        _claim_tiles(bins, row_channels, rows, features, tiles, small, big, caps, offsets,
+                     width, scanned, prior, min_count, build, scan_small, scan_big, scores,
+                     split_bins, missing_left, counter)
+
+
+# (called from the parallel loop, not inlined into it: numba's parallel passes over the
+# inlined tiles took most of the kernel's compile)
+@numba.njit(cache=True, nogil=True)
+def _claim_tiles(bins, row_channels, rows, features, tiles, small, big, caps, offsets, width,
+                 scanned, prior, min_count, build, scan_small, scan_big, scores, split_bins,
+                 missing_left, counter):
+    """One thread's share of :func:`children_claimed`: the next tile of ``counter`` until
+    none is left."""
+    n_tiles = tiles.shape[0] - 1
+    while True:
+        t = fetch_add(counter, 1)
+        if t >= n_tiles:
+            break
+        _tile(bins, row_channels, rows, features, tiles[t], tiles[t + 1], small, big, caps,
+              offsets, width, scanned, prior, min_count, build, scan_small, scan_big, scores,
+              split_bins, missing_left)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

@@ -359,8 +359,8 @@ def _scan_vector_features_serial(hist, features, n_value_bins, has_missing, offs
     best_score = np.full(n, np.inf)
     best_bin = np.zeros(n, dtype=np.int32)
     best_missing_left = np.zeros(n, dtype=np.bool_)
-    _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count, 0, n,
-                best_score, best_bin, best_missing_left)
+    _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count,
+                np.intp(0), n, best_score, best_bin, best_missing_left)
     return best_score, best_bin, best_missing_left
 
 

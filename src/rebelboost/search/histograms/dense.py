@@ -190,22 +190,26 @@ def float_cells(row_channels, hist) -> bool:
             and hist.dtype == types.float64 and row_channels.layout == hist.layout == "C")
 
 
-def _fixed_tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets):
+def _fixed_tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets,
+                     skip, width):
     """:func:`_fixed_channel_rows` where the cells are float64 and the channels float32 or
-    float64, both C-ordered (else False: the loop over channels). (Compiled only:
+    float64, both C-ordered, with no ``width`` given and no ``skip`` (else False: the caller's
+    own loop; and the fixed counts' loops are not compiled into it). (Compiled only:
     :func:`_fixed_tile_rows_typed`.)"""
     raise NotImplementedError
 
 
 @overload(_fixed_tile_rows, jit_options={"nogil": True})
 def _fixed_tile_rows_typed(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps,
-                           offsets):
-    if not float_cells(row_channels, hist):  # (the loop over channels)
+                           offsets, skip, width):
+    fixed = (float_cells(row_channels, hist) and isinstance(width, types.BaseTuple)
+             and len(width) == 0 and isinstance(skip, types.NoneType))
+    if not fixed:  # (the caller's loop)
         return (lambda bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps,
-                offsets: False)
-    return (lambda bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets:
-            _fixed_channel_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps,
-                                offsets))
+                offsets, skip, width: False)
+    return (lambda bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets,
+            skip, width: _fixed_channel_rows(bins, row_channels, rows, r0, r1, features, t0, t1,
+                                             hist, caps, offsets))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -217,11 +221,20 @@ def _task(bins, row_channels, rows, r0, r1, features, j0, j1, hist, caps, offset
             hist[offsets[f]:offsets[f + 1], :] = 0  # (float or integer cells)
     for t0 in range(j0, j1, tile):
         t1 = min(t0 + tile, j1)
-        if len(width) == 0 and skip is None and _fixed_tile_rows(
-                bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets):
+        if _fixed_tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps,
+                            offsets, skip, width):
             continue
         _tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps, offsets,
                    skip, width)
+
+
+# (called, not inlined, by both kernels: compiled once for them, and numba's parallel passes
+# see one call instead of the inlined loops, which took most of the kernel's compile)
+@numba.njit(cache=True, nogil=True)
+def _called_task(bins, row_channels, rows, r0, r1, features, j0, j1, hist, caps, offsets, tile,
+                 fresh, skip, width):
+    _task(bins, row_channels, rows, r0, r1, features, j0, j1, hist, caps, offsets, tile, fresh,
+          skip, width)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -229,12 +242,12 @@ def _add_rows_parallel(bins, row_channels, rows, r0, r1, features, starts, hist,
                        offsets, tile, fresh, skip, width):
     """Tasks own blocks of features, each filled ``tile`` features at a time."""
     for t in numba.prange(starts.shape[0] - 1):
-        _task(bins, row_channels, rows, r0, r1, features, starts[t], starts[t + 1], hist, caps,
-              offsets, tile, fresh, skip, width)
+        _called_task(bins, row_channels, rows, r0, r1, features, starts[t], starts[t + 1], hist,
+                     caps, offsets, tile, fresh, skip, width)
 
 
 @numba.njit(cache=True, nogil=True)
 def _add_rows_serial(bins, row_channels, rows, r0, r1, features, starts, hist, caps, offsets,
                      tile, fresh, skip, width):
-    _task(bins, row_channels, rows, r0, r1, features, 0, features.shape[0], hist, caps, offsets,
-          tile, fresh, skip, width)
+    _called_task(bins, row_channels, rows, r0, r1, features, np.intp(0), features.shape[0],
+                 hist, caps, offsets, tile, fresh, skip, width)
