@@ -28,7 +28,7 @@ from .histograms._intrinsics import fetch_add
 from .histograms.dense import _task, feature_tile, simd_width
 from .histograms.sparse import _leaf_block
 from .splits import pick_index
-from .vector_scan import BATCH_MOST_BINS, batches, scan_batched, scan_one_by_one
+from .vector_scan import scan_tile
 
 # Tiles of features a thread claims in the compiled grower's leaves: most are small, and a
 # thread that wakes late should still find work left (:func:`children_claimed`).
@@ -79,7 +79,7 @@ def _tile(bins, row_channels, rows, features, j0, j1, small, big, caps, offsets,
         for j in range(j0, j1):
             f = features[j]
             _subtract_cells(big, small, offsets[f], offsets[f + 1])
-    _scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_count,
+    scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_count,
                scan_small, scan_big, scores, split_bins, missing_left)
 
 
@@ -89,30 +89,6 @@ def _subtract_cells(big, small, start, stop):
     for cell in range(start, stop):
         for c in range(small.shape[1]):
             big[cell, c] -= small[cell, c]
-
-
-# (called, not inlined by numba: inlined, its two scans made each claimed kernel's parallel
-# region compile for ~45 s; whole fits with the call stayed within noise: BENCHMARKS.md,
-# issue 27, stop 47)
-@numba.njit(cache=True, nogil=True)
-def _scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_count,
-               scan_small, scan_big, scores, split_bins, missing_left):
-    """The numeric features among ``j0:j1`` (``scanned[j]``) scanned in each child wanted
-    (row 0 of the bests: small, 1: big): those of few bins in batches
-    (:func:`.vector_scan.scan_batched`) where :func:`.vector_scan.batches` says so, the others
-    one by one (:func:`.vector_scan.scan_one_by_one`, inlined in this loop)."""
-    batching = batches(small.shape[1])
-    alone = BATCH_MOST_BINS if batching else 0  # (value bins above which one by one)
-    # (each scan written once, the child picked at run time: two inlined copies of the
-    # one-by-one scan made this function's compile twice as long)
-    for side in range(2):
-        if scan_small if side == 0 else scan_big:
-            hist = small if side == 0 else big
-            scan_one_by_one(hist, features, j0, j1, caps, scanned, offsets, prior, min_count,
-                            alone, scores[side], split_bins[side], missing_left[side])
-            if batching:  # the features of few bins, their candidates in batches
-                scan_batched(hist, features, j0, j1, caps, scanned, offsets, prior,
-                             min_count, scores[side], split_bins[side], missing_left[side])
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -178,7 +154,7 @@ def sparse_children_claimed(indptr, entries, default_bin, row_channels, rows, to
                         blocks[0], default_bin, totals, b)
             if scan_big:
                 _subtract_cells(big, small, offsets[f0], offsets[f1])
-            _scan_tile(features, blocks[1, b], blocks[1, b + 1], small, big, caps, offsets,
+            scan_tile(features, blocks[1, b], blocks[1, b + 1], small, big, caps, offsets,
                        scanned, prior, min_count, scan_small, scan_big, scores, split_bins,
                        missing_left)
 

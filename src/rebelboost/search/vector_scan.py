@@ -317,19 +317,44 @@ def scan_one_by_one(hist, features, j0, j1, n_value_bins, scanned, offsets, prio
                 n_value_bins[f], prior, min_count, work, candidates, sums)
 
 
+# (called, not inlined by numba: inlined, its two scans made each claimed kernel's parallel
+# region compile for ~45 s; whole fits with the call stayed within noise: BENCHMARKS.md,
+# issue 27, stop 47)
+@numba.njit(cache=True, nogil=True)
+def scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_count,
+              scan_small, scan_big, scores, split_bins, missing_left):
+    """The numeric features among ``j0:j1`` (``scanned[j]``) scanned in each child wanted
+    (row 0 of the bests: small, 1: big): those of few bins in batches
+    (:func:`scan_batched`) where :func:`batches` says so, the others one by one
+    (:func:`scan_one_by_one`, inlined in this loop). A leaf's own scan is this one with no
+    big child (:func:`_scan_range`)."""
+    batching = batches(small.shape[1])
+    alone = BATCH_MOST_BINS if batching else 0  # (value bins above which one by one)
+    # (each scan written once, the child picked at run time: two inlined copies of the
+    # one-by-one scan made this function's compile twice as long)
+    for side in range(2):
+        if scan_small if side == 0 else scan_big:
+            hist = small if side == 0 else big
+            scan_one_by_one(hist, features, j0, j1, caps, scanned, offsets, prior, min_count,
+                            alone, scores[side], split_bins[side], missing_left[side])
+            if batching:  # the features of few bins, their candidates in batches
+                scan_batched(hist, features, j0, j1, caps, scanned, offsets, prior,
+                             min_count, scores[side], split_bins[side], missing_left[side])
+
+
 @numba.njit(cache=True, nogil=True)
 def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count, j0, j1,
                 best_score, best_bin, best_missing_left):
     """:func:`scan_vector_feature` of the features ``j0:j1``, each with its missing bin where
-    it has one: those of more than :data:`BATCH_MOST_BINS` value bins one by one
-    (:func:`scan_one_by_one`), the others in batches (:func:`scan_batched`)."""
+    it has one: :func:`scan_tile` of the one histogram (compiled once for a leaf's scan and
+    the children's: numba's inlined copy of the scans took 7-14 s of a first fit here)."""
     scanned = np.empty(j1, dtype=np.int8)
     for j in range(j0, j1):
         scanned[j] = 1 + has_missing[features[j]]
-    scan_one_by_one(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
-                    BATCH_MOST_BINS, best_score, best_bin, best_missing_left)
-    scan_batched(hist, features, j0, j1, n_value_bins, scanned, offsets, prior, min_count,
-                 best_score, best_bin, best_missing_left)
+    n = best_score.shape[0]
+    scan_tile(features, j0, j1, hist, hist, n_value_bins, offsets, scanned, prior, min_count,
+              np.bool_(True), np.bool_(False), best_score.reshape((1, n)),
+              best_bin.reshape((1, n)), best_missing_left.reshape((1, n)))
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
