@@ -80,7 +80,7 @@ def _tile(bins, row_channels, rows, features, j0, j1, small, big, caps, offsets,
             f = features[j]
             _subtract_cells(big, small, offsets[f], offsets[f + 1])
     scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_count,
-               scan_small, scan_big, scores, split_bins, missing_left)
+              scan_small, scan_big, scores, split_bins, missing_left)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -155,8 +155,8 @@ def sparse_children_claimed(indptr, entries, default_bin, row_channels, rows, to
             if scan_big:
                 _subtract_cells(big, small, offsets[f0], offsets[f1])
             scan_tile(features, blocks[1, b], blocks[1, b + 1], small, big, caps, offsets,
-                       scanned, prior, min_count, scan_small, scan_big, scores, split_bins,
-                       missing_left)
+                      scanned, prior, min_count, scan_small, scan_big, scores, split_bins,
+                      missing_left)
 
 
 def sparse_blocks(edges: np.ndarray, features: np.ndarray) -> np.ndarray:
