@@ -329,9 +329,11 @@ def grow_numeric(store, root_rows, root_sums, channels, row_weight, amplify, ord
                 leaf[j, _SLOT] = slot
             searched += 1
             if found[j] == -2:
-                index, score, split_bin, missing_left = best_in_tasks(  # (``caps``: the
-                    pool[slot], numeric, caps, has_missing, offsets, prior,  # children's
-                    float(min_samples_leaf), scan_tasks)  # scans' type, one compile)
+                # (``caps``, the value bins as intp: the children's scan's types, so the
+                # one scan compiles once)
+                index, score, split_bin, missing_left = best_in_tasks(
+                    pool[slot], numeric, caps, has_missing, offsets, prior,
+                    float(min_samples_leaf), scan_tasks)
                 feature = numeric[index] if index >= 0 else -1
             else:  # scanned in a claimed region
                 side, index = found_row[j], found[j]

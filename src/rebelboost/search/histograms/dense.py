@@ -202,8 +202,8 @@ def _fixed_tile_rows(bins, row_channels, rows, r0, r1, features, t0, t1, hist, c
 @overload(_fixed_tile_rows, jit_options={"nogil": True})
 def _fixed_tile_rows_typed(bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps,
                            offsets, skip, width):
-    fixed = (float_cells(row_channels, hist) and isinstance(width, types.BaseTuple)
-             and len(width) == 0 and isinstance(skip, types.NoneType))
+    fixed = (float_cells(row_channels, hist) and len(width) == 0
+             and isinstance(skip, types.NoneType))
     if not fixed:  # (the caller's loop)
         return (lambda bins, row_channels, rows, r0, r1, features, t0, t1, hist, caps,
                 offsets, skip, width: False)
