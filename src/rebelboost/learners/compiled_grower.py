@@ -136,7 +136,10 @@ def _fill_sparse_defaults(hist, sparse, offsets, sums, parallel):
         _fill_defaults_serial(hist, offsets, sparse[0], sums)
 
 
-@numba.njit(cache=True, nogil=True)
+# (_build, _build_in_blocks and grow_laid_out are inlined by numba into their callers: a
+# function compiled on its own has LLVM optimize everything it calls once more, 1-4 s of a
+# fresh install's first fit for each of these wrappers: BENCHMARKS.md, issue 27, stop 71)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _build(hist, gathered, order, start, stop, sums, bins, features, caps, offsets, starts,
            tile, sparse):
     """A leaf's histogram into ``hist`` (:func:`~..search.histograms.leaf.
@@ -161,7 +164,7 @@ def _gather_rows(out, channels, rows, amplify, row_weight):
     _gather_into(out, channels, rows, amplify, row_weight, 0, rows.shape[0])
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _build_in_blocks(hist, buffer, channels, amplify, row_weight, order, start, stop, bins,
                      features, caps, offsets, starts, tile, sparse):
     """:func:`_build` for a leaf of more rows than ``buffer`` holds, returning the leaf's
@@ -524,7 +527,7 @@ def fits_in_call(grower, n_rows: int) -> bool:
             and grower.histograms_in_budget() > grower.options.max_leaves)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, order, scratch,
                   bins, features, n_value_bins, has_missing, offsets, missing_bin,
                   n_bins_total, prior, min_samples_leaf, max_leaves, max_depth, starts, tile,

@@ -342,7 +342,11 @@ def scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_c
                              min_count, scores[side], split_bins[side], missing_left[side])
 
 
-@numba.njit(cache=True, nogil=True)
+# (The wrappers from here to best_in_tasks are inlined by numba into their callers: each
+# function compiled on its own links in everything it calls and has LLVM optimize it all
+# again, so each wrapper level cost a fresh install's first fit 1-4 s: BENCHMARKS.md,
+# issue 27, stop 71.)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count, j0, j1,
                 best_score, best_bin, best_missing_left):
     """:func:`scan_vector_feature` of the features ``j0:j1``, each with its missing bin where
@@ -376,7 +380,7 @@ def _scan_vector_features(hist, features, n_value_bins, has_missing, offsets, pr
     return best_score, best_bin, best_missing_left
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _scan_vector_features_serial(hist, features, n_value_bins, has_missing, offsets, prior,
                                  min_count, n_tasks=1):
     """:func:`_scan_vector_features` on the calling thread."""
@@ -399,22 +403,23 @@ def _picked(scores, bins, missing_left):
     return j, scores[j], int(bins[j]), missing_left[j]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _best_serial(hist, features, n_value_bins, has_missing, offsets, prior, min_count):
-    """:func:`_scan_vector_features_serial` and the pick in one call (a small leaf's scan
-    takes microseconds: a second call into compiled code would cost as much)."""
-    return _picked(*_scan_vector_features_serial(hist, features, n_value_bins, has_missing,
-                                                 offsets, prior, min_count))
+    """:func:`_scan_vector_features_serial` and the pick."""
+    scores, bins, missing_left = _scan_vector_features_serial(
+        hist, features, n_value_bins, has_missing, offsets, prior, min_count)
+    return _picked(scores, bins, missing_left)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def best_in_tasks(hist, features, n_value_bins, has_missing, offsets, prior, min_count,
                   n_tasks):
     """The pick of a leaf's scan in ``n_tasks`` feature blocks (:func:`scan_tasks`: one runs
     on the calling thread, more on every thread): the same split either way."""
     if n_tasks > 1:
-        return _picked(*_scan_vector_features(hist, features, n_value_bins, has_missing,
-                                              offsets, prior, min_count, n_tasks))
+        scores, bins, missing_left = _scan_vector_features(
+            hist, features, n_value_bins, has_missing, offsets, prior, min_count, n_tasks)
+        return _picked(scores, bins, missing_left)
     return _best_serial(hist, features, n_value_bins, has_missing, offsets, prior, min_count)
 
 
