@@ -246,7 +246,9 @@ def _add_rows_parallel(bins, row_channels, rows, r0, r1, features, starts, hist,
                      caps, offsets, tile, fresh, skip, width)
 
 
-@numba.njit(cache=True, nogil=True)
+# (inlined by numba into its callers: compiled on its own, it had LLVM optimize its callee
+# once more, about 1 s of a fresh install's first fit: BENCHMARKS.md, issue 27, stop 71)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _add_rows_serial(bins, row_channels, rows, r0, r1, features, starts, hist, caps, offsets,
                      tile, fresh, skip, width):
     _called_task(bins, row_channels, rows, r0, r1, features, np.intp(0), features.shape[0],
