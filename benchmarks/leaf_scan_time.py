@@ -1,5 +1,5 @@
-"""One leaf's numeric split scan on the calling thread (``vector_scan._best_serial``), on
-random histograms of several shapes (features x value bins x classes, with or without
+"""One leaf's numeric split scan on the calling thread (``vector_scan.best_in_tasks`` in one
+task), on random histograms of several shapes (features x value bins x classes, with or without
 missing values): microseconds a leaf and nanoseconds a feature, the mean of ``--calls``
 scans, the best of 3 rounds. Run it with two source trees first on ``PYTHONPATH``, in
 alternation, to compare them (the picks printed must agree)::
@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from rebelboost.search.vector_scan import _best_serial
+from rebelboost.search.vector_scan import best_in_tasks
 
 SHAPES = [(60, 2, 3, False), (60, 4, 3, False), (60, 8, 3, False), (60, 8, 3, True),
           (60, 16, 3, False), (60, 32, 3, False), (60, 64, 3, False), (60, 127, 3, False),
@@ -33,12 +33,12 @@ def bench(n_features: int, n_bins: int, k: int, missing: bool, calls: int, rng) 
     features = np.arange(n_features, dtype=np.intp)
     prior = np.full(k, 0.1)
     args = (hist, features, n_value_bins, has_missing, offsets, prior, 1.0)
-    pick = _best_serial(*args)
+    pick = best_in_tasks(*args, 1)
     best = np.inf
     for _ in range(3):
         start = time.perf_counter()
         for _ in range(calls):
-            _best_serial(*args)
+            best_in_tasks(*args, 1)
         best = min(best, (time.perf_counter() - start) / calls)
     print(f"| {n_features} | {n_bins} | {k} | {missing} | {best * 1e6:.2f} | "
           f"{best * 1e9 / n_features:.0f} | {pick[0]}, {pick[2]}, {pick[3]} |", flush=True)

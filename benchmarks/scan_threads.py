@@ -2,10 +2,10 @@
 
 For each set (``bench_accuracy.load``'s training rows), its first 1, 2, ... features binned
 as a fit bins them, random weight channels and the histogram of a quarter of the rows: the
-best of 3 rounds of ``--calls`` scans, on the calling thread (``_best_serial``) and in one or
-two feature blocks on two threads (``_scan_vector_features``). A parallel region's threads
-wait as the environment says (rebelboost sets ``OMP_WAIT_POLICY=PASSIVE`` unless it is set),
-so compare, in separate runs::
+best of 3 rounds of ``--calls`` scans, on the calling thread (``best_in_tasks`` in one task)
+and in one or two feature blocks on two threads (``_scan_vector_features``). A parallel
+region's threads wait as the environment says (rebelboost sets ``OMP_WAIT_POLICY=PASSIVE``
+unless it is set), so compare, in separate runs::
 
     python benchmarks/scan_threads.py satimage letter
     OMP_WAIT_POLICY=active python benchmarks/scan_threads.py satimage letter
@@ -26,7 +26,7 @@ from bench_accuracy import load
 
 from rebelboost.search.binned import BinnedData
 from rebelboost.search.histograms.leaf import build_leaf_histogram
-from rebelboost.search.vector_scan import _best_serial, _scan_vector_features
+from rebelboost.search.vector_scan import _scan_vector_features, best_in_tasks
 
 FEATURES = (1, 2, 4, 8, 16, 10**9)
 
@@ -71,7 +71,7 @@ def main() -> None:
             scan = (hist, features, np.ascontiguousarray(data.layout.n_value_bins, np.int32),
                     np.ascontiguousarray(data.layout.has_missing, np.bool_), offsets,
                     np.zeros(k), 10.0)
-            serial = _per_call(lambda s=scan: _best_serial(*s), args.calls)
+            serial = _per_call(lambda s=scan: best_in_tasks(*s, 1), args.calls)
             one, two = (_per_call(lambda s=scan, t=t: _scan_vector_features(*s, t), args.calls)
                         for t in (1, 2))
             print(f"| {name} | {n_features} | {offsets[-1] * (2 * k + 1)} | {serial:.0f} | "

@@ -404,14 +404,6 @@ def _picked(scores, bins, missing_left):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _best_serial(hist, features, n_value_bins, has_missing, offsets, prior, min_count):
-    """:func:`_scan_vector_features_serial` and the pick."""
-    scores, bins, missing_left = _scan_vector_features_serial(
-        hist, features, n_value_bins, has_missing, offsets, prior, min_count)
-    return _picked(scores, bins, missing_left)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
 def best_in_tasks(hist, features, n_value_bins, has_missing, offsets, prior, min_count,
                   n_tasks):
     """The pick of a leaf's scan in ``n_tasks`` feature blocks (:func:`scan_tasks`: one runs
@@ -419,8 +411,10 @@ def best_in_tasks(hist, features, n_value_bins, has_missing, offsets, prior, min
     if n_tasks > 1:
         scores, bins, missing_left = _scan_vector_features(
             hist, features, n_value_bins, has_missing, offsets, prior, min_count, n_tasks)
-        return _picked(scores, bins, missing_left)
-    return _best_serial(hist, features, n_value_bins, has_missing, offsets, prior, min_count)
+    else:
+        scores, bins, missing_left = _scan_vector_features_serial(
+            hist, features, n_value_bins, has_missing, offsets, prior, min_count)
+    return _picked(scores, bins, missing_left)
 
 
 def best_vector_split(hist: np.ndarray, features: np.ndarray, n_value_bins: np.ndarray,
