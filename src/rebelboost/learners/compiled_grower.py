@@ -527,7 +527,7 @@ def fits_in_call(grower, n_rows: int) -> bool:
             and grower.histograms_in_budget() > grower.options.max_leaves)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True, inline="always")  # (inlined: see _build's comment)
 def grow_laid_out(store, root_rows, root_sums, channels, row_weight, amplify, order, scratch,
                   bins, features, n_value_bins, has_missing, offsets, missing_bin,
                   n_bins_total, prior, min_samples_leaf, max_leaves, max_depth, starts, tile,

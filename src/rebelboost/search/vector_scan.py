@@ -342,10 +342,10 @@ def scan_tile(features, j0, j1, small, big, caps, offsets, scanned, prior, min_c
                              min_count, scores[side], split_bins[side], missing_left[side])
 
 
-# (The wrappers from here to best_in_tasks are inlined by numba into their callers: each
-# function compiled on its own links in everything it calls and has LLVM optimize it all
-# again, so each wrapper level cost a fresh install's first fit 1-4 s: BENCHMARKS.md,
-# issue 27, stop 71.)
+# (_scan_range, _scan_vector_features_serial and best_in_tasks are inlined by numba into
+# their callers: each function compiled on its own links in everything it calls and has
+# LLVM optimize it all again, so each wrapper cost a fresh install's first fit 1-4 s:
+# BENCHMARKS.md, issue 27, stop 71.)
 @numba.njit(cache=True, nogil=True, inline="always")
 def _scan_range(hist, features, n_value_bins, has_missing, offsets, prior, min_count, j0, j1,
                 best_score, best_bin, best_missing_left):
