@@ -21,8 +21,11 @@ from rebelboost.search.category_split import (
     _class_weights_into,
     _one_against_rest,
     _order_by_principal_axis,
+    _permute,
     _reach_into,
+    _scan_held_values,
     _scratch,
+    _value_order,
     _weigh,
     best_category_split,
     scan_category_feature,
@@ -189,24 +192,29 @@ def _brute_force(hist_f, n_bins, prior, min_count):
     return best
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_category_search_comes_close_to_every_subset(seed):
+def test_category_search_comes_close_to_every_subset():
     """The principal order's and the values' prefixes against all subsets of six
-    categories: never better (they are subsets), within 10% of the best loss, and the best
-    itself on half the draws at least. (One order finds the best subset less often than the
-    K class orders did: on 200 such draws 132 against 181, at most 1.155x its loss against
-    1.047x; it erred less on the categorical benchmark's sets, BENCHMARKS.md, stop 50.)"""
-    rng = np.random.default_rng(seed)
-    k = 2 + seed % 3
-    n_bins = 6
-    hist = np.zeros((n_bins + 1, 2 * k + 1))
-    hist[:, :2 * k] = rng.gamma(0.5, 1.0, (n_bins + 1, 2 * k))
-    hist[:, -1] = rng.integers(1, 20, n_bins + 1)
-    prior = np.full(k, 0.01)
-    score, *_ = scan_category_feature(hist, n_bins, True, n_bins, prior, 0.0, 0.0, 0.0, 32, 0)
-    exhaustive = _brute_force(hist, n_bins, prior, 0.0)
-    assert exhaustive * (1 - 1e-12) <= score <= exhaustive * 1.10
-    FOUND_BEST.append(score <= exhaustive * (1 + 1e-12))
+    categories, on 20 draws: never better (they are subsets), within 10% of the best loss,
+    and the best itself on half the draws at least. (One order finds the best subset less
+    often than the K class orders did: on 200 such draws 132 against 181, at most 1.155x its
+    loss against 1.047x; it erred less on the categorical benchmark's sets, BENCHMARKS.md,
+    stop 50.) One test for all draws: the count of bests is theirs together, whichever
+    worker process runs it."""
+    found_best = []
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        k = 2 + seed % 3
+        n_bins = 6
+        hist = np.zeros((n_bins + 1, 2 * k + 1))
+        hist[:, :2 * k] = rng.gamma(0.5, 1.0, (n_bins + 1, 2 * k))
+        hist[:, -1] = rng.integers(1, 20, n_bins + 1)
+        prior = np.full(k, 0.01)
+        score, *_ = scan_category_feature(hist, n_bins, True, n_bins, prior, 0.0, 0.0, 0.0, 32,
+                                          0)
+        exhaustive = _brute_force(hist, n_bins, prior, 0.0)
+        assert exhaustive * (1 - 1e-12) <= score <= exhaustive * 1.10, seed
+        found_best.append(score <= exhaustive * (1 + 1e-12))
+    assert sum(found_best) >= 10, found_best
 
 
 def test_category_search_is_never_worse_than_thresholds_on_the_values():
@@ -347,6 +355,82 @@ def test_one_category_against_the_rest_is_the_scan_of_its_permuted_histogram():
     assert checked >= 1000
 
 
+def test_the_values_order_read_in_place_is_the_scan_of_its_permuted_histogram():
+    """A feature of few categories scans its values' order in place: what the scan returns
+    on the permuted histogram (the value bins that hold weight, in bin order, then the
+    missing bin), bit for bit, with empty bins (some holding the rounding left by a
+    subtraction), missing values and leaf limits (integer multiples make ties and zero sums
+    common)."""
+    checked = 0
+    for seed in range(1500):
+        rng = np.random.default_rng(seed)
+        k = 1 + seed % 4
+        n_bins = int(rng.integers(1, 7))
+        has_missing = bool(seed % 3)
+        hist = _integer_histogram(rng, n_bins, k, lambda r: r.random(), (0, 9), has_missing)
+        empty = np.flatnonzero(hist[:n_bins, -1] == 0)
+        hist[empty[:1], :2 * k] = 1e-17 * (seed % 2)  # (a subtraction's residue, or none)
+        prior = np.full(k, float(rng.choice([0.0, 0.3, 5.0])))
+        min_count = float(rng.integers(0, 6))
+        scratch = _scratch(n_bins, 2 * k + 1)
+        n_held = _value_order(hist, n_bins, scratch.order)
+        n_value, rows = _permute(hist, scratch.order, n_held, 0, 32, scratch.light, 0, n_bins,
+                                 scratch.perm)
+        expected = scan_vector_feature(scratch.perm[:rows], n_value, has_missing, rows - 1,
+                                       prior, min_count, scratch.work, scratch.candidates,
+                                       scratch.sums)
+        got = _scan_held_values(hist, n_bins, has_missing, n_bins, prior, min_count, n_held,
+                                scratch.sides)
+        assert got == expected or (np.isinf(got[0]) and np.isinf(expected[0])
+                                   and got[1:] == expected[1:]), seed
+        checked += np.isfinite(expected[0])
+    assert checked >= 700
+
+
+def test_few_categories_take_the_splits_of_every_order_scanned():
+    """A feature of at most ``max_cat_to_onehot`` categories (its own route: each category
+    against the rest, then the values' order in place) finds the split that scanning each of
+    its orders' permuted histograms finds: the same score, order, position and missing side."""
+    checked = 0
+    for seed in range(1500):
+        rng = np.random.default_rng(seed)
+        k = 1 + seed % 4
+        n_bins = int(rng.integers(1, 7))
+        has_missing = bool(seed % 3)
+        hist = _integer_histogram(rng, n_bins, k, lambda r: r.random(), (0, 9), has_missing)
+        prior = np.full(k, float(rng.choice([0.0, 0.3, 5.0])))
+        min_count, mpc = float(rng.integers(0, 6)), float(rng.choice([0.0, 3.0]))
+        scratch = _scratch(n_bins, 2 * k + 1)
+        n_heavy, n_light = _weigh(hist, n_bins, mpc, scratch.heavy, scratch.light)
+        if n_heavy + n_light > 4:
+            continue
+        got = scan_category_feature(hist, n_bins, has_missing, n_bins, prior, min_count, 5.0,
+                                    mpc, 32, 4)
+        best = (np.inf, 0, 0, False)
+        jobs = 1 if n_heavy == 2 and n_light == 0 else n_heavy
+        if n_heavy + n_light < 2 and not (has_missing and n_heavy == 1):
+            jobs = 0
+        for alone in range(jobs):
+            score, b, ml = _one_against_rest(hist, scratch.heavy[:n_heavy].copy(), n_heavy,
+                                             alone, scratch.light, n_light, n_bins,
+                                             has_missing, prior, min_count, scratch.sides)
+            if score < best[0] * (1 - 1e-12):
+                best = (score, -1 - alone, b, ml)
+        n_held = _value_order(hist, n_bins, scratch.order)
+        if not ((n_held < 2 and not (has_missing and n_held == 1))
+                or (2 <= n_held <= 3 and n_light == 0)):
+            n_value, rows = _permute(hist, scratch.order, n_held, 0, 32, scratch.light, 0,
+                                     n_bins, scratch.perm)
+            score, b, ml = scan_vector_feature(scratch.perm[:rows], n_value, has_missing,
+                                               rows - 1, prior, min_count, scratch.work,
+                                               scratch.candidates, scratch.sums)
+            if score < best[0] * (1 - 1e-12):
+                best = (score, 2, b, ml)
+        assert tuple(got) == best or (np.isinf(got[0]) and np.isinf(best[0])), seed
+        checked += np.isfinite(best[0])
+    assert checked >= 700
+
+
 @pytest.mark.parametrize("levels", [2, 5, 32, 33, 70])
 def test_the_principal_order_sorts_by_the_first_principal_axis(levels):
     """The categories' order is that of their smoothed class-step vectors projected on the
@@ -385,13 +469,6 @@ def test_the_principal_order_sorts_by_the_first_principal_axis(levels):
         assert order.index(0) < order.index(levels - 1)
         checked += 1
     assert checked >= 35
-
-
-FOUND_BEST: list[bool] = []
-
-
-def test_the_category_search_found_the_best_set_on_most_draws():
-    assert len(FOUND_BEST) == 20 and sum(FOUND_BEST) >= 10, FOUND_BEST
 
 
 @pytest.mark.parametrize("n_bins", [2, 3, 9])

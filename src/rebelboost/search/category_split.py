@@ -29,7 +29,7 @@ import numpy as np
 from ..binning import BinLayout
 from ..losses.rebel import STEP_EPS
 from .splits import Split, _better, pick_index
-from .vector_leaf import pair_loss
+from .vector_leaf import _class_loss, pair_loss
 from .vector_scan import scan_vector_feature, scan_work
 
 
@@ -339,7 +339,7 @@ def _permute(hist_f, order, n_order, direction, max_left, light, n_light, missin
     return rows, rows + 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _one_against_rest(hist_f, order, n_order, alone, light, n_light, missing_bin, has_missing,
                       prior, min_count, sums):
     """The scan of one category against the rest: ``order[alone]`` left, the other ordered
@@ -395,11 +395,108 @@ def _one_against_rest(hist_f, order, n_order, alone, light, n_light, missing_bin
     return best, best_bin, best_missing
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pair_score(left, right, prior, k):
+    """:func:`.vector_leaf.pair_loss` without its lower limit on each side's weight (the
+    scan's candidate losses, :func:`.vector_scan._pair_losses_one_by_one`)."""
+    total = 0.0
+    for c in range(k):
+        total += _class_loss(left[c], left[k + c], prior[c])
+        total += _class_loss(right[c], right[k + c], prior[c])
+    return total
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _scan_held_values(hist_f, n_bins, has_missing, missing_bin, prior, min_count, n_held,
+                      sums):
+    """What :func:`.vector_scan.scan_vector_feature` returns on the permuted histogram of
+    the values' order where it takes every one of the ``n_held`` value bins that hold weight
+    (in bin order) and then the missing bin: the same sums in the same order, the candidates
+    compared in the same order, so the same bits, read in place without the copy and the
+    scan's set-up. ``sums``: scratch (5, C)."""
+    n_channels = hist_f.shape[1]
+    k = (n_channels - 1) // 2
+    count = n_channels - 1
+    total, running, right, left_m, right_m = sums[0], sums[1], sums[2], sums[3], sums[4]
+    missing = hist_f[missing_bin]
+    total[:] = 0.0  # (feature_totals_into: the value rows, then the missing bin)
+    for b in range(n_bins):
+        if _scanned_bin(hist_f, n_bins, b):
+            for c in range(n_channels):
+                total[c] += hist_f[b, c]
+    for c in range(n_channels):
+        total[c] += missing[c]
+    best, best_bin, best_missing = np.inf, 0, False
+    running[:] = 0.0
+    i = 0  # (the candidate's row in the permuted histogram)
+    for b in range(n_bins):
+        if not _scanned_bin(hist_f, n_bins, b):
+            continue
+        if i == n_held - 1:
+            break  # (the last value row: every category left is no candidate)
+        for c in range(n_channels):
+            running[c] += hist_f[b, c]
+        if total[count] - running[count] < min_count:
+            break
+        if running[count] + missing[count] < min_count:
+            i += 1
+            continue
+        for c in range(n_channels):
+            right[c] = total[c] - running[c]
+        s = _pair_score(running, right, prior, k)
+        if running[count] < min_count or right[count] < min_count:
+            s = np.inf
+        if _better(s, best):
+            best, best_bin, best_missing = s, i, False
+        if has_missing:
+            for c in range(n_channels):
+                left_m[c] = running[c] + missing[c]
+                right_m[c] = right[c] - missing[c]
+            s = _pair_score(left_m, right_m, prior, k)
+            if left_m[count] < min_count or right_m[count] < min_count:
+                s = np.inf
+            if _better(s, best):
+                best, best_bin, best_missing = s, i, True
+        i += 1
+    if has_missing and n_held >= 1:
+        for c in range(n_channels):
+            right[c] = total[c] - missing[c]
+        s = pair_loss(right, missing, prior, k, min_count)
+        if _better(s, best):
+            best, best_bin, best_missing = s, n_held - 1, False
+    return best, best_bin, best_missing
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _scan_few(hist_f, n_bins, has_missing, missing_bin, prior, min_count, heavy, n_heavy,
+              light, n_light, set_jobs, value_jobs, sums):
+    """The jobs of :func:`_scan_category_feature` for a feature of at most ``max_onehot``
+    categories, all of which a prefix may take (``max_left``): each of the first ``set_jobs``
+    heavy categories against the rest, then (``value_jobs``) the values' order. The same
+    scores compared in the same order as the loop over orders, without its branches for
+    sorted and permuted orders: with them (and a call a feature that passed the thread's
+    buffers), a scanned feature of splice (60 features of 4-6 levels, K = 3) took 1.08 us,
+    now 0.73 (BENCHMARKS.md, stop 72)."""
+    best, which, last, missing_left = np.inf, 0, 0, False
+    for job in range(set_jobs):
+        score, b, ml = _one_against_rest(hist_f, heavy, n_heavy, job, light, n_light,
+                                         missing_bin, has_missing, prior, min_count, sums)
+        if _better(score, best):
+            best, which, last, missing_left = score, -1 - job, b, ml
+    if value_jobs:
+        score, b, ml = _scan_held_values(hist_f, n_bins, has_missing, missing_bin, prior,
+                                         min_count, n_heavy + n_light, sums)
+        if _better(score, best):
+            best, which, last, missing_left = score, _VALUES, b, ml
+    return best, which, last, missing_left
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_count, smooth,
                            min_per_category, max_left, max_onehot, scratch):
     """:func:`scan_category_feature` in a thread's buffers: one loop over the orders, each
-    permuted and scanned in the same place (one copy of the inlined scan)."""
+    permuted and scanned in the same place (one copy of the inlined scan). Inlined in its
+    caller's loop over features: a call passing the buffers took ~0.13 us a feature."""
     heavy, light, order, perm = scratch.heavy, scratch.light, scratch.order, scratch.perm
     n_heavy, n_light = _weigh(hist_f, n_bins, min_per_category, heavy, light)
     n_held = n_heavy + n_light  # the value bins that hold weight
@@ -423,6 +520,9 @@ def _scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_
     if (n_held < 2 and not (has_missing and n_held == 1)) or (
             2 <= n_held <= min(3, max_onehot) and n_light == 0):
         value_jobs = 0
+    if n_held <= max_onehot and n_held <= max_left:  # (no order to sort, nor to permute)
+        return _scan_few(hist_f, n_bins, has_missing, missing_bin, prior, min_count, heavy,
+                         n_heavy, light, n_light, set_jobs, value_jobs, scratch.sides)
     best = np.inf
     which = 0
     last = 0
