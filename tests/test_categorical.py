@@ -320,6 +320,19 @@ def test_the_category_search_scans_every_order_it_reads():
     assert repeated >= 150  # (the draws do repeat orders)
 
 
+def _few_category_draw(seed, most_bins):
+    """A draw of the tests of features of few categories: ``(rng, k, n_bins, has_missing,
+    hist, prior, min_count)``, class weights of random multiples (ties and zero sums common),
+    light and empty bins, missing values in two draws of three."""
+    rng = np.random.default_rng(seed)
+    k = 1 + seed % 4
+    n_bins = int(rng.integers(1, most_bins))
+    has_missing = bool(seed % 3)
+    hist = _integer_histogram(rng, n_bins, k, lambda r: r.random(), (0, 9), has_missing)
+    prior = np.full(k, float(rng.choice([0.0, 0.3, 5.0])))
+    return rng, k, n_bins, has_missing, hist, prior, float(rng.integers(0, 6))
+
+
 def test_one_category_against_the_rest_is_the_scan_of_its_permuted_histogram():
     """A category against the rest skips the general scan: it returns what the scan returns
     on the two rows (the category; the other heavy bins, then the light ones, summed in
@@ -327,13 +340,7 @@ def test_one_category_against_the_rest_is_the_scan_of_its_permuted_histogram():
     limits included (integer multiples make ties and zero sums common)."""
     checked = 0
     for seed in range(1500):
-        rng = np.random.default_rng(seed)
-        k = 1 + seed % 4
-        n_bins = int(rng.integers(1, 6))
-        has_missing = bool(seed % 3)
-        hist = _integer_histogram(rng, n_bins, k, lambda r: r.random(), (0, 9), has_missing)
-        prior = np.full(k, float(rng.choice([0.0, 0.3, 5.0])))
-        min_count = float(rng.integers(0, 6))
+        _, k, n_bins, has_missing, hist, prior, min_count = _few_category_draw(seed, 6)
         scratch = _scratch(n_bins, 2 * k + 1)
         n_heavy, n_light = _weigh(hist, n_bins, 3.0, scratch.heavy, scratch.light)
         order = scratch.heavy[:n_heavy].copy()
@@ -363,15 +370,9 @@ def test_the_values_order_read_in_place_is_the_scan_of_its_permuted_histogram():
     common)."""
     checked = 0
     for seed in range(1500):
-        rng = np.random.default_rng(seed)
-        k = 1 + seed % 4
-        n_bins = int(rng.integers(1, 7))
-        has_missing = bool(seed % 3)
-        hist = _integer_histogram(rng, n_bins, k, lambda r: r.random(), (0, 9), has_missing)
+        _, k, n_bins, has_missing, hist, prior, min_count = _few_category_draw(seed, 7)
         empty = np.flatnonzero(hist[:n_bins, -1] == 0)
         hist[empty[:1], :2 * k] = 1e-17 * (seed % 2)  # (a subtraction's residue, or none)
-        prior = np.full(k, float(rng.choice([0.0, 0.3, 5.0])))
-        min_count = float(rng.integers(0, 6))
         scratch = _scratch(n_bins, 2 * k + 1)
         n_held = _value_order(hist, n_bins, scratch.order)
         n_value, rows = _permute(hist, scratch.order, n_held, 0, 32, scratch.light, 0, n_bins,
@@ -393,13 +394,8 @@ def test_few_categories_take_the_splits_of_every_order_scanned():
     its orders' permuted histograms finds: the same score, order, position and missing side."""
     checked = 0
     for seed in range(1500):
-        rng = np.random.default_rng(seed)
-        k = 1 + seed % 4
-        n_bins = int(rng.integers(1, 7))
-        has_missing = bool(seed % 3)
-        hist = _integer_histogram(rng, n_bins, k, lambda r: r.random(), (0, 9), has_missing)
-        prior = np.full(k, float(rng.choice([0.0, 0.3, 5.0])))
-        min_count, mpc = float(rng.integers(0, 6)), float(rng.choice([0.0, 3.0]))
+        rng, k, n_bins, has_missing, hist, prior, min_count = _few_category_draw(seed, 7)
+        mpc = float(rng.choice([0.0, 3.0]))
         scratch = _scratch(n_bins, 2 * k + 1)
         n_heavy, n_light = _weigh(hist, n_bins, mpc, scratch.heavy, scratch.light)
         if n_heavy + n_light > 4:

@@ -29,7 +29,7 @@ import numpy as np
 from ..binning import BinLayout
 from ..losses.rebel import STEP_EPS
 from .splits import Split, _better, pick_index
-from .vector_leaf import _class_loss, pair_loss
+from .vector_leaf import pair_loss
 from .vector_scan import scan_vector_feature, scan_work
 
 
@@ -396,17 +396,6 @@ def _one_against_rest(hist_f, order, n_order, alone, light, n_light, missing_bin
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _pair_score(left, right, prior, k):
-    """:func:`.vector_leaf.pair_loss` without its lower limit on each side's weight (the
-    scan's candidate losses, :func:`.vector_scan._pair_losses_one_by_one`)."""
-    total = 0.0
-    for c in range(k):
-        total += _class_loss(left[c], left[k + c], prior[c])
-        total += _class_loss(right[c], right[k + c], prior[c])
-    return total
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
 def _scan_held_values(hist_f, n_bins, has_missing, missing_bin, prior, min_count, n_held,
                       sums):
     """What :func:`.vector_scan.scan_vector_feature` returns on the permuted histogram of
@@ -443,18 +432,14 @@ def _scan_held_values(hist_f, n_bins, has_missing, missing_bin, prior, min_count
             continue
         for c in range(n_channels):
             right[c] = total[c] - running[c]
-        s = _pair_score(running, right, prior, k)
-        if running[count] < min_count or right[count] < min_count:
-            s = np.inf
+        s = pair_loss(running, right, prior, k, min_count)  # (the scan's loss, its limits)
         if _better(s, best):
             best, best_bin, best_missing = s, i, False
         if has_missing:
             for c in range(n_channels):
                 left_m[c] = running[c] + missing[c]
                 right_m[c] = right[c] - missing[c]
-            s = _pair_score(left_m, right_m, prior, k)
-            if left_m[count] < min_count or right_m[count] < min_count:
-                s = np.inf
+            s = pair_loss(left_m, right_m, prior, k, min_count)
             if _better(s, best):
                 best, best_bin, best_missing = s, i, True
         i += 1
