@@ -339,7 +339,7 @@ def _permute(hist_f, order, n_order, direction, max_left, light, n_light, missin
     return rows, rows + 1
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _one_against_rest(hist_f, order, n_order, alone, light, n_light, missing_bin, has_missing,
                       prior, min_count, sums):
     """The scan of one category against the rest: ``order[alone]`` left, the other ordered
@@ -452,16 +452,15 @@ def _scan_held_values(hist_f, n_bins, has_missing, missing_bin, prior, min_count
     return best, best_bin, best_missing
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _scan_few(hist_f, n_bins, has_missing, missing_bin, prior, min_count, heavy, n_heavy,
               light, n_light, set_jobs, value_jobs, sums):
     """The jobs of :func:`_scan_category_feature` for a feature of at most ``max_onehot``
     categories, all of which a prefix may take (``max_left``): each of the first ``set_jobs``
     heavy categories against the rest, then (``value_jobs``) the values' order. The same
     scores compared in the same order as the loop over orders, without its branches for
-    sorted and permuted orders: with them (and a call a feature that passed the thread's
-    buffers), a scanned feature of splice (60 features of 4-6 levels, K = 3) took 1.08 us,
-    now 0.73 (BENCHMARKS.md, stop 72)."""
+    sorted and permuted orders: with them, a scanned feature of splice (60 features of 4-6
+    levels, K = 3) took 1.08 us, now 0.88 (BENCHMARKS.md, stop 72)."""
     best, which, last, missing_left = np.inf, 0, 0, False
     for job in range(set_jobs):
         score, b, ml = _one_against_rest(hist_f, heavy, n_heavy, job, light, n_light,
@@ -476,12 +475,13 @@ def _scan_few(hist_f, n_bins, has_missing, missing_bin, prior, min_count, heavy,
     return best, which, last, missing_left
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_count, smooth,
                            min_per_category, max_left, max_onehot, scratch):
     """:func:`scan_category_feature` in a thread's buffers: one loop over the orders, each
-    permuted and scanned in the same place (one copy of the inlined scan). Inlined in its
-    caller's loop over features: a call passing the buffers took ~0.13 us a feature."""
+    permuted and scanned in the same place (one copy of the inlined scan). Not inlined in
+    its caller's loop over features, which saved ~0.13 us a feature: with it, the first fit
+    with a categorical column compiled for 193-196 s instead of 113-115 (stop 72)."""
     heavy, light, order, perm = scratch.heavy, scratch.light, scratch.order, scratch.perm
     n_heavy, n_light = _weigh(hist_f, n_bins, min_per_category, heavy, light)
     n_held = n_heavy + n_light  # the value bins that hold weight
