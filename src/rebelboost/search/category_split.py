@@ -744,16 +744,16 @@ PARALLEL_CATEGORY_CELLS = 1024
 # And cells x channels per feature, on average. The search passes over the features that
 # cannot beat the best split so far (split_floor), one block of features at a time, so one
 # thread prunes more than several and most searches are short: only features of many levels
-# or classes pay for waking the threads. One leaf's search on one thread against two,
-# rebelboost's sleeping threads woken each time (`python benchmarks/category_scan_threads.py`,
-# random histograms, stop 44): 180 features of 2 levels at K = 3 (21 cells x channels a
-# feature) 26 -> 45 us, 180 of 4 (35) 53 -> 62 us, 60 of 6 (49) 68 -> 129 us, 42 of 3 (28)
-# 12 -> 40 us, 15 of 10 at K = 6 (143) 138 -> 184 us, 6 of 16 at K = 18 (629) 810 -> 484 us.
-# Real leaves prune less than random ones: whole fits of the categorical benchmark's sets
-# (`categorical_ab.py`, BENCHMARKS.md, stop 44) on one thread took 0.77-0.89x the wall time
-# for dna (21), splice (40) and connect4 (28), but 1.21x for calendarDOW (81); krkopt (284)
-# moved within noise. The threshold lies between them.
-PARALLEL_CATEGORY_CELLS_A_FEATURE = 64
+# or classes pay for waking the threads. Stop 44 set 64 (calendarDOW's fit, 81 a feature, then
+# took 1.21x on one thread); since the scans of stops 54-72 every real set's search is faster
+# on one thread. Whole fits on 2 threads, one thread's search against this rule at 64
+# (`python benchmarks/category_threads_fits.py`, stop 73, medians of two alternated rounds):
+# dermatology (65 a feature) 0.72x, calendarDOW (80) 0.94x, fars (122) 0.85-0.91x, krkopt
+# (284) 0.66-0.87x (the 16 other sets of the categorical benchmark search on one thread under
+# either rule: 0.93-1.08x, noise). Synthetic
+# sets of 6-10 features of 20-30 levels at K = 10-18 (650-780 a feature) still take 0.85-1.0x
+# on every thread; the threshold lies between.
+PARALLEL_CATEGORY_CELLS_A_FEATURE = 512
 
 
 def category_tasks(n_cells: int, n_channels: int, n_features: int) -> int:
