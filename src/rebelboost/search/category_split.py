@@ -746,13 +746,13 @@ PARALLEL_CATEGORY_CELLS = 1024
 # thread prunes more than several and most searches are short: only features of many levels
 # or classes pay for waking the threads. Stop 44 set 64 (calendarDOW's fit, 81 a feature, then
 # took 1.21x on one thread); since the scans of stops 54-72 every real set's search is faster
-# on one thread. Whole fits on 2 threads, one thread's search against this rule at 64
-# (`python benchmarks/category_threads_fits.py`, stop 73, medians of two alternated rounds):
-# dermatology (65 a feature) 0.72x, calendarDOW (80) 0.94x, fars (122) 0.85-0.91x, krkopt
-# (284) 0.66-0.87x (the 16 other sets of the categorical benchmark search on one thread under
-# either rule: 0.93-1.08x, noise). Synthetic
-# sets of 6-10 features of 20-30 levels at K = 10-18 (650-780 a feature) still take 0.85-1.0x
-# on every thread; the threshold lies between.
+# on one thread. Whole fits on 2 threads, one thread's search over the rule at 64, two
+# alternated rounds of median-of-5 fits (`python benchmarks/category_threads_fits.py`, stop 73;
+# BENCHMARKS.md): dermatology (65 a feature) 0.76x, 0.68x; calendarDOW (80) 0.88x, 0.96x; fars
+# (122) 0.88x, 0.93x; krkopt (284) 0.90x, 0.90x; the 16 other sets of the categorical
+# benchmark search on one thread under either rule (0.92-1.07x: noise). Synthetic sets of
+# 6-10 features of 20-30 levels at K = 10-18 (650-780 a feature) still took 0.85-1.0x on
+# every thread; the threshold lies between.
 PARALLEL_CATEGORY_CELLS_A_FEATURE = 512
 
 
