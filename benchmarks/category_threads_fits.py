@@ -2,11 +2,12 @@
 rule says so, against the same fits with the search always on the calling thread: the
 measurement behind ``PARALLEL_CATEGORY_CELLS_A_FEATURE``.
 
-Seed 0's split of each ``bench_categorical`` set, 2 threads, a warm-up fit, then the median of
-``--repeats`` fits under the rule with the threshold given (``--threshold``, cells x channels
-a feature; default the library's) and under a threshold no leaf reaches, alternated for
-``--rounds`` rounds in one process. Prints each set's cells x channels a categorical feature
-(from the training rows' categories) and the ratio one thread / rule in each round::
+Seed 0's split of each ``bench_categorical`` set, its ``rebel-native`` estimator (2
+threads), a warm-up fit, then the median of ``--repeats`` fits under the rule with the
+threshold given (``--threshold``, cells x channels a feature; default the library's) and
+under a threshold no leaf reaches, alternated for ``--rounds`` rounds in one process. Prints
+each set's cells x channels a categorical feature (from the training rows' categories) and
+the ratio one thread / rule in each round::
 
     python benchmarks/category_threads_fits.py dermatology calendarDOW krkopt --threshold 64
 """
@@ -21,19 +22,17 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_categorical import native_split  # noqa: E402
+from bench_categorical import make, native_split  # noqa: E402
 
-from rebelboost import RebelClassifier  # noqa: E402
 from rebelboost.search import category_split  # noqa: E402
 
 
 def fit_time(train, codes, repeats: int) -> float:
-    RebelClassifier(categorical_features="from_dtype", n_jobs=2, random_state=0).fit(train, codes)
+    make("rebel-native", 0).fit(train, codes)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        RebelClassifier(categorical_features="from_dtype", n_jobs=2, random_state=0).fit(
-            train, codes)
+        make("rebel-native", 0).fit(train, codes)
         times.append(time.perf_counter() - start)
     return float(np.median(times))
 

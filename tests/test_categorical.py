@@ -18,6 +18,7 @@ from rebelboost.categorical import CategoricalColumns
 from rebelboost.learners.category_sets import category_bitsets
 from rebelboost.learners.compiled_grower import category_words
 from rebelboost.search.category_split import (
+    _VALUES,
     _class_weights_into,
     _one_against_rest,
     _order_by_principal_axis,
@@ -362,6 +363,17 @@ def test_one_category_against_the_rest_is_the_scan_of_its_permuted_histogram():
     assert checked >= 1000
 
 
+def _values_order_scanned(hist, n_bins, has_missing, prior, min_count, scratch):
+    """What the scan returns on the values' order's permuted histogram (every value bin that
+    holds weight, in bin order, then the missing bin): the reference of the in-place reads."""
+    n_held = _value_order(hist, n_bins, scratch.order)
+    n_value, rows = _permute(hist, scratch.order, n_held, 0, 32, scratch.light, 0, n_bins,
+                             scratch.perm)
+    return n_held, scan_vector_feature(scratch.perm[:rows], n_value, has_missing, rows - 1,
+                                       prior, min_count, scratch.work, scratch.candidates,
+                                       scratch.sums)
+
+
 def test_the_values_order_read_in_place_is_the_scan_of_its_permuted_histogram():
     """A feature of few categories scans its values' order in place: what the scan returns
     on the permuted histogram (the value bins that hold weight, in bin order, then the
@@ -374,12 +386,8 @@ def test_the_values_order_read_in_place_is_the_scan_of_its_permuted_histogram():
         empty = np.flatnonzero(hist[:n_bins, -1] == 0)
         hist[empty[:1], :2 * k] = 1e-17 * (seed % 2)  # (a subtraction's residue, or none)
         scratch = _scratch(n_bins, 2 * k + 1)
-        n_held = _value_order(hist, n_bins, scratch.order)
-        n_value, rows = _permute(hist, scratch.order, n_held, 0, 32, scratch.light, 0, n_bins,
-                                 scratch.perm)
-        expected = scan_vector_feature(scratch.perm[:rows], n_value, has_missing, rows - 1,
-                                       prior, min_count, scratch.work, scratch.candidates,
-                                       scratch.sums)
+        n_held, expected = _values_order_scanned(hist, n_bins, has_missing, prior, min_count,
+                                                 scratch)
         got = _scan_held_values(hist, n_bins, has_missing, n_bins, prior, min_count, n_held,
                                 scratch.sides)
         assert got == expected or (np.isinf(got[0]) and np.isinf(expected[0])
@@ -412,16 +420,12 @@ def test_few_categories_take_the_splits_of_every_order_scanned():
                                              has_missing, prior, min_count, scratch.sides)
             if score < best[0] * (1 - 1e-12):
                 best = (score, -1 - alone, b, ml)
-        n_held = _value_order(hist, n_bins, scratch.order)
+        n_held, (score, b, ml) = _values_order_scanned(hist, n_bins, has_missing, prior,
+                                                        min_count, scratch)
         if not ((n_held < 2 and not (has_missing and n_held == 1))
                 or (2 <= n_held <= 3 and n_light == 0)):
-            n_value, rows = _permute(hist, scratch.order, n_held, 0, 32, scratch.light, 0,
-                                     n_bins, scratch.perm)
-            score, b, ml = scan_vector_feature(scratch.perm[:rows], n_value, has_missing,
-                                               rows - 1, prior, min_count, scratch.work,
-                                               scratch.candidates, scratch.sums)
             if score < best[0] * (1 - 1e-12):
-                best = (score, 2, b, ml)
+                best = (score, _VALUES, b, ml)
         assert tuple(got) == best or (np.isinf(got[0]) and np.isinf(best[0])), seed
         checked += np.isfinite(best[0])
     assert checked >= 700
