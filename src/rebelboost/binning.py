@@ -224,9 +224,9 @@ def code_counts(col: np.ndarray, labels: np.ndarray | None = None
     if labels is None:
         return counts, None
     labels = np.asarray(labels)[present].astype(np.int64)
-    table = np.zeros((n_codes, int(labels.max()) + 1 if labels.size else 0))
-    np.add.at(table, (values, labels), 1.0)
-    return counts, table
+    n_classes = int(labels.max()) + 1 if labels.size else 0
+    table = np.bincount(values * n_classes + labels, minlength=n_codes * n_classes)
+    return counts, table.reshape(n_codes, n_classes).astype(np.float64)
 
 
 def merge_code_counts(a: tuple, b: tuple) -> tuple:

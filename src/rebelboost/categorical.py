@@ -54,7 +54,22 @@ class CategoricalColumns:
         input validation refuses it)."""
         if issparse(X):
             return None
+        return cls._of_columns(*_columns(X), categorical_features)
+
+    @classmethod
+    def fit_transform(cls, X, categorical_features) -> tuple[CategoricalColumns | None, object]:
+        """:meth:`fit` and, where X has categorical columns, :meth:`transform` (else X as it
+        is), reading X's columns once."""
+        if issparse(X):
+            return None, X
         columns, names = _columns(X)
+        found = cls._of_columns(columns, names, categorical_features)
+        return found, (X if found is None else found._encoded(X, columns, names))
+
+    @classmethod
+    def _of_columns(cls, columns: list, names: list | None, categorical_features
+                    ) -> CategoricalColumns | None:
+        """:meth:`fit` of X's columns and column names (:func:`_columns`)."""
         mask = resolve_mask(categorical_features, columns, names)
         if not mask.any():
             return None
@@ -114,7 +129,11 @@ class CategoricalColumns:
         array. Numeric columns pass unchanged (sparse X too: validation refuses it)."""
         if issparse(X):
             return X
-        columns, names = _columns(X)
+        return self._encoded(X, *_columns(X))
+
+    def _encoded(self, X, columns: list, names: list | None):
+        """:meth:`transform` of X, whose columns and column names are given (:func:`_columns`).
+        """
         if len(columns) != len(self.mask):
             raise ValueError(f"X has {len(columns)} columns, the model was fitted on "
                              f"{len(self.mask)}")
@@ -131,13 +150,16 @@ class CategoricalColumns:
                 encoded.append(col)
                 continue
             encoded.append(encode(col, self.categories[j], _name(names, j)))
-        if names is not None:
-            import pandas as pd
+        if not encoded:
+            return X
+        floats = [_as_float_or_self(col) for col in encoded]
+        if names is None:
+            return np.column_stack(floats)
+        import pandas as pd
 
-            return pd.DataFrame({name: _as_float_or_self(col)
-                                 for name, col in zip(names, encoded, strict=True)},
-                                index=X.index)
-        return np.column_stack([_as_float_or_self(c) for c in encoded]) if encoded else X
+        if all(f.dtype == np.float64 for f in floats):  # (one block: validation reads it whole)
+            return pd.DataFrame(np.column_stack(floats), columns=names, index=X.index)
+        return pd.DataFrame(dict(zip(names, floats, strict=True)), index=X.index)
 
     def to_dict(self) -> dict:
         return {"mask": self.mask.tolist(),

@@ -16,7 +16,7 @@ class CategoricalInput:
 
     def _encode_fit(self, X):
         """X with its categorical columns as codes; finds them and their values."""
-        columns = CategoricalColumns.fit(X, self.categorical_features)
+        columns, encoded = CategoricalColumns.fit_transform(X, self.categorical_features)
         self._set_categorical(columns)
         if columns is None:
             return X
@@ -25,7 +25,7 @@ class CategoricalInput:
                 f"categorical features need weak_learner='vector_tree' (not "
                 f"{self.weak_learner!r}): it splits by sets of categories; encode the "
                 "columns as numbers for the other learners, or pass categorical_features=None")
-        return columns.transform(X)
+        return encoded
 
     def _set_categorical(self, columns: CategoricalColumns | None) -> None:
         """The fitted categorical columns (None: all numeric) and their public view."""
