@@ -20,11 +20,10 @@ from rebelboost.learners.compiled_grower import category_words
 from rebelboost.search.category_split import (
     _VALUES,
     _class_weights_into,
-    _one_against_rest,
     _order_by_principal_axis,
     _permute,
     _reach_into,
-    _scan_held_values,
+    _scan_few,
     _scratch,
     _value_order,
     _weigh,
@@ -334,31 +333,46 @@ def _few_category_draw(seed, most_bins):
     return rng, k, n_bins, has_missing, hist, prior, float(rng.integers(0, 6))
 
 
+def _against_rest_scanned(hist, order, alone, light, n_bins, has_missing, prior, min_count,
+                          scratch):
+    """What the scan returns on the histogram of one category against the rest: its row,
+    the other heavy bins then the light ones summed (in that order), the missing bin."""
+    k = (hist.shape[1] - 1) // 2
+    rest = np.zeros(2 * k + 1)
+    for b in [*np.delete(order, alone), *light]:
+        rest += hist[b]
+    two = len(order) - 1 + len(light) > 0
+    perm = np.stack([hist[order[alone]], *([rest] if two else []), hist[n_bins]])
+    return scan_vector_feature(perm, len(perm) - 1, has_missing, len(perm) - 1, prior,
+                               min_count, scratch.work, scratch.candidates, scratch.sums)
+
+
+def _same_search(got, expected):
+    return tuple(got) == tuple(expected) or (np.isinf(got[0]) and np.isinf(expected[0]))
+
+
 def test_one_category_against_the_rest_is_the_scan_of_its_permuted_histogram():
-    """A category against the rest skips the general scan: it returns what the scan returns
-    on the two rows (the category; the other heavy bins, then the light ones, summed in
-    order) and the missing bin, bit for bit, light bins, empty bins, missing values and leaf
-    limits included (integer multiples make ties and zero sums common)."""
+    """A category against the rest skips the general scan (:func:`_scan_few`, that category
+    its only job): it returns what the scan returns on the two rows (the category; the other
+    heavy bins, then the light ones, summed in order) and the missing bin, bit for bit, light
+    bins, empty bins, missing values and leaf limits included (integer multiples make ties
+    and zero sums common)."""
     checked = 0
     for seed in range(1500):
         _, k, n_bins, has_missing, hist, prior, min_count = _few_category_draw(seed, 6)
         scratch = _scratch(n_bins, 2 * k + 1)
         n_heavy, n_light = _weigh(hist, n_bins, 3.0, scratch.heavy, scratch.light)
         order = scratch.heavy[:n_heavy].copy()
-        light = scratch.light[:n_light]
+        light = scratch.light[:n_light].copy()
         for alone in range(n_heavy):
-            rest = np.zeros(2 * k + 1)
-            for b in [*np.delete(order, alone), *light]:
-                rest += hist[b]
-            two = n_heavy - 1 + n_light > 0
-            perm = np.stack([hist[order[alone]], *([rest] if two else []), hist[n_bins]])
-            expected = scan_vector_feature(perm, len(perm) - 1, has_missing, len(perm) - 1,
-                                           prior, min_count, scratch.work,
-                                           scratch.candidates, scratch.sums)
-            got = _one_against_rest(hist, order, n_heavy, alone, scratch.light, n_light,
-                                    n_bins, has_missing, prior, min_count, scratch.sides)
-            assert got == expected or (np.isinf(got[0]) and np.isinf(expected[0])
-                                       and got[1:] == expected[1:])
+            expected = _against_rest_scanned(hist, order, alone, light, n_bins, has_missing,
+                                             prior, min_count, scratch)
+            first = np.array([order[alone], *np.delete(order, alone)])  # (the others in order)
+            score, which, b, ml = _scan_few(hist, n_bins, has_missing, n_bins, prior,
+                                            min_count, first, n_heavy, light, n_light, 1, 0,
+                                            scratch.few)
+            assert _same_search((score, b, ml), expected), seed
+            assert which == -1 or np.isinf(score)
             checked += np.isfinite(expected[0])
     assert checked >= 1000
 
@@ -375,23 +389,25 @@ def _values_order_scanned(hist, n_bins, has_missing, prior, min_count, scratch):
 
 
 def test_the_values_order_read_in_place_is_the_scan_of_its_permuted_histogram():
-    """A feature of few categories scans its values' order in place: what the scan returns
-    on the permuted histogram (the value bins that hold weight, in bin order, then the
-    missing bin), bit for bit, with empty bins (some holding the rounding left by a
-    subtraction), missing values and leaf limits (integer multiples make ties and zero sums
-    common)."""
+    """A feature of few categories scans its values' order in place (:func:`_scan_few`, the
+    values' order its only job): what the scan returns on the permuted histogram (the value
+    bins that hold weight, in bin order, then the missing bin), bit for bit, with empty bins
+    (some holding the rounding left by a subtraction), missing values and leaf limits
+    (integer multiples make ties and zero sums common)."""
     checked = 0
     for seed in range(1500):
         _, k, n_bins, has_missing, hist, prior, min_count = _few_category_draw(seed, 7)
         empty = np.flatnonzero(hist[:n_bins, -1] == 0)
         hist[empty[:1], :2 * k] = 1e-17 * (seed % 2)  # (a subtraction's residue, or none)
         scratch = _scratch(n_bins, 2 * k + 1)
-        n_held, expected = _values_order_scanned(hist, n_bins, has_missing, prior, min_count,
-                                                 scratch)
-        got = _scan_held_values(hist, n_bins, has_missing, n_bins, prior, min_count, n_held,
-                                scratch.sides)
-        assert got == expected or (np.isinf(got[0]) and np.isinf(expected[0])
-                                   and got[1:] == expected[1:]), seed
+        _, expected = _values_order_scanned(hist, n_bins, has_missing, prior, min_count,
+                                            scratch)
+        n_heavy, n_light = _weigh(hist, n_bins, 3.0, scratch.heavy, scratch.light)
+        score, which, b, ml = _scan_few(hist, n_bins, has_missing, n_bins, prior, min_count,
+                                        scratch.heavy, n_heavy, scratch.light, n_light, 0, 1,
+                                        scratch.few)
+        assert _same_search((score, b, ml), expected), seed
+        assert which == _VALUES or np.isinf(score)
         checked += np.isfinite(expected[0])
     assert checked >= 700
 
@@ -399,7 +415,9 @@ def test_the_values_order_read_in_place_is_the_scan_of_its_permuted_histogram():
 def test_few_categories_take_the_splits_of_every_order_scanned():
     """A feature of at most ``max_cat_to_onehot`` categories (its own route: each category
     against the rest, then the values' order in place) finds the split that scanning each of
-    its orders' permuted histograms finds: the same score, order, position and missing side."""
+    its orders' permuted histograms finds: the same score, order, position and missing side;
+    and so does one whose cap on categories going left (``max_cat_threshold``) hides some of
+    the values' order's prefixes, whose orders the general scan reads."""
     checked = 0
     for seed in range(1500):
         rng, k, n_bins, has_missing, hist, prior, min_count = _few_category_draw(seed, 7)
@@ -408,25 +426,38 @@ def test_few_categories_take_the_splits_of_every_order_scanned():
         n_heavy, n_light = _weigh(hist, n_bins, mpc, scratch.heavy, scratch.light)
         if n_heavy + n_light > 4:
             continue
+        heavy, light = scratch.heavy[:n_heavy].copy(), scratch.light[:n_light].copy()
+        max_left = 32 if seed % 4 else 2
         got = scan_category_feature(hist, n_bins, has_missing, n_bins, prior, min_count, 5.0,
-                                    mpc, 32, 4)
+                                    mpc, max_left, 4)
         best = (np.inf, 0, 0, False)
         jobs = 1 if n_heavy == 2 and n_light == 0 else n_heavy
         if n_heavy + n_light < 2 and not (has_missing and n_heavy == 1):
             jobs = 0
         for alone in range(jobs):
-            score, b, ml = _one_against_rest(hist, scratch.heavy[:n_heavy].copy(), n_heavy,
-                                             alone, scratch.light, n_light, n_bins,
-                                             has_missing, prior, min_count, scratch.sides)
+            score, b, ml = _against_rest_scanned(hist, heavy, alone, light, n_bins,
+                                                 has_missing, prior, min_count, scratch)
             if score < best[0] * (1 - 1e-12):
                 best = (score, -1 - alone, b, ml)
-        n_held, (score, b, ml) = _values_order_scanned(hist, n_bins, has_missing, prior,
-                                                        min_count, scratch)
+        n_held = n_heavy + n_light
         if not ((n_held < 2 and not (has_missing and n_held == 1))
                 or (2 <= n_held <= 3 and n_light == 0)):
-            if score < best[0] * (1 - 1e-12):
-                best = (score, _VALUES, b, ml)
-        assert tuple(got) == best or (np.isinf(got[0]) and np.isinf(best[0])), seed
+            if n_held - 1 <= max_left:
+                _, (score, b, ml) = _values_order_scanned(hist, n_bins, has_missing, prior,
+                                                          min_count, scratch)
+                if score < best[0] * (1 - 1e-12):
+                    best = (score, _VALUES, b, ml)
+            else:  # (from either end, at most max_left categories left)
+                n_order = _value_order(hist, n_bins, scratch.order)
+                for end in (0, 1):
+                    n_value, rows = _permute(hist, scratch.order, n_order, end, max_left,
+                                             scratch.light, 0, n_bins, scratch.perm)
+                    score, b, ml = scan_vector_feature(
+                        scratch.perm[:rows], n_value, has_missing, rows - 1, prior, min_count,
+                        scratch.work, scratch.candidates, scratch.sums)
+                    if score < best[0] * (1 - 1e-12):
+                        best = (score, _VALUES + end, b, ml)
+        assert _same_search(got, best), seed
         checked += np.isfinite(best[0])
     assert checked >= 700
 

@@ -29,7 +29,7 @@ import numpy as np
 from ..binning import BinLayout
 from ..losses.rebel import STEP_EPS
 from .splits import Split, _better, pick_index
-from .vector_leaf import pair_loss
+from .vector_leaf import _class_loss
 from .vector_scan import scan_vector_feature, scan_work
 
 
@@ -45,7 +45,7 @@ class _Scratch(NamedTuple):
     work: np.ndarray  # scratch of the split scan (vector_scan.scan_vector_feature)
     candidates: np.ndarray
     sums: np.ndarray
-    sides: np.ndarray  # one category against the rest: its sums (_one_against_rest)
+    few: np.ndarray  # the candidates' scores of a feature of few categories (_scan_few)
     seen: np.ndarray  # the orders scanned so far, as read (a row each)
     seen_shape: np.ndarray  # and their lengths, categories left at most, light bins summed
     steps: np.ndarray  # the ordered categories' centred class steps (a row each)
@@ -67,7 +67,8 @@ def _scratch(levels, n_channels):
                     np.empty(levels, dtype=np.int64), np.empty(levels),
                     np.empty((levels + 2, n_channels)), scan_work(n_channels, levels + 2),
                     np.empty(levels + 2, dtype=np.intp), np.empty((3, n_channels)),
-                    np.empty((5, n_channels)), np.empty((_READINGS, levels), dtype=np.int64),
+                    np.empty(5 * levels + 1),
+                    np.empty((_READINGS, levels), dtype=np.int64),
                     np.empty((_READINGS, 3), dtype=np.int64), np.empty((levels, k)),
                     np.empty((2, min(levels, k), min(levels, k))),
                     np.empty((3, max(levels, k))))
@@ -339,137 +340,169 @@ def _permute(hist_f, order, n_order, direction, max_left, light, n_light, missin
     return rows, rows + 1
 
 
-@numba.njit(cache=True, nogil=True)
-def _one_against_rest(hist_f, order, n_order, alone, light, n_light, missing_bin, has_missing,
-                      prior, min_count, sums):
-    """The scan of one category against the rest: ``order[alone]`` left, the other ordered
-    bins and then the light ones summed (in that order) right, missing values on either side
-    or alone. What :func:`.vector_scan.scan_vector_feature` returns on that two-row histogram
-    (and its missing bin), from the same sums in the same order, bit for bit, without the
-    scan's loops over bins: a feature of at most ``max_onehot`` categories is searched one
-    category at a time, and the scan's set-up was most of each search (60 features of 4
-    levels at K = 3: a leaf's search 27 -> 23 us). ``sums``: scratch (5, C)."""
-    n_channels = hist_f.shape[1]
-    k = (n_channels - 1) // 2
-    count = n_channels - 1
-    row, rest, total, left, right = sums[0], sums[1], sums[2], sums[3], sums[4]
-    b0 = order[alone]
-    two = n_order - 1 + n_light > 0  # (else the category by itself: no rest row)
-    if two:
-        rest[:] = 0.0
-        for i in range(n_order):
-            if i != alone:
-                for c in range(n_channels):
-                    rest[c] += hist_f[order[i], c]
-        for i in range(n_light):
-            for c in range(n_channels):
-                rest[c] += hist_f[light[i], c]
-    for c in range(n_channels):  # (feature_totals_into: the value rows, then the missing)
-        row[c] = hist_f[b0, c]
-        t = 0.0 + row[c]
-        if two:
-            t += rest[c]
-        total[c] = t + hist_f[missing_bin, c]
-    missing = hist_f[missing_bin]
-    best, best_bin, best_missing = np.inf, 0, False
-    if two and total[count] - row[count] >= min_count and (
-            row[count] + missing[count] >= min_count):
-        for c in range(n_channels):  # (the scan's running sum: 0 + the row)
-            left[c] = 0.0 + row[c]
-            right[c] = total[c] - left[c]
-        best = pair_loss(left, right, prior, k, min_count)
-        if has_missing:
-            for c in range(n_channels):
-                running = 0.0 + row[c]
-                left[c] = running + missing[c]
-                right[c] = (total[c] - running) - missing[c]
-            s = pair_loss(left, right, prior, k, min_count)
-            if _better(s, best):
-                best, best_missing = s, True
-    if has_missing:
-        for c in range(n_channels):
-            left[c] = total[c] - missing[c]
-        s = pair_loss(left, missing, prior, k, min_count)
-        if _better(s, best):
-            best, best_bin, best_missing = s, 1 if two else 0, False
-    return best, best_bin, best_missing
-
-
 @numba.njit(cache=True, nogil=True, inline="always")
-def _scan_held_values(hist_f, n_bins, has_missing, missing_bin, prior, min_count, n_held,
-                      sums):
-    """What :func:`.vector_scan.scan_vector_feature` returns on the permuted histogram of
-    the values' order where it takes every one of the ``n_held`` value bins that hold weight
-    (in bin order) and then the missing bin: the same sums in the same order, the candidates
-    compared in the same order, so the same bits, read in place without the copy and the
-    scan's set-up. ``sums``: scratch (5, C)."""
-    n_channels = hist_f.shape[1]
-    k = (n_channels - 1) // 2
-    count = n_channels - 1
-    total, running, right, left_m, right_m = sums[0], sums[1], sums[2], sums[3], sums[4]
-    missing = hist_f[missing_bin]
-    total[:] = 0.0  # (feature_totals_into: the value rows, then the missing bin)
-    for b in range(n_bins):
-        if _scanned_bin(hist_f, n_bins, b):
-            for c in range(n_channels):
-                total[c] += hist_f[b, c]
-    for c in range(n_channels):
-        total[c] += missing[c]
-    best, best_bin, best_missing = np.inf, 0, False
-    running[:] = 0.0
-    i = 0  # (the candidate's row in the permuted histogram)
-    for b in range(n_bins):
-        if not _scanned_bin(hist_f, n_bins, b):
-            continue
-        if i == n_held - 1:
-            break  # (the last value row: every category left is no candidate)
-        for c in range(n_channels):
-            running[c] += hist_f[b, c]
-        if total[count] - running[count] < min_count:
-            break
-        if running[count] + missing[count] < min_count:
-            i += 1
-            continue
-        for c in range(n_channels):
-            right[c] = total[c] - running[c]
-        s = pair_loss(running, right, prior, k, min_count)  # (the scan's loss, its limits)
-        if _better(s, best):
-            best, best_bin, best_missing = s, i, False
-        if has_missing:
-            for c in range(n_channels):
-                left_m[c] = running[c] + missing[c]
-                right_m[c] = right[c] - missing[c]
-            s = pair_loss(left_m, right_m, prior, k, min_count)
-            if _better(s, best):
-                best, best_bin, best_missing = s, i, True
-        i += 1
-    if has_missing and n_held >= 1:
-        for c in range(n_channels):
-            right[c] = total[c] - missing[c]
-        s = pair_loss(right, missing, prior, k, min_count)
-        if _better(s, best):
-            best, best_bin, best_missing = s, n_held - 1, False
-    return best, best_bin, best_missing
+def _rest_and_total(hist_f, heavy, n_heavy, alone, light, n_light, missing_bin, c):
+    """Channel ``c`` of one category, ``heavy[alone]``, against the rest, summed as the scan
+    of that two-row histogram sums it: ``(the rest: the other heavy bins, then the light
+    ones, from 0; the total: the category, then the rest, then the missing bin)``."""
+    rest = 0.0
+    for i in range(n_heavy):
+        if i != alone:
+            rest += hist_f[heavy[i], c]
+    for i in range(n_light):
+        rest += hist_f[light[i], c]
+    t = 0.0 + hist_f[heavy[alone], c]
+    if n_heavy - 1 + n_light > 0:
+        t += rest
+    return rest, t + hist_f[missing_bin, c]
 
 
 @numba.njit(cache=True, nogil=True)
 def _scan_few(hist_f, n_bins, has_missing, missing_bin, prior, min_count, heavy, n_heavy,
-              light, n_light, set_jobs, value_jobs, sums):
+              light, n_light, set_jobs, value_jobs, scores):
     """The jobs of :func:`_scan_category_feature` for a feature of at most ``max_onehot``
-    categories, all of which a prefix may take (``max_left``): each of the first ``set_jobs``
-    heavy categories against the rest, then (``value_jobs``) the values' order. The same
-    scores compared in the same order as the loop over orders, without its branches for
-    sorted and permuted orders: with them, a scanned feature of splice (60 features of 4-6
-    levels, K = 3) took 1.08 us, now 0.88 (BENCHMARKS.md, stop 72)."""
+    categories: each of the first ``set_jobs`` heavy categories against the rest (it left,
+    the other heavy bins and then the light ones summed right, missing values on either side
+    or alone), then (``value_jobs``) the values' order (the value bins that hold weight, in
+    bin order, then the missing bin: thresholds), where every category may go left
+    (``max_left``). What :func:`.vector_scan.scan_vector_feature` returns on each order's
+    permuted histogram, and the best of them as the search compares them: the same sums in
+    the same order, the same scores compared in the same order, so the same bits (checked
+    in the tests). Without the permuted copies and the scan's set-up, class by class, each
+    class's sums kept in registers for every candidate: where each candidate's sides were
+    written channel by channel and scored alone, a scanned feature of splice (60 features
+    of 4-6 levels, K = 3) took 0.85 us, now 0.65 (BENCHMARKS.md, stop 74). ``scores``:
+    scratch of ``3 set_jobs + 2 n_held + 1`` at least."""
+    n_channels = hist_f.shape[1]
+    k = (n_channels - 1) // 2
+    count = n_channels - 1
+    n_held = n_heavy + n_light
+    miss_n = hist_f[missing_bin, count]
+    two = n_heavy - 1 + n_light > 0
+    # each job's three candidates (category left; it and the missing values left; the
+    # missing values alone right): inf where the scan would not score it, else 0 to add to
+    n_set = 3 * set_jobs
+    for job in range(set_jobs):
+        row_n = hist_f[heavy[job], count]
+        _, total_n = _rest_and_total(hist_f, heavy, n_heavy, job, light, n_light, missing_bin,
+                                     count)
+        scores[3 * job] = scores[3 * job + 1] = scores[3 * job + 2] = np.inf
+        if two and total_n - row_n >= min_count and row_n + miss_n >= min_count:
+            left = 0.0 + row_n
+            if left >= min_count and total_n - left >= min_count:
+                scores[3 * job] = 0.0
+            if has_missing and (left + miss_n >= min_count
+                                and (total_n - left) - miss_n >= min_count):
+                scores[3 * job + 1] = 0.0
+        if has_missing and total_n - miss_n >= min_count and miss_n >= min_count:
+            scores[3 * job + 2] = 0.0
+    # the values' order: the candidates' positions, as the scan reads them
+    n_values = 0
+    if value_jobs:
+        total_n = 0.0
+        for b in range(n_bins):
+            if _scanned_bin(hist_f, n_bins, b):
+                total_n += hist_f[b, count]
+        total_n += miss_n
+        running_n = 0.0
+        i = 0
+        for b in range(n_bins):
+            if not _scanned_bin(hist_f, n_bins, b):
+                continue
+            if i == n_held - 1:
+                break
+            running_n += hist_f[b, count]
+            if total_n - running_n < min_count:
+                break
+            n_values = i + 1
+            at = n_set + 2 * i
+            scores[at] = scores[at + 1] = np.inf
+            if running_n + miss_n >= min_count:
+                if running_n >= min_count and total_n - running_n >= min_count:
+                    scores[at] = 0.0
+                if has_missing and (running_n + miss_n >= min_count
+                                    and (total_n - running_n) - miss_n >= min_count):
+                    scores[at + 1] = 0.0
+            i += 1
+        at = n_set + 2 * n_values
+        scores[at] = np.inf
+        if has_missing and n_held >= 1 and (total_n - miss_n >= min_count
+                                            and miss_n >= min_count):
+            scores[at] = 0.0
+    n_scores = n_set + 2 * n_values + value_jobs
+    # the class losses, class by class (pair_loss's order: each class's left, then right)
+    for c in range(k):
+        q = prior[c]
+        miss_p, miss_m = hist_f[missing_bin, c], hist_f[missing_bin, k + c]
+        for job in range(set_jobs):
+            row_p, row_m = hist_f[heavy[job], c], hist_f[heavy[job], k + c]
+            _, total_p = _rest_and_total(hist_f, heavy, n_heavy, job, light, n_light,
+                                         missing_bin, c)
+            _, total_m = _rest_and_total(hist_f, heavy, n_heavy, job, light, n_light,
+                                         missing_bin, k + c)
+            left_p, left_m = 0.0 + row_p, 0.0 + row_m
+            at = 3 * job
+            if scores[at] < np.inf:
+                scores[at] += _class_loss(left_p, left_m, q)
+                scores[at] += _class_loss(total_p - left_p, total_m - left_m, q)
+            if scores[at + 1] < np.inf:
+                scores[at + 1] += _class_loss(left_p + miss_p, left_m + miss_m, q)
+                scores[at + 1] += _class_loss((total_p - left_p) - miss_p,
+                                              (total_m - left_m) - miss_m, q)
+            if scores[at + 2] < np.inf:
+                scores[at + 2] += _class_loss(total_p - miss_p, total_m - miss_m, q)
+                scores[at + 2] += _class_loss(miss_p, miss_m, q)
+        if value_jobs:
+            total_p = total_m = 0.0
+            for b in range(n_bins):
+                if _scanned_bin(hist_f, n_bins, b):
+                    total_p += hist_f[b, c]
+                    total_m += hist_f[b, k + c]
+            total_p += miss_p
+            total_m += miss_m
+            running_p = running_m = 0.0
+            i = 0
+            for b in range(n_bins):
+                if i == n_values:
+                    break
+                if not _scanned_bin(hist_f, n_bins, b):
+                    continue
+                running_p += hist_f[b, c]
+                running_m += hist_f[b, k + c]
+                at = n_set + 2 * i
+                if scores[at] < np.inf:
+                    scores[at] += _class_loss(running_p, running_m, q)
+                    scores[at] += _class_loss(total_p - running_p, total_m - running_m, q)
+                if scores[at + 1] < np.inf:
+                    scores[at + 1] += _class_loss(running_p + miss_p, running_m + miss_m, q)
+                    scores[at + 1] += _class_loss((total_p - running_p) - miss_p,
+                                                  (total_m - running_m) - miss_m, q)
+                i += 1
+            at = n_set + 2 * n_values
+            if scores[at] < np.inf:
+                scores[at] += _class_loss(total_p - miss_p, total_m - miss_m, q)
+                scores[at] += _class_loss(miss_p, miss_m, q)
+    # compared in the scan's order: each job's candidates, then the jobs' bests
     best, which, last, missing_left = np.inf, 0, 0, False
     for job in range(set_jobs):
-        score, b, ml = _one_against_rest(hist_f, heavy, n_heavy, job, light, n_light,
-                                         missing_bin, has_missing, prior, min_count, sums)
+        at = 3 * job
+        score, b, ml = scores[at], 0, False
+        if _better(scores[at + 1], score):
+            score, ml = scores[at + 1], True
+        if _better(scores[at + 2], score):
+            score, b, ml = scores[at + 2], 1 if two else 0, False
         if _better(score, best):
             best, which, last, missing_left = score, -1 - job, b, ml
     if value_jobs:
-        score, b, ml = _scan_held_values(hist_f, n_bins, has_missing, missing_bin, prior,
-                                         min_count, n_heavy + n_light, sums)
+        score, b, ml = np.inf, 0, False
+        for i in range(n_values):
+            at = n_set + 2 * i
+            if _better(scores[at], score):
+                score, b, ml = scores[at], i, False
+            if _better(scores[at + 1], score):
+                score, b, ml = scores[at + 1], i, True
+        if _better(scores[n_scores - 1], score):
+            score, b, ml = scores[n_scores - 1], n_held - 1, False
         if _better(score, best):
             best, which, last, missing_left = score, _VALUES, b, ml
     return best, which, last, missing_left
@@ -505,44 +538,38 @@ def _scan_category_feature(hist_f, n_bins, has_missing, missing_bin, prior, min_
     if (n_held < 2 and not (has_missing and n_held == 1)) or (
             2 <= n_held <= min(3, max_onehot) and n_light == 0):
         value_jobs = 0
-    if n_held <= max_onehot and n_held <= max_left:  # (no order to sort, nor to permute)
-        return _scan_few(hist_f, n_bins, has_missing, missing_bin, prior, min_count, heavy,
-                         n_heavy, light, n_light, set_jobs, value_jobs, scratch.sides)
-    best = np.inf
-    which = 0
-    last = 0
-    missing_left = False
+    if n_held <= max_onehot:  # each category against the rest
+        best, which, last, missing_left = _scan_few(
+            hist_f, n_bins, has_missing, missing_bin, prior, min_count, heavy, n_heavy, light,
+            n_light, set_jobs, value_jobs if n_held <= max_left else 0, scratch.few)
+        if n_held <= max_left:  # (and the values' order, in place: no order to permute)
+            return best, which, last, missing_left
+        first = set_jobs
+    else:
+        best, which, last, missing_left = np.inf, 0, 0, False
+        first = 0
     n_order = n_heavy
-    n_seen = 0  # orders scanned (not one category against the rest: each is new)
-    for job in range(set_jobs + value_jobs):
-        if job < set_jobs and n_held <= max_onehot:
-            if job == 0:
-                order[:n_heavy] = heavy[:n_heavy]
-            n_order, direction, alone, n_rest, label = n_heavy, 0, job, n_light, -1 - job
-        elif job < set_jobs:
+    n_seen = 0  # orders scanned
+    for job in range(first, set_jobs + value_jobs):
+        if job < set_jobs:
             direction = job
             if direction == 0:
                 _order_by_principal_axis(hist_f, n_bins, smooth, heavy, n_heavy, scratch)
-            n_order, alone, n_rest, label = n_heavy, -1, n_light, _PRINCIPAL + direction
+            n_order, n_rest, label = n_heavy, n_light, _PRINCIPAL + direction
         else:
             direction = job - set_jobs
             if direction == 0:
                 n_order = _value_order(hist_f, n_bins, order)
-            alone, n_rest, label = -1, 0, _VALUES + direction
-        if alone >= 0:
-            score, b, ml = _one_against_rest(hist_f, order, n_order, alone, light, n_rest,
-                                             missing_bin, has_missing, prior, min_count,
-                                             scratch.sides)
-        elif _scanned_before(order, n_order, direction, min(n_order, max_left), n_rest,
-                             scratch.seen, scratch.seen_shape, n_seen):
+            n_rest, label = 0, _VALUES + direction
+        if _scanned_before(order, n_order, direction, min(n_order, max_left), n_rest,
+                           scratch.seen, scratch.seen_shape, n_seen):
             continue
-        else:
-            n_seen += 1
-            n_value, rows = _permute(hist_f, order, n_order, direction, max_left, light, n_rest,
-                                     missing_bin, perm)
-            score, b, ml = scan_vector_feature(perm, n_value, has_missing, rows - 1, prior,
-                                               min_count, scratch.work, scratch.candidates,
-                                               scratch.sums)
+        n_seen += 1
+        n_value, rows = _permute(hist_f, order, n_order, direction, max_left, light, n_rest,
+                                 missing_bin, perm)
+        score, b, ml = scan_vector_feature(perm, n_value, has_missing, rows - 1, prior,
+                                           min_count, scratch.work, scratch.candidates,
+                                           scratch.sums)
         if _better(score, best):
             best, which, last, missing_left = score, label, b, ml
     return best, which, last, missing_left
