@@ -357,6 +357,20 @@ def _rest_and_total(hist_f, heavy, n_heavy, alone, light, n_light, missing_bin, 
     return rest, t + hist_f[missing_bin, c]
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_sides(scores, at, left_p, left_m, total_p, total_m, miss_p, miss_m, q):
+    """Adds one class's losses of a side holding ``left`` against the rest of ``total``: to
+    candidate ``at`` with the missing values right, to ``at + 1`` with them left (those not
+    inf: the scan does not score them)."""
+    if scores[at] < np.inf:
+        scores[at] += _class_loss(left_p, left_m, q)
+        scores[at] += _class_loss(total_p - left_p, total_m - left_m, q)
+    if scores[at + 1] < np.inf:
+        scores[at + 1] += _class_loss(left_p + miss_p, left_m + miss_m, q)
+        scores[at + 1] += _class_loss((total_p - left_p) - miss_p, (total_m - left_m) - miss_m,
+                                      q)
+
+
 @numba.njit(cache=True, nogil=True)
 def _scan_few(hist_f, n_bins, has_missing, missing_bin, prior, min_count, heavy, n_heavy,
               light, n_light, set_jobs, value_jobs, scores):
@@ -440,15 +454,9 @@ def _scan_few(hist_f, n_bins, has_missing, missing_bin, prior, min_count, heavy,
                                          missing_bin, c)
             _, total_m = _rest_and_total(hist_f, heavy, n_heavy, job, light, n_light,
                                          missing_bin, k + c)
-            left_p, left_m = 0.0 + row_p, 0.0 + row_m
             at = 3 * job
-            if scores[at] < np.inf:
-                scores[at] += _class_loss(left_p, left_m, q)
-                scores[at] += _class_loss(total_p - left_p, total_m - left_m, q)
-            if scores[at + 1] < np.inf:
-                scores[at + 1] += _class_loss(left_p + miss_p, left_m + miss_m, q)
-                scores[at + 1] += _class_loss((total_p - left_p) - miss_p,
-                                              (total_m - left_m) - miss_m, q)
+            _add_sides(scores, at, 0.0 + row_p, 0.0 + row_m, total_p, total_m, miss_p, miss_m,
+                       q)
             if scores[at + 2] < np.inf:
                 scores[at + 2] += _class_loss(total_p - miss_p, total_m - miss_m, q)
                 scores[at + 2] += _class_loss(miss_p, miss_m, q)
@@ -469,14 +477,8 @@ def _scan_few(hist_f, n_bins, has_missing, missing_bin, prior, min_count, heavy,
                     continue
                 running_p += hist_f[b, c]
                 running_m += hist_f[b, k + c]
-                at = n_set + 2 * i
-                if scores[at] < np.inf:
-                    scores[at] += _class_loss(running_p, running_m, q)
-                    scores[at] += _class_loss(total_p - running_p, total_m - running_m, q)
-                if scores[at + 1] < np.inf:
-                    scores[at + 1] += _class_loss(running_p + miss_p, running_m + miss_m, q)
-                    scores[at + 1] += _class_loss((total_p - running_p) - miss_p,
-                                                  (total_m - running_m) - miss_m, q)
+                _add_sides(scores, n_set + 2 * i, running_p, running_m, total_p, total_m,
+                           miss_p, miss_m, q)
                 i += 1
             at = n_set + 2 * n_values
             if scores[at] < np.inf:
