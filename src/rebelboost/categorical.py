@@ -132,8 +132,7 @@ class CategoricalColumns:
         return self._encoded(X, *_columns(X))
 
     def _encoded(self, X, columns: list, names: list | None):
-        """:meth:`transform` of X, whose columns and column names are given (:func:`_columns`).
-        """
+        """:meth:`transform` of X, given its columns and names (:func:`_columns`)."""
         if len(columns) != len(self.mask):
             raise ValueError(f"X has {len(columns)} columns, the model was fitted on "
                              f"{len(self.mask)}")

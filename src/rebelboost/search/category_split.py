@@ -341,10 +341,10 @@ def _permute(hist_f, order, n_order, direction, max_left, light, n_light, missin
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _rest_and_total(hist_f, heavy, n_heavy, alone, light, n_light, missing_bin, c):
-    """Channel ``c`` of one category, ``heavy[alone]``, against the rest, summed as the scan
-    of that two-row histogram sums it: ``(the rest: the other heavy bins, then the light
-    ones, from 0; the total: the category, then the rest, then the missing bin)``."""
+def _against_rest_total(hist_f, heavy, n_heavy, alone, light, n_light, missing_bin, c):
+    """Channel ``c``'s total of one category, ``heavy[alone]``, against the rest, summed as the
+    scan of that two-row histogram sums it: the category, then the rest (the other heavy
+    bins, then the light ones, from 0), then the missing bin."""
     rest = 0.0
     for i in range(n_heavy):
         if i != alone:
@@ -354,7 +354,35 @@ def _rest_and_total(hist_f, heavy, n_heavy, alone, light, n_light, missing_bin, 
     t = 0.0 + hist_f[heavy[alone], c]
     if n_heavy - 1 + n_light > 0:
         t += rest
-    return rest, t + hist_f[missing_bin, c]
+    return t + hist_f[missing_bin, c]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _open_sides(scores, at, left_n, total_n, miss_n, has_missing, min_count):
+    """Candidates ``at`` (a side holding ``left_n`` of ``total_n`` rows' weight, the missing
+    values right) and ``at + 1`` (them left) to be scored (0) where both sides hold
+    ``min_count`` (the scan's limits; else they stay inf)."""
+    if left_n >= min_count and total_n - left_n >= min_count:
+        scores[at] = 0.0
+    if has_missing and (left_n + miss_n >= min_count
+                        and (total_n - left_n) - miss_n >= min_count):
+        scores[at + 1] = 0.0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _open_missing_alone(scores, at, total_n, miss_n, has_missing, min_count):
+    """Candidate ``at`` (the missing values alone, right) to be scored where it may be."""
+    scores[at] = np.inf
+    if has_missing and total_n - miss_n >= min_count and miss_n >= min_count:
+        scores[at] = 0.0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_missing_alone(scores, at, total_p, total_m, miss_p, miss_m, q):
+    """Adds one class's losses of the missing values alone (right) to candidate ``at``."""
+    if scores[at] < np.inf:
+        scores[at] += _class_loss(total_p - miss_p, total_m - miss_m, q)
+        scores[at] += _class_loss(miss_p, miss_m, q)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -398,18 +426,12 @@ def _scan_few(hist_f, n_bins, has_missing, missing_bin, prior, min_count, heavy,
     n_set = 3 * set_jobs
     for job in range(set_jobs):
         row_n = hist_f[heavy[job], count]
-        _, total_n = _rest_and_total(hist_f, heavy, n_heavy, job, light, n_light, missing_bin,
-                                     count)
-        scores[3 * job] = scores[3 * job + 1] = scores[3 * job + 2] = np.inf
+        total_n = _against_rest_total(hist_f, heavy, n_heavy, job, light, n_light,
+                                      missing_bin, count)
+        scores[3 * job] = scores[3 * job + 1] = np.inf
         if two and total_n - row_n >= min_count and row_n + miss_n >= min_count:
-            left = 0.0 + row_n
-            if left >= min_count and total_n - left >= min_count:
-                scores[3 * job] = 0.0
-            if has_missing and (left + miss_n >= min_count
-                                and (total_n - left) - miss_n >= min_count):
-                scores[3 * job + 1] = 0.0
-        if has_missing and total_n - miss_n >= min_count and miss_n >= min_count:
-            scores[3 * job + 2] = 0.0
+            _open_sides(scores, 3 * job, 0.0 + row_n, total_n, miss_n, has_missing, min_count)
+        _open_missing_alone(scores, 3 * job + 2, total_n, miss_n, has_missing, min_count)
     # the values' order: the candidates' positions, as the scan reads them
     n_values = 0
     if value_jobs:
@@ -432,17 +454,10 @@ def _scan_few(hist_f, n_bins, has_missing, missing_bin, prior, min_count, heavy,
             at = n_set + 2 * i
             scores[at] = scores[at + 1] = np.inf
             if running_n + miss_n >= min_count:
-                if running_n >= min_count and total_n - running_n >= min_count:
-                    scores[at] = 0.0
-                if has_missing and (running_n + miss_n >= min_count
-                                    and (total_n - running_n) - miss_n >= min_count):
-                    scores[at + 1] = 0.0
+                _open_sides(scores, at, running_n, total_n, miss_n, has_missing, min_count)
             i += 1
-        at = n_set + 2 * n_values
-        scores[at] = np.inf
-        if has_missing and n_held >= 1 and (total_n - miss_n >= min_count
-                                            and miss_n >= min_count):
-            scores[at] = 0.0
+        _open_missing_alone(scores, n_set + 2 * n_values, total_n, miss_n,
+                            has_missing and n_held >= 1, min_count)
     n_scores = n_set + 2 * n_values + value_jobs
     # the class losses, class by class (pair_loss's order: each class's left, then right)
     for c in range(k):
@@ -450,16 +465,13 @@ def _scan_few(hist_f, n_bins, has_missing, missing_bin, prior, min_count, heavy,
         miss_p, miss_m = hist_f[missing_bin, c], hist_f[missing_bin, k + c]
         for job in range(set_jobs):
             row_p, row_m = hist_f[heavy[job], c], hist_f[heavy[job], k + c]
-            _, total_p = _rest_and_total(hist_f, heavy, n_heavy, job, light, n_light,
-                                         missing_bin, c)
-            _, total_m = _rest_and_total(hist_f, heavy, n_heavy, job, light, n_light,
-                                         missing_bin, k + c)
-            at = 3 * job
-            _add_sides(scores, at, 0.0 + row_p, 0.0 + row_m, total_p, total_m, miss_p, miss_m,
-                       q)
-            if scores[at + 2] < np.inf:
-                scores[at + 2] += _class_loss(total_p - miss_p, total_m - miss_m, q)
-                scores[at + 2] += _class_loss(miss_p, miss_m, q)
+            total_p = _against_rest_total(hist_f, heavy, n_heavy, job, light, n_light,
+                                          missing_bin, c)
+            total_m = _against_rest_total(hist_f, heavy, n_heavy, job, light, n_light,
+                                          missing_bin, k + c)
+            _add_sides(scores, 3 * job, 0.0 + row_p, 0.0 + row_m, total_p, total_m, miss_p,
+                       miss_m, q)
+            _add_missing_alone(scores, 3 * job + 2, total_p, total_m, miss_p, miss_m, q)
         if value_jobs:
             total_p = total_m = 0.0
             for b in range(n_bins):
@@ -480,10 +492,8 @@ def _scan_few(hist_f, n_bins, has_missing, missing_bin, prior, min_count, heavy,
                 _add_sides(scores, n_set + 2 * i, running_p, running_m, total_p, total_m,
                            miss_p, miss_m, q)
                 i += 1
-            at = n_set + 2 * n_values
-            if scores[at] < np.inf:
-                scores[at] += _class_loss(total_p - miss_p, total_m - miss_m, q)
-                scores[at] += _class_loss(miss_p, miss_m, q)
+            _add_missing_alone(scores, n_set + 2 * n_values, total_p, total_m, miss_p, miss_m,
+                               q)
     # compared in the scan's order: each job's candidates, then the jobs' bests
     best, which, last, missing_left = np.inf, 0, 0, False
     for job in range(set_jobs):
