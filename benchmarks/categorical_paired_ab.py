@@ -8,7 +8,9 @@ One worker process per tree (that tree's ``src`` first on ``PYTHONPATH``) fits
 on all alike. Prints each one's median wall time and the median (and quartiles) of the
 rounds' ratios, B over A and B over each peer. Where whole rounds of one method after another
 moved splice's fit by 1.3x between rounds (this machine, stop 74), the ratios within a round
-kept within 0.92-0.95::
+kept within 0.92-0.95. A worker process can stay a few per cent faster or slower than another
+for its whole life (stop 75: nursery's ratio 0.96, quartiles 0.94-0.97, in one invocation and
+1.05, 1.03-1.09, in another), so judge a small change by several invocations::
 
     git worktree add --detach /tmp/before <commit>
     python benchmarks/categorical_paired_ab.py /tmp/before/src src splice --peer xgboost
