@@ -17,6 +17,8 @@ from rebelboost import (
 )
 from rebelboost.engine import AdditiveModel
 from rebelboost.engine.early_exit import reachable_leaves
+from rebelboost.learners.category_sets import masks_to_bitsets
+from rebelboost.learners.leaf_tree import LeafTreeArrays
 from rebelboost.learners.tree import TreeArrays
 
 
@@ -52,6 +54,41 @@ def tree_models(draw):
     return model, X
 
 
+@st.composite
+def category_tree_models(draw):
+    """A random stack of leaf-wise trees whose nodes test thresholds or sets of category codes
+    (codes beyond every set, and NaN, included), and rows of codes and values."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n_trees, n_internal = draw(st.integers(1, 40)), draw(st.integers(1, 7))
+    k, n, n_codes = draw(st.integers(2, 5)), draw(st.integers(1, 120)), draw(st.integers(1, 70))
+    d, n_categorical = 3, draw(st.integers(1, 3))  # features 0 .. n_categorical - 1: codes
+    shape = (n_trees, n_internal)
+    feature = rng.integers(0, d, shape).astype(np.int32)
+    threshold = np.round(rng.standard_normal(shape), 1)
+    categorical = feature < n_categorical
+    threshold[categorical] = np.nan
+    masks = rng.random((n_trees * n_internal, n_codes)) < rng.random()
+    words = masks_to_bitsets(masks).reshape(n_trees, n_internal, -1)
+    words[~categorical] = 0
+    left, right = np.empty(shape, np.int32), np.empty(shape, np.int32)
+    for t in range(n_trees):  # grown by splitting a random open side at each new node
+        sides = [(0, left), (0, right)]
+        for node in range(1, n_internal):
+            parent, side = sides.pop(int(rng.integers(len(sides))))
+            side[t, parent] = node
+            sides += [(node, left), (node, right)]
+        for leaf, (parent, side) in enumerate(sides):
+            side[t, parent] = ~leaf
+    trees = LeafTreeArrays(feature, threshold, rng.random(shape) < 0.5, left, right, words)
+    values = (rng.standard_normal((n_trees, n_internal + 1, k))
+              * np.geomspace(10, 1e-2, n_trees)[:, None, None])  # (early exits are common)
+    model = AdditiveModel(trees, values, np.arange(1, n_trees + 1, dtype=np.int64))
+    X = np.round(rng.standard_normal((n, d)), 1)
+    X[:, :n_categorical] = rng.integers(0, n_codes + 3, (n, n_categorical))
+    X[rng.random((n, d)) < 0.1] = np.nan
+    return model, X
+
+
 def _check(model: AdditiveModel, X: np.ndarray, start: int, stop, every: int) -> np.ndarray:
     codes, used = model.predict_codes(X, start, stop, "exact", every)
     expected = np.argmax(model.scores(X, start, stop), axis=1)
@@ -69,6 +106,15 @@ def test_exact_exit_labels_equal_full_evaluation(case, every, data):
     start = data.draw(st.integers(0, model.n_stages))
     stop = data.draw(st.integers(start, model.n_stages))
     _check(model, X, start, stop, every)
+
+
+@settings(max_examples=200, deadline=None)
+@given(category_tree_models(), st.sampled_from([1, 2, 5]))
+def test_exact_exit_through_categorical_nodes(case, every):
+    """Trees with sets of category codes exit exactly too (their rows routed by the sets)."""
+    model, X = case
+    _check(model, X, 0, None, every)
+    _check(model, X, 1, None, every)
 
 
 def test_the_margin_keeps_a_tie_made_by_rounding():
@@ -179,6 +225,38 @@ def test_soft_cascade_keeps_the_calibrated_fraction(case, keep, every):
     if model.n_stages > 1:
         with pytest.raises(ValueError, match="calibrated"):
             model.predict_codes(X, stop=model.n_stages - 1, early_exit=cascade)
+
+
+@settings(max_examples=60, deadline=None)
+@given(category_tree_models(), st.sampled_from([1.0, 0.9, 0.5]))
+def test_soft_cascade_through_categorical_nodes(case, keep):
+    model, X = case
+    cascade = model.calibrate_cascade(X, keep, check_every=2)
+    codes, _ = model.predict_codes(X, early_exit=cascade)
+    assert np.mean(codes == np.argmax(model.scores(X), axis=1)) >= keep - 1e-12
+
+
+def test_categorical_columns_exit_early():
+    """An estimator's categorical splits take exact and soft exits: the full labels, from
+    fewer learners, unseen and missing categories included."""
+    rng = np.random.default_rng(0)
+    n = 900
+    X = pd.DataFrame({"shop": pd.Categorical(rng.choice([f"s{i}" for i in range(30)], n)),
+                      "x": rng.standard_normal(n)})
+    y = X["shop"].cat.codes.to_numpy() % 3 + 3 * (X["x"].to_numpy() > 0.5)
+    model = RebelClassifier(60, categorical_features=["shop"], random_state=0).fit(
+        X[:600], y[:600])
+    test = X[600:].copy()
+    test["shop"] = test["shop"].cat.add_categories(["new"])
+    test.loc[test.index[:20], "shop"] = "new"
+    test.loc[test.index[20:40], "shop"] = np.nan
+    full = model.predict(test)
+    np.testing.assert_array_equal(model.predict(test, early_exit="exact"), full)
+    codes, used = model.model_.predict_codes(model.encode(test), early_exit="exact")
+    np.testing.assert_array_equal(model.classes_[codes], full)
+    assert used.mean() < 0.9 * len(model.model_.learners)
+    cascade = model.calibrate_cascade(test[:150], keep=0.98)
+    assert np.mean(model.predict(test[150:], early_exit=cascade) == full[150:]) > 0.9
 
 
 def test_soft_cascade_of_an_estimator_saves_learners():

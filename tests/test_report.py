@@ -159,6 +159,27 @@ def test_exit_tradeoff_is_measured_on_rows_the_cascades_were_not_calibrated_on(s
     assert f"<td>{points[3].share:.4g}</td>" in page
 
 
+def test_categorical_model_gets_the_exit_sections():
+    """Trees that split by sets of categories: the report's exact exit and soft cascades run
+    through those splits (its page once failed there)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n = 400
+    X = pd.DataFrame({"colour": rng.choice(["red", "green", "blue", "grey"], n),
+                      "x": rng.standard_normal(n)})
+    y = np.where(X["colour"].isin(["red", "blue"]), "warm", "cold")
+    y[X["x"].to_numpy() > 1.0] = "high"
+    model = RebelClassifier(40, random_state=0).fit(X[:300], y[:300])
+    page = render_report(model, X[300:], y[300:])
+    parsed = _parse(page)
+    assert not parsed.problems and set(SECTIONS) <= set(parsed.ids)
+    assert 'id="tradeoff-table"' in page
+    _, used = model.model_.predict_codes(model.encode(X[300:]), early_exit="exact")
+    assert f"<td>{(used / len(model.learners_)).mean():.4g}</td>" in page
+    assert "colour in {" in page or "colour = " in page
+
+
 @pytest.mark.parametrize("make", [
     lambda: AdaBoostMHClassifier(6, weak_learner="tree"),
     lambda: AdaBoostMHClassifier(3, factorized=False),

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from ..learners.category_sets import category_leaf_of
 from ..learners.leaf_tree import LeafTreeArrays, leaf_of
 from ..learners.tree import SERIAL_ROWS, TreeArrays
 
@@ -53,9 +54,16 @@ def explicit_trees(trees: Trees) -> tuple[np.ndarray, ...]:
             np.ascontiguousarray(np.broadcast_to(right, (n_trees, m))))
 
 
+def category_words(trees: Trees) -> np.ndarray | None:
+    """The categorical nodes' bitsets of codes going left, (T, M, W), or None (every node
+    tests a threshold): the routing kernels' last argument."""
+    return getattr(trees, "category_words", None)
+
+
 def reachable_leaves(trees: Trees) -> np.ndarray:
     """(T, n_slots) bool: leaves some row can reach (a pass node or an always-true test cuts
-    its right subtree; a leaf no node points to is never reached)."""
+    its right subtree; a leaf no node points to is never reached; both children of a
+    categorical node count as reached)."""
     feature, threshold, missing_left, left, right = explicit_trees(trees)
     return _reachable(feature, threshold, missing_left, left, right, trees.n_slots)
 
@@ -129,7 +137,7 @@ def tree_exit_codes(trees: Trees, values: np.ndarray, X: np.ndarray, bounds):
     used = np.empty(n, np.int64)
     kernel = _tree_exit if n >= SERIAL_ROWS else _tree_exit_serial
     kernel(np.ascontiguousarray(X, dtype=np.float64), *explicit_trees(trees),
-           np.ascontiguousarray(values, dtype=np.float64), checks, first,
+           category_words(trees), np.ascontiguousarray(values, dtype=np.float64), checks, first,
            right, beyond, np.zeros((2, 0)), np.zeros((n, values.shape[2])), codes, used)
     return codes, used
 
@@ -161,8 +169,8 @@ def calibrate(trees: Trees, values: np.ndarray, X: np.ndarray, keep: float, ever
     gap = np.empty((X.shape[0], len(checks)))
     final = np.empty(X.shape[0], np.int64)
     _tree_margins(np.ascontiguousarray(X, dtype=np.float64), *explicit_trees(trees),
-                  np.ascontiguousarray(values, dtype=np.float64), checks, np.zeros(k), lead,
-                  gap, final)
+                  category_words(trees), np.ascontiguousarray(values, dtype=np.float64), checks,
+                  np.zeros(k), lead, gap, final)
     allowed = (1.0 - keep) * X.shape[0]
     running = np.ones(X.shape[0], bool)
     thresholds = np.full(len(checks), np.inf)
@@ -192,15 +200,25 @@ def cascade_codes(trees: Trees, values: np.ndarray, X: np.ndarray, cascade: Soft
     used = np.empty(n, np.int64)
     kernel = _tree_exit if n >= SERIAL_ROWS else _tree_exit_serial
     kernel(np.ascontiguousarray(X, dtype=np.float64), *explicit_trees(trees),
-           np.ascontiguousarray(values, dtype=np.float64), cascade.checks,
+           category_words(trees), np.ascontiguousarray(values, dtype=np.float64), cascade.checks,
            0, np.zeros((0, k, k)), np.zeros((0, k, k)),
            np.stack([cascade.thresholds, cascade.growth]), np.zeros((n, k)), codes, used)
     return codes, used
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _exit_row(x, feature, threshold, missing_left, left, right_child, values, checks, first,
-              right, beyond, soft, acc):
+def _leaf(x, t, feature, threshold, missing_left, left, right, words, nodes):
+    """The leaf row ``x`` reaches in tree ``t``: thresholds only (``words`` None) or with
+    categorical nodes' bitsets (:mod:`rebelboost.learners.category_sets`)."""
+    if words is None:
+        return leaf_of(x, feature[t], threshold[t], missing_left[t], left[t], right[t])
+    return category_leaf_of(x, feature[t], nodes, threshold[t], missing_left[t], left[t],
+                            right[t], words[t])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _exit_row(x, feature, threshold, missing_left, left, right_child, words, nodes, values,
+              checks, first, right, beyond, soft, acc):
     """Add row ``x``'s learners into ``acc`` until the exit test passes: (class, learners).
 
     The test is the exact one, or with ``soft`` (thresholds, growth) (non-empty) a soft
@@ -211,8 +229,8 @@ def _exit_row(x, feature, threshold, missing_left, left, right_child, values, ch
     while True:
         stop = checks[c] if c < n_checks else n_trees
         while t < stop:
-            leaf = leaf_of(x, feature[t], threshold[t], missing_left[t], left[t],
-                           right_child[t])
+            leaf = _leaf(x, t, feature, threshold, missing_left, left, right_child, words,
+                         nodes)
             for j in range(k):
                 acc[j] += values[t, leaf, j]
             t += 1
@@ -247,35 +265,40 @@ def _exit_row(x, feature, threshold, missing_left, left, right_child, values, ch
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _tree_exit(X, feature, threshold, missing_left, left, right_child, values, checks, first,
-               right, beyond, soft, scores, codes, used):
+def _tree_exit(X, feature, threshold, missing_left, left, right_child, words, values, checks,
+               first, right, beyond, soft, scores, codes, used):
+    nodes = np.arange(feature.shape[1])
     for i in numba.prange(X.shape[0]):
         codes[i], used[i] = _exit_row(X[i], feature, threshold, missing_left, left, right_child,
-                                      values, checks, first, right, beyond, soft, scores[i])
+                                      words, nodes, values, checks, first, right, beyond, soft,
+                                      scores[i])
 
 
 @numba.njit(cache=True, nogil=True)
-def _tree_exit_serial(X, feature, threshold, missing_left, left, right_child, values, checks,
-                      first, right, beyond, soft, scores, codes, used):
+def _tree_exit_serial(X, feature, threshold, missing_left, left, right_child, words, values,
+                      checks, first, right, beyond, soft, scores, codes, used):
+    nodes = np.arange(feature.shape[1])
     for i in range(X.shape[0]):
         codes[i], used[i] = _exit_row(X[i], feature, threshold, missing_left, left, right_child,
-                                      values, checks, first, right, beyond, soft, scores[i])
+                                      words, nodes, values, checks, first, right, beyond, soft,
+                                      scores[i])
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _tree_margins(X, feature, threshold, missing_left, left, right, values, checks, zeros, lead,
-                  gap, final):
+def _tree_margins(X, feature, threshold, missing_left, left, right, words, values, checks, zeros,
+                  lead, gap, final):
     """Each row's leader and its lead over the runner-up at every checkpoint, and the final
     leader (a soft cascade's calibration data)."""
     n_trees, k = feature.shape[0], values.shape[2]
+    nodes = np.arange(feature.shape[1])
     for i in numba.prange(X.shape[0]):
         acc = zeros.copy()
         t = 0
         for c in range(checks.shape[0] + 1):
             stop = checks[c] if c < checks.shape[0] else n_trees
             while t < stop:
-                leaf = leaf_of(X[i], feature[t], threshold[t], missing_left[t], left[t],
-                               right[t])
+                leaf = _leaf(X[i], t, feature, threshold, missing_left, left, right, words,
+                             nodes)
                 for j in range(k):
                     acc[j] += values[t, leaf, j]
                 t += 1

@@ -77,16 +77,14 @@ class AdditiveModel:
         """
         t0, t1 = self.learner_range(start, stop)
         if isinstance(early_exit, exits.SoftCascade):
-            if (early_exit.learners != (t0, t1) or not isinstance(self.learners, _TREES)
-                    or _has_category_sets(self.learners)):
+            if early_exit.learners != (t0, t1) or not isinstance(self.learners, _TREES):
                 raise ValueError("the soft cascade was calibrated on other learners")
             return exits.cascade_codes(self.learners.take(slice(t0, t1)), self.values[t0:t1],
                                        X, early_exit)
         if early_exit not in (None, "exact"):
             raise ValueError(f"early_exit must be None, 'exact' or a SoftCascade, not "
                              f"{early_exit!r}")
-        if (early_exit is None or t1 == t0 or not isinstance(self.learners, _TREES)
-                or _has_category_sets(self.learners)):  # (exact: the full sum's labels)
+        if early_exit is None or t1 == t0 or not isinstance(self.learners, _TREES):
             codes = np.argmax(self.scores(X, start, stop), axis=1)
             return codes, np.full(X.shape[0], t1 - t0, np.int64)
         trees, values = self.learners.take(slice(t0, t1)), self.values[t0:t1]
@@ -100,8 +98,8 @@ class AdditiveModel:
                           check_every: int = exits.CASCADE_EVERY) -> exits.SoftCascade:
         """A soft cascade over stages ``[start, stop)`` of a tree model that keeps at least
         ``keep`` of the full model's decisions on the held-out rows ``X``."""
-        if not isinstance(self.learners, _TREES) or _has_category_sets(self.learners):
-            raise ValueError("soft cascades need a tree model without categorical splits")
+        if not isinstance(self.learners, _TREES):
+            raise ValueError("soft cascades need a tree model")
         if not 0.0 < keep <= 1.0:
             raise ValueError(f"keep must be in (0, 1], not {keep!r}")
         t0, t1 = self.learner_range(start, stop)
@@ -169,8 +167,3 @@ class AdditiveModel:
             if not np.isfinite(covers).all() or (covers < 0).any():
                 raise corrupt("covers are not finite non-negative weights")
         return cls(learners, values, ends, covers)
-
-
-def _has_category_sets(learners) -> bool:
-    """Trees with categorical nodes (their early exits read numeric thresholds only)."""
-    return getattr(learners, "category_words", None) is not None
