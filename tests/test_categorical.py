@@ -807,3 +807,18 @@ def test_text_in_a_column_fitted_numeric_is_named_at_prediction():
     with pytest.raises(ValueError, match=r"column 'b' holds text \(such as '2,5' in row 2\), "
                                          "but it was numeric when the model was fitted"):
         model.predict(typo)
+
+
+@pytest.mark.parametrize("spec", [["n"], [0], None, [True, False]])
+def test_a_text_column_that_categorical_features_leaves_out_is_named_at_fit(spec):
+    """Columns named explicitly are exactly the categorical ones: a text column left out is
+    refused at fit, by name and value, saying how to include it (it once read as a column
+    'numeric when the model was fitted', during the fit)."""
+    rng = np.random.default_rng(2)
+    X = pd.DataFrame({"n": rng.integers(0, 4, 40), "city": rng.choice(["oslo", "rome"], 40)})
+    with pytest.raises(ValueError, match=r"column 'city' holds text \(such as '(oslo|rome)' in "
+                                         r"row 0\), which categorical_features=.* does not "
+                                         "name: name it too, or pass 'from_dtype'"):
+        RebelClassifier(3, categorical_features=spec).fit(X, rng.integers(0, 2, 40))
+    model = RebelClassifier(3, categorical_features=["n", "city"]).fit(X, rng.integers(0, 2, 40))
+    assert model.is_categorical_.tolist() == [True, True]

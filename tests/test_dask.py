@@ -761,3 +761,17 @@ def test_a_numeric_text_column_with_a_typo_is_warned_about_naming_its_partition(
         DaskRebelClassifier(n_estimators=2).fit(dd.from_pandas(X.assign(b=codes),
                                                                npartitions=2), yd)
         DaskRebelClassifier(n_estimators=2, categorical_features=["b"]).fit(Xd, yd)
+
+
+def test_a_text_column_left_out_of_categorical_features_is_refused(client):
+    """As a local fit (``test_categorical.py``): the named columns are exactly the categorical
+    ones, and a text column left out is named, before any tree grows."""
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({"n": rng.integers(0, 4, 60), "city": rng.choice(["oslo", "rome"], 60)})
+    Xd = dd.from_pandas(X, npartitions=2)
+    yd = dd.from_pandas(pd.Series(rng.integers(0, 2, 60)), npartitions=2)
+    with pytest.raises(ValueError, match="column 'city' holds text .* which "
+                                         r"categorical_features=\['n'\] does not name"):
+        DaskRebelClassifier(n_estimators=2, categorical_features=["n"]).fit(Xd, yd)

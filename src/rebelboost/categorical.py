@@ -71,6 +71,7 @@ class CategoricalColumns:
                     ) -> CategoricalColumns | None:
         """:meth:`fit` of X's columns and column names (:func:`_columns`)."""
         mask = resolve_mask(categorical_features, columns, names)
+        _refuse_text_left_out(columns, names, mask, categorical_features)
         if not mask.any():
             return None
         categories: list[np.ndarray | None] = [None] * len(columns)
@@ -140,12 +141,8 @@ class CategoricalColumns:
         for j, col in enumerate(columns):
             if not self.mask[j]:
                 if _is_text(col):
-                    values = _values(col)
-                    row = next((i for i, v in enumerate(values)
-                                if isinstance(v, str) and not _reads_as_number(v)), None)
-                    such = "" if row is None else f" (such as {values[row]!r} in row {row})"
-                    raise ValueError(f"column {_name(names, j)} holds text{such}, but it was "
-                                     "numeric when the model was fitted")
+                    raise ValueError(f"column {_name(names, j)} holds text{_such_as(col)}, but "
+                                     "it was numeric when the model was fitted")
                 encoded.append(col)
                 continue
             encoded.append(encode(col, self.categories[j], _name(names, j)))
@@ -249,6 +246,25 @@ def _reads_as_number(value) -> bool:
     return True
 
 
+def _refuse_text_left_out(columns: list, names: list | None, mask: np.ndarray,
+                          categorical_features) -> None:
+    """A training column of text that ``categorical_features`` does not name is an error
+    (named columns are exactly the categorical ones), saying how to include it."""
+    text = next((j for j in np.flatnonzero(~mask) if _is_text(columns[j])), None)
+    if text is not None:
+        raise ValueError(f"column {_name(names, text)} holds text{_such_as(columns[text])}, "
+                         f"which categorical_features={categorical_features!r} does not name: "
+                         "name it too, or pass 'from_dtype' (every text and category column)")
+
+
+def _such_as(col) -> str:
+    """' (such as VALUE in row I)': a text column's first value that is not a number."""
+    values = _values(col)
+    row = next((i for i, v in enumerate(values)
+                if isinstance(v, str) and not _reads_as_number(v)), None)
+    return "" if row is None else f" (such as {values[row]!r} in row {row})"
+
+
 def _warn_numbers_as_text(col, levels: np.ndarray, name: str) -> None:
     """A :class:`NumbersAsTextWarning` where a text column taken as categorical by its dtype
     holds numbers but for a few of its values (:func:`numbers_as_text`)."""
@@ -289,6 +305,7 @@ def part_levels(X, categorical_features) -> tuple[np.ndarray, list, dict]:
     :meth:`CategoricalColumns.merge`."""
     columns, names = _columns(X)
     mask = resolve_mask(categorical_features, columns, names)
+    _refuse_text_left_out(columns, names, mask, categorical_features)
     levels: list[np.ndarray | None] = [None] * len(columns)
     text: dict[int, tuple[int, dict]] = {}
     for j in np.flatnonzero(mask):

@@ -132,7 +132,9 @@ class RebelClassifier(CostFitting, CategoricalInput, BoostedClassifier):
 default='from_dtype'
         Columns split by sets of categories (vector trees only), as scikit-learn's
         ``HistGradientBoostingClassifier``: 'from_dtype' takes pandas ``category``,
-        ``object`` and ``string`` columns (and text columns of a numpy array). A category is
+        ``object`` and ``string`` columns (and text columns of a numpy array); names,
+        indices or a mask are exactly the categorical columns (a text column they leave out
+        is an error at fit; the command line always adds text columns). A category is
         known by its value, never by a pandas code: ``categories_`` holds each column's
         sorted training values. A missing value or a category unseen in training goes where
         the split sends missing values. Up to ``max_bins`` categories each get a bin; beyond
