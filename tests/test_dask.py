@@ -775,3 +775,26 @@ def test_a_text_column_left_out_of_categorical_features_is_refused(client):
     with pytest.raises(ValueError, match="column 'city' holds text .* which "
                                          r"categorical_features=\['n'\] does not name"):
         DaskRebelClassifier(n_estimators=2, categorical_features=["n"]).fit(Xd, yd)
+
+
+def test_cost_route_with_categorical_columns_gives_the_local_model(client):
+    """The route's calibration sizes the final model by its scores on its own training rows,
+    which the workers hold as category codes already: scored as they are (they were encoded
+    again: text columns failed, and a column of numbers declared categorical, its codes read
+    as unseen values, would have sized it wrongly). Fold models, whose categories are those
+    codes, encode them: the local route, evidence and model file."""
+    import pandas as pd
+
+    frame, y = _categorical_frame()
+    frame["level"] = (10 * (1 + (frame["v"] > 0) + (frame["u"] > 0.5))).astype(np.int64)
+    params = dict(n_estimators=6, max_leaves=15, random_state=5, histogram_bits=12,
+                  cost_matrix=[[0, 1, 8], [2, 0, 1], [1, 3, 0]],
+                  categorical_features=["shop", "brand", "level"])
+    local = RebelClassifier(**params).fit(frame, y)
+    assert local.cost_route_ == "min_risk" and "final_margin" in local.cost_evidence_
+    dist = DaskRebelClassifier(**params).fit(dd.from_pandas(frame, npartitions=3, sort=False),
+                                             dd.from_pandas(pd.Series(y), npartitions=3,
+                                                            sort=False))
+    assert dist.cost_evidence_ == local.cost_evidence_
+    assert _model_file(dist) == _model_file(local)
+    assert_array_equal(dist.predict(frame), local.predict(frame))

@@ -210,11 +210,16 @@ def fold_scores(raw: RawPartition, held_out: np.ndarray, model) -> np.ndarray:
     return model.model_.scores(model.encode(raw.X[held_out]))
 
 
-def score_margins(raw: RawPartition, rows: np.ndarray | None, model) -> np.ndarray:
+def score_margins(raw: RawPartition, rows: np.ndarray | None, model,
+                  own_codes: bool = False) -> np.ndarray:
     """The gap between the two largest class scores of ``model`` (local) on each of the
     partition's rows that ``rows`` marks (None: all), as the cost route sizes a model's
-    scores (:func:`~rebelboost.calibration.row_margins`)."""
-    return row_margins(model.model_.scores(model.encode(raw.X if rows is None else raw.X[rows])))
+    scores (:func:`~rebelboost.calibration.row_margins`). ``own_codes``: the rows hold the
+    model's own category codes already (the final model on its training partitions), so
+    they are scored as they are; a fold model encodes them (its categories are these
+    codes)."""
+    X = raw.X if rows is None else raw.X[rows]
+    return row_margins(model.model_.scores(X if own_codes else model.encode(X)))
 
 
 def sample_summary(raw: RawPartition, rows: np.ndarray | None,

@@ -309,7 +309,8 @@ class DaskRebelClassifier(RebelClassifier):
         if sized_on is not None:  # (the margins of every row, in the local fit's order)
             local = self.to_local()
             scale_to_final(self, np.concatenate(cluster.gather(
-                [cluster.submit(part_fn.score_margins, part, None, local) for part in sized_on])))
+                [cluster.submit(part_fn.score_margins, part, None, local, True)
+                 for part in sized_on])))
         self.gathered_bytes_ = cluster.gathered_bytes
         n_trees = len(self.model_.learners)
         self.round_trips_ = np.asarray(booster.round_trips[:n_trees])
