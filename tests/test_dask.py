@@ -798,3 +798,27 @@ def test_cost_route_with_categorical_columns_gives_the_local_model(client):
     assert dist.cost_evidence_ == local.cost_evidence_
     assert _model_file(dist) == _model_file(local)
     assert_array_equal(dist.predict(frame), local.predict(frame))
+
+
+def test_per_row_costs_whose_class_means_are_zero_one_are_not_ignored(client):
+    """Per-row costs that vary (0.5 and 1.5 times the 0-1 costs) but whose class means are
+    exactly the 0-1 costs: the local fit weighs them through the route; the distributed fit
+    took the class means for a cost-neutral problem and ignored the rows' costs."""
+    X, y = _data(n=1200, d=5, k=3, seed=21)
+    factor = np.empty(len(y))
+    for c in range(3):  # as many rows of each factor in every class: exact means
+        rows = np.flatnonzero(y == c)
+        factor[rows] = np.where(np.arange(len(rows)) % 2 == 0, 0.5, 1.5)
+    if any((y == c).sum() % 2 for c in range(3)):
+        factor[np.flatnonzero(y == y[-1])[-1]] = 1.0
+    sample_cost = (1.0 - np.eye(3))[y] * factor[:, None]
+    params = dict(n_estimators=6, max_leaves=15, random_state=5, histogram_bits=12)
+    local = RebelClassifier(**params).fit(X, y, sample_cost=sample_cost)
+    assert_array_equal(local.cost_matrix_, 1.0 - np.eye(3))
+    assert local.cost_route_ != "loss"  # (the rows' costs were weighed)
+    dist = DaskRebelClassifier(**params).fit(
+        da.from_array(X, chunks=(400, 5)), da.from_array(y, chunks=400),
+        sample_cost=da.from_array(sample_cost, chunks=(400, 3)))
+    assert dist.cost_route_ == local.cost_route_
+    assert dist.cost_evidence_ == local.cost_evidence_
+    assert _model_file(dist) == _model_file(local)

@@ -27,12 +27,14 @@ from ..ensemble._cost_route import (
 )
 
 
-def choose_route_on_workers(model, cluster, raw: list, facts: list, rng) -> RouteChoice:
+def choose_route_on_workers(model, cluster, raw: list, facts: list, rng,
+                            has_cost: bool = False) -> RouteChoice:
     """:func:`~rebelboost.ensemble._cost_route.choose_route` for ``model`` (its costs and
-    size-dependent parameters set) on the checked partitions ``raw``."""
+    size-dependent parameters set) on the checked partitions ``raw``; ``has_cost``: they
+    hold per-row costs (whose class means may be 0-1 costs while the rows' costs are not)."""
     cost, k = model.cost_matrix_, len(model.classes_)
-    if model.decisions_ is None and (model.cost_strategy == "loss"
-                                     or np.array_equal(cost, 1.0 - np.eye(k))):
+    neutral = not has_cost and np.array_equal(cost, 1.0 - np.eye(k))
+    if model.decisions_ is None and (model.cost_strategy == "loss" or neutral):
         return RouteChoice("loss", "loss")  # (no fold models: nothing to gather)
     pieces = cluster.gather(cluster.map(part_fn.codes_and_weights, raw, model.classes_))
     codes = np.concatenate([c for c, _, _ in pieces]).astype(np.intp)

@@ -213,7 +213,7 @@ class DaskRebelClassifier(RebelClassifier):
             self.cost_matrix_ = class_mean_costs(sums, counts)
         self._resolve_size(n_rows)
         rng = _rng(self.random_state)  # drawn from as the local fit draws
-        choose_route_on_workers(self, cluster, raw, facts, rng).set_on(self)
+        choose_route_on_workers(self, cluster, raw, facts, rng, has_cost).set_on(self)
         trained_costs = (self.cost_matrix_ if self.cost_strategy_ == "loss"
                          else 1.0 - np.eye(k))  # the posterior route trains cost-neutrally
         validation = None
