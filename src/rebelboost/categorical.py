@@ -248,8 +248,12 @@ def _reads_as_number(value) -> bool:
 
 def _refuse_text_left_out(columns: list, names: list | None, mask: np.ndarray,
                           categorical_features) -> None:
-    """A training column of text that ``categorical_features`` does not name is an error
-    (named columns are exactly the categorical ones), saying how to include it."""
+    """A training column of text that ``categorical_features`` (names, indices or a mask)
+    does not name is an error (named columns are exactly the categorical ones), saying how
+    to include it. (None: no column is categorical, and input validation names the columns
+    that are not numbers.)"""
+    if categorical_features is None:
+        return
     text = next((j for j in np.flatnonzero(~mask) if _is_text(columns[j])), None)
     if text is not None:
         raise ValueError(f"column {_name(names, text)} holds text{_such_as(columns[text])}, "

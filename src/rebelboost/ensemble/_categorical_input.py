@@ -21,10 +21,13 @@ class CategoricalInput:
         if columns is None:
             return X
         if self.weak_learner != "vector_tree":
+            text = any(levels is not None and any(isinstance(v, str) for v in levels[:1])
+                       for levels in columns.categories)
             raise ValueError(
                 f"categorical features need weak_learner='vector_tree' (not "
                 f"{self.weak_learner!r}): it splits by sets of categories; encode the "
-                "columns as numbers for the other learners, or pass categorical_features=None")
+                "columns as numbers for the other learners"
+                + ("" if text else ", or pass categorical_features=None"))
         return encoded
 
     def _set_categorical(self, columns: CategoricalColumns | None) -> None:
