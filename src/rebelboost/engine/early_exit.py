@@ -56,7 +56,7 @@ def explicit_trees(trees: Trees) -> tuple[np.ndarray, ...]:
 
 def category_words(trees: Trees) -> np.ndarray | None:
     """The categorical nodes' bitsets of codes going left, (T, M, W), or None (every node
-    tests a threshold): the routing kernels' last argument."""
+    tests a threshold): the routing kernels' argument after :func:`explicit_trees`' arrays."""
     return getattr(trees, "category_words", None)
 
 
