@@ -178,6 +178,30 @@ def test_more_codes_than_bins_are_grouped_by_class_mix():
     assert_array_equal(again.code_bins_[0], bins)
 
 
+def test_fewer_class_mixes_than_bins_are_grouped_without_k_means(monkeypatch):
+    """300 codes of few class mixes into 127 bins: each mix its own bin (as k-means gave),
+    found without it (k-means warned that it found fewer clusters than asked, silenced by a
+    warnings filter that is not thread-safe: the cost route's fold models bin on threads side
+    by side, and the warning leaked)."""
+    import sklearn.cluster
+
+    rng = np.random.default_rng(4)
+    code = rng.integers(0, 300, 3000)
+    y = code % 6 // 2
+    y[code % 7 == 0] = 0
+
+    def refused(*args, **kwargs):
+        raise AssertionError("k-means was called")
+
+    monkeypatch.setattr(sklearn.cluster, "KMeans", refused)
+    bins = Binner(max_bins=127).fit(np.c_[code.astype(float)], np.array([True]), y).code_bins_[0]
+    counts = [tuple(np.bincount(y[code == c], minlength=3)) for c in range(300)]
+    assert len(set(counts)) < 127
+    for a in range(300):  # one bin a class mix (their rows' class counts)
+        assert {bins[b] for b in range(300) if counts[b] == counts[a]} == {bins[a]}
+        assert bins[a] not in {bins[b] for b in range(300) if counts[b] != counts[a]}
+
+
 def _brute_force(hist_f, n_bins, prior, min_count):
     """The best split over every set of the value bins, missing values on either side."""
     best = np.inf

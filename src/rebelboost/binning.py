@@ -11,7 +11,6 @@ every two rows, and the split search would scan that many candidates.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
@@ -273,17 +272,20 @@ def _grouped_code_bins(table: np.ndarray, counts: np.ndarray, max_bins: int,
     LightGBM-style cap would leave every code past the ``max_bins``-th most frequent
     unsplittable. Bins are numbered in the order of their lowest code."""
     from sklearn.cluster import KMeans
-    from sklearn.exceptions import ConvergenceWarning
 
     codes = np.flatnonzero(counts > 0)
     seen = np.flatnonzero(table.sum(axis=0) > 0)  # (classes after the last one seen: none)
     table = table[:, :seen[-1] + 1]
     prior = table.sum(axis=0) / table.sum()
     mix = (table[codes] + GROUP_PRIOR_ROWS * prior) / (counts[codes, None] + GROUP_PRIOR_ROWS)
-    with warnings.catch_warnings():  # fewer distinct mixes than bins: fewer groups, fine
-        warnings.simplefilter("ignore", ConvergenceWarning)
+    # no more distinct mixes than bins: each its own group (k-means would find the same
+    # groups, warning that it found fewer clusters than asked, and a filter set around it
+    # is not thread-safe: the cost route's fold models bin on threads side by side)
+    distinct, groups = np.unique(mix, axis=0, return_inverse=True)
+    if len(distinct) > max_bins:
         groups = KMeans(max_bins, n_init=1, random_state=0).fit(
             mix, sample_weight=counts[codes]).labels_
+    groups = groups.reshape(-1)
     _, first = np.unique(groups, return_index=True)  # renumber by lowest code
     order = np.empty(groups.max() + 1, dtype=np.int64)
     order[groups[np.sort(first)]] = np.arange(len(first))
