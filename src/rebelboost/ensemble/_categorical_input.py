@@ -21,7 +21,7 @@ class CategoricalInput:
         if columns is None:
             return X
         if self.weak_learner != "vector_tree":
-            text = any(levels is not None and any(isinstance(v, str) for v in levels[:1])
+            text = any(levels is not None and len(levels) and isinstance(levels[0], str)
                        for levels in columns.categories)
             raise ValueError(
                 f"categorical features need weak_learner='vector_tree' (not "

@@ -95,8 +95,8 @@ def render_report(model, X, y, *, title: str | None = None, X_train=None, y_trai
     if getattr(model, "cost_route_", None) is not None and cost_sensitive:
         sections.insert(1, ("route", "Cost decisions", cost_route_section(model)))
     categorical = getattr(model, "is_categorical_", None)  # (no plane to draw over)
-    if model.n_features_in_ == 2 and columns == labels and not np.any(
-            categorical if categorical is not None else False):
+    if (model.n_features_in_ == 2 and columns == labels
+            and (categorical is None or not categorical.any())):
         sections.append(("boundary", "Decision boundary", _figure(
             figures.decision_boundary(model, X, y),
             "decision boundary", "Predicted class over the plane; the points are the data.")))
